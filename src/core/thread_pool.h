@@ -1,0 +1,56 @@
+// ThreadPool: persistent workers for parallel_for over tiles; the caller thread takes part.
+// Workers spin briefly after a job (next kernel usually follows at once), then sleep.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/function_ref.h"
+
+namespace kestrel::core {
+
+class ThreadPool {
+ public:
+  // num_threads counts the caller: 1 means no worker threads at all.
+  explicit ThreadPool(int num_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int num_threads() const { return static_cast<int>(workers_.size()) + 1; }
+
+  // Runs fn(task) for every task in [0, num_tasks), spread over the threads; returns when all are
+  // done. Allocates nothing. Nested calls from inside a task run serially on the calling thread.
+  void run(int64_t num_tasks, FunctionRef<void(int64_t)> fn);
+
+  // Splits [0, n) into contiguous ranges of at least `grain` items, about one per thread (or a few
+  // per thread when n is large), and calls fn(begin, end) on each.
+  void parallel_for(int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t)> fn);
+
+ private:
+  void worker_loop();
+  void work_on(const FunctionRef<void(int64_t)>& fn, int64_t num_tasks);
+
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::atomic<uint64_t> generation_{0};
+  bool stop_ = false;  // guarded by mu_
+
+  // Current job; fn_, num_tasks_ and active_workers_ are guarded by mu_.
+  const FunctionRef<void(int64_t)>* fn_ = nullptr;
+  int64_t num_tasks_ = 0;
+  int active_workers_ = 0;
+  std::atomic<int64_t> next_task_{0};
+  std::atomic<int64_t> done_tasks_{0};
+  std::mutex run_mu_;  // one job at a time
+};
+
+// Runs fn(begin,end) over [0,n) on pool if given (and useful), else inline.
+void parallel_for(ThreadPool* pool, int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t)> fn);
+
+}  // namespace kestrel::core

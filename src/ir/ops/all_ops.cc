@@ -1,0 +1,12 @@
+// The list of op families; each family's schemas live in its own file in this folder.
+#include "ir/op_schema.h"
+
+namespace kestrel::ir {
+
+void register_elementwise_ops(OpRegistry& r);
+
+void register_all_ops(OpRegistry& r) {
+  register_elementwise_ops(r);
+}
+
+}  // namespace kestrel::ir

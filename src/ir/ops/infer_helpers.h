@@ -1,0 +1,38 @@
+// Shared pieces of shape inference: broadcasting, axis handling, reading shape-like inputs.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "core/status.h"
+#include "ir/op_schema.h"
+#include "ir/types.h"
+
+namespace kestrel::ir {
+
+// ONNX multidirectional (numpy) broadcasting of two or more shapes; unknown rank stays unknown.
+core::Result<Shape> broadcast_shapes(const std::vector<const Shape*>& shapes);
+// Broadcast of all present inputs of ctx.
+core::Result<Shape> broadcast_inputs(const InferContext& ctx);
+
+// Output i gets input j's type (dtype and shape).
+core::Status same_as_input(InferContext& ctx, size_t out = 0, size_t in = 0);
+
+// Reads a known int tensor input (axes, shape, pads...) as int64s; nullopt if the value is unknown.
+std::optional<std::vector<int64_t>> input_ints(const InferContext& ctx, size_t i);
+
+// Dim of the product / quotient when known, else unknown.
+Dim dim_mul(const Dim& a, const Dim& b);
+
+// Shape with `rank` unknown dims.
+Shape unknown_dims(int64_t rank);
+
+// Common checks.
+core::Status expect_rank(const InferContext& ctx, size_t input, int64_t rank);
+core::Status expect_float(const InferContext& ctx, size_t input);
+
+// Registers a simple op: fixed arity and an inference function.
+void add_op(OpRegistry& r, const char* name, int min_in, int max_in, int min_out, int max_out, InferFn fn,
+            const char* doc, uint64_t value_inputs = 0);
+
+}  // namespace kestrel::ir

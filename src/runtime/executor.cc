@@ -1,0 +1,403 @@
+// Executor: planning (inference, plan-time folding, arena placement) and the run loop.
+#include "runtime/executor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <unordered_map>
+
+#include "core/str_util.h"
+#include "ir/op_schema.h"
+
+namespace kestrel::runtime {
+
+using core::str_cat;
+
+enum class SlotState : uint8_t {
+  kUnknown,
+  kInput,     // a graph input, bound by run()
+  kOuter,     // an outer-scope value, bound by bind_outer()
+  kConstant,  // an initializer
+  kFolded,    // computed at plan time
+  kArena,     // static shape: lives in the arena
+  kOutput,    // static shape graph output: caller's buffer or allocated per run
+  kDynamic,   // shape known only at run time: allocated per run, freed after last use
+};
+
+struct Executor::Slot {
+  const ir::Value* value = nullptr;
+  core::DType dtype = core::DType::kUndefined;
+  SlotState state = SlotState::kUnknown;
+  Tensor tensor;
+  ir::ValueType type;  // planned type (concrete when static)
+  int def_step = -1;
+  int last_use = -1;
+  bool graph_output = false;
+  size_t offset = 0;
+};
+
+struct Executor::Step {
+  const ir::Node* node = nullptr;
+  const ir::OpSchema* schema = nullptr;
+  std::unique_ptr<OpKernel> kernel;
+  std::vector<int> in, out, implicit;
+  std::vector<const Tensor*> in_ptrs;
+  std::vector<Tensor*> out_ptrs;
+  std::vector<core::DType> out_dtypes;
+  bool folded = false;
+  bool dynamic = false;
+  std::vector<int> release_after;  // dynamic slots whose last use is this step
+};
+
+Executor::Executor(const ir::Graph& g, const ExecutorOptions& opts) : graph_(g), opts_(opts) {}
+Executor::~Executor() = default;
+
+Result<std::unique_ptr<Executor>> Executor::create(const ir::Graph& graph, const ExecutorOptions& opts) {
+  std::unique_ptr<Executor> ex(new Executor(graph, opts));
+  KESTREL_RETURN_IF_ERROR(ex->build());
+  return ex;
+}
+
+void Executor::bind_outer(const std::string& name, const Tensor* t) {
+  for (size_t i = 0; i < outer_names_.size(); ++i)
+    if (outer_names_[i] == name) slots_[static_cast<size_t>(outer_slots_[i])].tensor = *t;
+}
+
+Status Executor::build() {
+  std::unordered_map<const ir::Value*, int> slot_of;
+  auto slot_for = [&](const ir::Value* v) {
+    auto it = slot_of.find(v);
+    if (it != slot_of.end()) return it->second;
+    int id = static_cast<int>(slots_.size());
+    Slot s;
+    s.value = v;
+    s.dtype = v->dtype();
+    s.graph_output = v->is_graph_output();
+    slots_.push_back(std::move(s));
+    slot_of[v] = id;
+    if (v->kind() == ir::ValueKind::kOuterScope) {
+      outer_names_.push_back(v->name());
+      outer_slots_.push_back(id);
+    }
+    return id;
+  };
+  for (const ir::Value* v : graph_.inputs()) input_slots_.push_back(slot_for(v));
+  for (const ir::Node* n : graph_.nodes()) {
+    Step s;
+    s.node = n;
+    s.schema = ir::OpRegistry::global().find(n->domain(), n->op_type());
+    if (!s.schema) return core::unsupported(str_cat(n->describe(), ": unknown op"));
+    KernelCreateInfo info{*n, {}, {}, {}, opts_.kernel};
+    for (const ir::Value* v : n->inputs()) {
+      s.in.push_back(v ? slot_for(v) : -1);
+      info.input_types.push_back(v ? &v->type() : nullptr);
+      info.constant_inputs.push_back(v && v->is_constant() ? &v->constant() : nullptr);
+    }
+    for (const ir::Value* v : n->implicit_inputs()) s.implicit.push_back(slot_for(v));
+    for (const ir::Value* v : n->outputs()) {
+      s.out.push_back(slot_for(v));
+      s.out_dtypes.push_back(v->dtype());
+    }
+    info.output_dtypes = s.out_dtypes;
+    KESTREL_ASSIGN_OR_RETURN(s.kernel, create_kernel(info));
+    steps_.push_back(std::move(s));
+  }
+  for (const ir::Value* v : graph_.outputs()) output_slots_.push_back(slot_for(v));
+  // Pointers into slots_ are stable from here on.
+  for (auto& s : steps_) {
+    for (int id : s.in) s.in_ptrs.push_back(id >= 0 ? &slots_[static_cast<size_t>(id)].tensor : nullptr);
+    for (int id : s.out) s.out_ptrs.push_back(&slots_[static_cast<size_t>(id)].tensor);
+  }
+  for (auto& sl : slots_) {
+    if (sl.value->is_constant()) {
+      sl.state = SlotState::kConstant;
+      sl.tensor = sl.value->constant();
+    }
+  }
+  return Status::ok();
+}
+
+Status Executor::infer_step(const Step& s, std::vector<ir::ValueType>& out_types, bool use_values) {
+  std::vector<ir::ValueType> types(s.in.size());
+  std::vector<const ir::ValueType*> type_ptrs(s.in.size(), nullptr);
+  std::vector<const Tensor*> values(s.in.size(), nullptr);
+  for (size_t i = 0; i < s.in.size(); ++i) {
+    if (s.in[i] < 0) continue;
+    const Slot& sl = slots_[static_cast<size_t>(s.in[i])];
+    type_ptrs[i] = &sl.type;
+    bool has_value = sl.state == SlotState::kConstant || sl.state == SlotState::kFolded || use_values;
+    if (has_value && sl.tensor.defined()) values[i] = &sl.tensor;
+  }
+  ir::InferContext ctx(*s.node, type_ptrs, values);
+  KESTREL_RETURN_IF_ERROR(ir::run_inference(*s.schema, ctx));
+  out_types = std::move(ctx.outputs());
+  for (size_t i = 0; i < out_types.size(); ++i)
+    if (out_types[i].dtype == core::DType::kUndefined) out_types[i].dtype = s.out_dtypes[i];
+  return Status::ok();
+}
+
+Status Executor::plan(std::span<const Tensor* const> inputs) {
+  planned_ = false;
+  stats_ = PlanStats{};
+  for (auto& sl : slots_) {
+    if (sl.state != SlotState::kConstant) {
+      sl.state = SlotState::kUnknown;
+      sl.tensor = Tensor();
+      sl.type = ir::ValueType{sl.dtype, ir::Shape::unknown_rank()};
+    } else {
+      sl.type = ir::ValueType{sl.tensor.dtype(), ir::Shape(sl.tensor.dims())};
+    }
+    sl.def_step = -1;
+    sl.last_use = -1;
+  }
+  planned_dims_.clear();
+  for (size_t i = 0; i < input_slots_.size(); ++i) {
+    Slot& sl = slots_[static_cast<size_t>(input_slots_[i])];
+    sl.state = SlotState::kInput;
+    sl.type = ir::ValueType{inputs[i]->dtype(), ir::Shape(inputs[i]->dims())};
+    sl.tensor = *inputs[i];
+    planned_dims_.push_back(inputs[i]->dims());
+  }
+  for (int id : outer_slots_) {
+    Slot& sl = slots_[static_cast<size_t>(id)];
+    sl.state = SlotState::kOuter;
+    sl.type = ir::ValueType{sl.tensor.dtype(), ir::Shape(sl.tensor.dims())};
+    planned_dims_.push_back(sl.tensor.dims());
+  }
+
+  auto known_value = [&](int id) {
+    if (id < 0) return true;
+    SlotState st = slots_[static_cast<size_t>(id)].state;
+    return st == SlotState::kConstant || st == SlotState::kFolded;
+  };
+
+  for (size_t si = 0; si < steps_.size(); ++si) {
+    Step& s = steps_[si];
+    s.folded = s.dynamic = false;
+    s.release_after.clear();
+    bool dynamic_input = false;
+    bool foldable = !s.schema->nondeterministic && s.node->subgraphs().empty() && s.implicit.empty();
+    std::vector<Tensor> shape_holders(s.in.size());
+    for (size_t i = 0; i < s.in.size(); ++i) {
+      int id = s.in[i];
+      if (id < 0) continue;
+      const Slot& sl = slots_[static_cast<size_t>(id)];
+      if (sl.state == SlotState::kDynamic) dynamic_input = true;
+      if (!known_value(id) && !(s.schema->reads_only_shape(i) && sl.type.shape.fully_known())) foldable = false;
+    }
+    for (int id : s.implicit)
+      if (slots_[static_cast<size_t>(id)].state == SlotState::kDynamic) dynamic_input = true;
+
+    if (foldable) {
+      // Everything this node reads is known now: compute it once, here.
+      std::vector<const Tensor*> ins(s.in.size(), nullptr);
+      for (size_t i = 0; i < s.in.size(); ++i) {
+        if (s.in[i] < 0) continue;
+        const Slot& sl = slots_[static_cast<size_t>(s.in[i])];
+        if (known_value(s.in[i])) {
+          ins[i] = &sl.tensor;
+        } else {
+          shape_holders[i] = Tensor::view(sl.type.dtype, sl.type.shape.concrete(), nullptr);
+          ins[i] = &shape_holders[i];
+        }
+      }
+      KESTREL_ASSIGN_OR_RETURN(auto outs, evaluate_node(*s.node, ins));
+      for (size_t o = 0; o < s.out.size(); ++o) {
+        Slot& sl = slots_[static_cast<size_t>(s.out[o])];
+        sl.state = SlotState::kFolded;
+        sl.tensor = std::move(outs[o]);
+        sl.type = ir::ValueType{sl.tensor.dtype(), ir::Shape(sl.tensor.dims())};
+      }
+      s.folded = true;
+      ++stats_.folded_steps;
+      continue;
+    }
+
+    std::vector<ir::ValueType> out_types;
+    bool all_known = false;
+    if (!dynamic_input) {
+      KESTREL_RETURN_IF_ERROR(infer_step(s, out_types, false));
+      all_known = !s.schema->data_dependent_shape;
+      for (const auto& t : out_types)
+        if (!t.shape.fully_known()) all_known = false;
+    }
+    s.dynamic = !all_known;
+    if (s.dynamic) ++stats_.dynamic_steps;
+    else ++stats_.static_steps;
+    for (size_t o = 0; o < s.out.size(); ++o) {
+      Slot& sl = slots_[static_cast<size_t>(s.out[o])];
+      sl.def_step = static_cast<int>(si);
+      if (s.dynamic) {
+        sl.state = SlotState::kDynamic;
+        sl.type = ir::ValueType{s.out_dtypes[o], ir::Shape::unknown_rank()};
+      } else {
+        sl.state = sl.graph_output ? SlotState::kOutput : SlotState::kArena;
+        sl.type = out_types[o];
+        sl.dtype = out_types[o].dtype;
+        s.out_dtypes[o] = sl.dtype;
+      }
+    }
+    for (int id : s.in)
+      if (id >= 0) slots_[static_cast<size_t>(id)].last_use = static_cast<int>(si);
+    for (int id : s.implicit) slots_[static_cast<size_t>(id)].last_use = static_cast<int>(si);
+  }
+
+  // Dynamic slots are freed right after their last use.
+  for (size_t id = 0; id < slots_.size(); ++id) {
+    Slot& sl = slots_[id];
+    if (sl.state == SlotState::kDynamic && !sl.graph_output && sl.last_use >= 0)
+      steps_[static_cast<size_t>(sl.last_use)].release_after.push_back(static_cast<int>(id));
+  }
+
+  // Arena: greedy by size, placing each tensor at the lowest offset that does not overlap a
+  // tensor alive at the same time.
+  struct Item {
+    int slot;
+    size_t bytes;
+    int begin, end;
+  };
+  std::vector<Item> items;
+  for (size_t id = 0; id < slots_.size(); ++id) {
+    Slot& sl = slots_[id];
+    if (sl.state != SlotState::kArena) continue;
+    KESTREL_ASSIGN_OR_RETURN(int64_t n, core::checked_num_elements(sl.type.shape.concrete()));
+    size_t bytes = core::align_up(static_cast<size_t>(n) * core::dtype_size(sl.dtype));
+    if (sl.dtype == core::DType::kString)
+      return core::unsupported(str_cat("string tensor '", sl.value->name(), "' cannot live in the arena"));
+    items.push_back({static_cast<int>(id), bytes, sl.def_step, std::max(sl.last_use, sl.def_step)});
+    stats_.sum_activation_bytes += bytes;
+  }
+  std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.bytes > b.bytes; });
+  std::vector<const Item*> placed;
+  std::vector<size_t> offsets(slots_.size(), 0);
+  size_t total = 0;
+  for (const Item& it : items) {
+    std::vector<std::pair<size_t, size_t>> busy;
+    for (const Item* p : placed)
+      if (p->begin <= it.end && it.begin <= p->end)
+        busy.emplace_back(offsets[static_cast<size_t>(p->slot)], offsets[static_cast<size_t>(p->slot)] + p->bytes);
+    std::sort(busy.begin(), busy.end());
+    size_t off = 0;
+    for (const auto& [b, e] : busy) {
+      if (off + it.bytes <= b) break;
+      off = std::max(off, e);
+    }
+    offsets[static_cast<size_t>(it.slot)] = off;
+    total = std::max(total, off + it.bytes);
+    placed.push_back(&it);
+  }
+  if (total > arena_capacity_ || !arena_) {
+    KESTREL_ASSIGN_OR_RETURN(arena_, core::allocate_aligned_unique(std::max<size_t>(total, 64)));
+    arena_capacity_ = std::max<size_t>(total, 64);
+  }
+  stats_.arena_bytes = total;
+  auto* base = static_cast<uint8_t*>(arena_.get());
+  for (const Item& it : items) {
+    Slot& sl = slots_[static_cast<size_t>(it.slot)];
+    sl.offset = offsets[static_cast<size_t>(it.slot)];
+    sl.tensor = Tensor::view(sl.dtype, sl.type.shape.concrete(), base + sl.offset);
+  }
+  planned_ = true;
+  return Status::ok();
+}
+
+Status Executor::run_step(Step& s) {
+  if (s.dynamic) {
+    std::vector<ir::ValueType> out_types;
+    for (size_t i = 0; i < s.in.size(); ++i) {
+      if (s.in[i] < 0) continue;
+      Slot& sl = slots_[static_cast<size_t>(s.in[i])];
+      if (!sl.tensor.defined())
+        return core::internal_error(str_cat(s.node->describe(), ": input ", i, " was not computed"));
+      sl.type = ir::ValueType{sl.tensor.dtype(), ir::Shape(sl.tensor.dims())};
+    }
+    for (int id : s.implicit) {
+      Slot& sl = slots_[static_cast<size_t>(id)];
+      sl.type = ir::ValueType{sl.tensor.dtype(), ir::Shape(sl.tensor.dims())};
+    }
+    KESTREL_RETURN_IF_ERROR(infer_step(s, out_types, true));
+    for (size_t o = 0; o < s.out.size(); ++o) {
+      Slot& sl = slots_[static_cast<size_t>(s.out[o])];
+      s.out_dtypes[o] = out_types[o].dtype;
+      if (!s.schema->data_dependent_shape && out_types[o].shape.fully_known()) {
+        KESTREL_ASSIGN_OR_RETURN(sl.tensor, Tensor::allocate(out_types[o].dtype, out_types[o].shape.concrete()));
+      } else {
+        sl.tensor = Tensor();
+      }
+    }
+  }
+  KernelContext ctx(s.in_ptrs, s.out_ptrs, s.out_dtypes, opts_.pool);
+  std::chrono::steady_clock::time_point t0;
+  if (profiler_) t0 = std::chrono::steady_clock::now();
+  Status st = s.kernel->run(ctx);
+  if (!st.is_ok()) return st.with_context(s.node->describe());
+  if (profiler_) {
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    profiler_(*s.node, s.kernel->impl_name(), ms);
+  }
+  for (size_t o = 0; o < s.out.size(); ++o)
+    if (!s.out_ptrs[o]->defined())
+      return core::internal_error(str_cat(s.node->describe(), ": kernel did not produce output ", o));
+  for (int id : s.release_after) slots_[static_cast<size_t>(id)].tensor = Tensor();
+  return Status::ok();
+}
+
+Status Executor::run(std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs) {
+  if (inputs.size() != input_slots_.size())
+    return core::invalid_argument(str_cat("graph '", graph_.name(), "' takes ", input_slots_.size(), " inputs, got ",
+                                          inputs.size()));
+  bool same = planned_ && planned_dims_.size() == inputs.size() + outer_slots_.size();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i] || !inputs[i]->defined())
+      return core::invalid_argument(str_cat("input '", graph_.inputs()[i]->name(), "' is missing"));
+    if (same && inputs[i]->dims() != planned_dims_[i]) same = false;
+    if (inputs[i]->dtype() != slots_[static_cast<size_t>(input_slots_[i])].dtype &&
+        slots_[static_cast<size_t>(input_slots_[i])].dtype != core::DType::kUndefined)
+      return core::invalid_argument(str_cat("input '", graph_.inputs()[i]->name(), "' must be ",
+                                            core::dtype_name(slots_[static_cast<size_t>(input_slots_[i])].dtype),
+                                            ", got ", core::dtype_name(inputs[i]->dtype())));
+  }
+  for (size_t k = 0; same && k < outer_slots_.size(); ++k)
+    if (slots_[static_cast<size_t>(outer_slots_[k])].tensor.dims() != planned_dims_[inputs.size() + k]) same = false;
+  if (!same) KESTREL_RETURN_IF_ERROR(plan(inputs));
+
+  for (size_t i = 0; i < inputs.size(); ++i) slots_[static_cast<size_t>(input_slots_[i])].tensor = *inputs[i];
+  outputs.resize(output_slots_.size());
+  // Static graph outputs: the caller's tensor if it already has the right type, else a new one.
+  for (size_t k = 0; k < output_slots_.size(); ++k) {
+    Slot& sl = slots_[static_cast<size_t>(output_slots_[k])];
+    if (sl.state != SlotState::kOutput) continue;
+    bool first = std::find(output_slots_.begin(), output_slots_.begin() + static_cast<long>(k), output_slots_[k]) ==
+                 output_slots_.begin() + static_cast<long>(k);
+    if (!first) continue;
+    core::Dims dims = sl.type.shape.concrete();
+    if (outputs[k].defined() && outputs[k].dtype() == sl.dtype && outputs[k].dims() == dims) {
+      sl.tensor = outputs[k];
+    } else {
+      KESTREL_ASSIGN_OR_RETURN(sl.tensor, Tensor::allocate(sl.dtype, dims));
+    }
+  }
+  for (auto& s : steps_) {
+    if (s.folded) continue;
+    KESTREL_RETURN_IF_ERROR(run_step(s));
+  }
+  for (size_t k = 0; k < output_slots_.size(); ++k) {
+    Slot& sl = slots_[static_cast<size_t>(output_slots_[k])];
+    bool first = std::find(output_slots_.begin(), output_slots_.begin() + static_cast<long>(k), output_slots_[k]) ==
+                 output_slots_.begin() + static_cast<long>(k);
+    if ((sl.state == SlotState::kOutput || sl.state == SlotState::kDynamic) && first) {
+      if (outputs[k].raw_data() != sl.tensor.raw_data()) outputs[k] = sl.tensor;
+      if (sl.state == SlotState::kDynamic) sl.tensor = Tensor();
+    } else {
+      // An input, constant or folded value, or a repeated output: the caller gets its own copy.
+      KESTREL_ASSIGN_OR_RETURN(outputs[k], (sl.tensor.defined() ? sl.tensor : outputs[static_cast<size_t>(
+          std::find(output_slots_.begin(), output_slots_.end(), output_slots_[k]) - output_slots_.begin())]).clone());
+    }
+  }
+  // Drop references to caller memory.
+  for (int id : input_slots_) slots_[static_cast<size_t>(id)].tensor = Tensor();
+  for (int id : output_slots_)
+    if (slots_[static_cast<size_t>(id)].state == SlotState::kOutput) slots_[static_cast<size_t>(id)].tensor = Tensor();
+  return Status::ok();
+}
+
+}  // namespace kestrel::runtime

@@ -1,0 +1,12 @@
+// The list of kernel families; each family's bindings live in its own file in this folder.
+#include "runtime/kernel.h"
+
+namespace kestrel::runtime {
+
+void register_elementwise_kernels(KernelRegistry& r);
+
+void register_all_kernels(KernelRegistry& r) {
+  register_elementwise_kernels(r);
+}
+
+}  // namespace kestrel::runtime

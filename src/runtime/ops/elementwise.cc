@@ -1,0 +1,150 @@
+// Kernel bindings for elementwise ops: node attributes -> reference kernel parameters.
+#include <map>
+#include <string>
+
+#include "kernels/reference/elementwise.h"
+#include "runtime/kernel.h"
+
+namespace kestrel::runtime {
+
+namespace ref = kernels::ref;
+
+namespace {
+
+const std::map<std::string, ref::UnaryOp>& unary_ops() {
+  static const std::map<std::string, ref::UnaryOp> m = {
+      {"Abs", ref::UnaryOp::kAbs},           {"Neg", ref::UnaryOp::kNeg},
+      {"Sqrt", ref::UnaryOp::kSqrt},         {"Exp", ref::UnaryOp::kExp},
+      {"Log", ref::UnaryOp::kLog},           {"Erf", ref::UnaryOp::kErf},
+      {"Tanh", ref::UnaryOp::kTanh},         {"Sigmoid", ref::UnaryOp::kSigmoid},
+      {"Relu", ref::UnaryOp::kRelu},         {"Floor", ref::UnaryOp::kFloor},
+      {"Ceil", ref::UnaryOp::kCeil},         {"Reciprocal", ref::UnaryOp::kReciprocal},
+      {"Sin", ref::UnaryOp::kSin},           {"Cos", ref::UnaryOp::kCos},
+      {"Tan", ref::UnaryOp::kTan},           {"Asin", ref::UnaryOp::kAsin},
+      {"Acos", ref::UnaryOp::kAcos},         {"Atan", ref::UnaryOp::kAtan},
+      {"Sinh", ref::UnaryOp::kSinh},         {"Cosh", ref::UnaryOp::kCosh},
+      {"Asinh", ref::UnaryOp::kAsinh},       {"Acosh", ref::UnaryOp::kAcosh},
+      {"Atanh", ref::UnaryOp::kAtanh},       {"Sign", ref::UnaryOp::kSign},
+      {"Round", ref::UnaryOp::kRound},       {"Not", ref::UnaryOp::kNot},
+      {"Softplus", ref::UnaryOp::kSoftplus}, {"Softsign", ref::UnaryOp::kSoftsign},
+      {"Identity", ref::UnaryOp::kIdentity}, {"LeakyRelu", ref::UnaryOp::kLeakyRelu},
+      {"Elu", ref::UnaryOp::kElu},           {"Selu", ref::UnaryOp::kSelu},
+      {"Celu", ref::UnaryOp::kCelu},         {"HardSigmoid", ref::UnaryOp::kHardSigmoid},
+      {"HardSwish", ref::UnaryOp::kHardSwish}, {"ThresholdedRelu", ref::UnaryOp::kThresholdedRelu},
+      {"Mish", ref::UnaryOp::kMish},         {"IsNaN", ref::UnaryOp::kIsNaN},
+      {"BitwiseNot", ref::UnaryOp::kBitwiseNot},
+  };
+  return m;
+}
+
+// ONNX defaults for the parametrized activations.
+Result<ref::UnaryParams> unary_params(const KernelCreateInfo& info, ref::UnaryOp op) {
+  const ir::Node& n = info.node;
+  ref::UnaryParams p;
+  p.op = op;
+  struct Defaults {
+    ref::UnaryOp op;
+    float alpha, beta, gamma;
+  };
+  static constexpr Defaults kDefaults[] = {
+      {ref::UnaryOp::kLeakyRelu, 0.01f, 0, 0},
+      {ref::UnaryOp::kElu, 1.0f, 0, 0},
+      {ref::UnaryOp::kCelu, 1.0f, 0, 0},
+      {ref::UnaryOp::kSelu, 1.67326319217681884765625f, 0, 1.05070102214813232421875f},
+      {ref::UnaryOp::kHardSigmoid, 0.2f, 0.5f, 0},
+      {ref::UnaryOp::kThresholdedRelu, 1.0f, 0, 0},
+  };
+  for (const auto& d : kDefaults) {
+    if (d.op != op) continue;
+    KESTREL_ASSIGN_OR_RETURN(p.alpha, n.attr_float("alpha", d.alpha));
+    KESTREL_ASSIGN_OR_RETURN(p.beta, n.attr_float("beta", d.beta));
+    KESTREL_ASSIGN_OR_RETURN(p.gamma, n.attr_float("gamma", d.gamma));
+  }
+  return p;
+}
+
+const std::map<std::string, ref::BinaryOp>& binary_ops() {
+  static const std::map<std::string, ref::BinaryOp> m = {
+      {"Add", ref::BinaryOp::kAdd},       {"Sub", ref::BinaryOp::kSub},
+      {"Mul", ref::BinaryOp::kMul},       {"Div", ref::BinaryOp::kDiv},
+      {"Pow", ref::BinaryOp::kPow},       {"Equal", ref::BinaryOp::kEqual},
+      {"Less", ref::BinaryOp::kLess},     {"LessOrEqual", ref::BinaryOp::kLessOrEqual},
+      {"Greater", ref::BinaryOp::kGreater}, {"GreaterOrEqual", ref::BinaryOp::kGreaterOrEqual},
+      {"And", ref::BinaryOp::kAnd},       {"Or", ref::BinaryOp::kOr},
+      {"Xor", ref::BinaryOp::kXor},       {"PRelu", ref::BinaryOp::kPRelu},
+      {"BitwiseAnd", ref::BinaryOp::kBitwiseAnd}, {"BitwiseOr", ref::BinaryOp::kBitwiseOr},
+      {"BitwiseXor", ref::BinaryOp::kBitwiseXor},
+  };
+  return m;
+}
+
+}  // namespace
+
+void register_elementwise_kernels(KernelRegistry& r) {
+  for (const auto& [name, op] : unary_ops()) {
+    r.add(name, [op = op](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
+      KESTREL_ASSIGN_OR_RETURN(ref::UnaryParams p, unary_params(info, op));
+      return make_kernel([p](KernelContext& ctx) { return ref::unary(p, ctx.input(0), ctx.output(0)); });
+    });
+  }
+  r.add("IsInf", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
+    KESTREL_ASSIGN_OR_RETURN(int64_t pos, info.node.attr_int("detect_positive", 1));
+    KESTREL_ASSIGN_OR_RETURN(int64_t neg, info.node.attr_int("detect_negative", 1));
+    ref::UnaryParams p;
+    p.op = pos && neg ? ref::UnaryOp::kIsInf : pos ? ref::UnaryOp::kIsInfPos : ref::UnaryOp::kIsInfNeg;
+    bool none = !pos && !neg;
+    return make_kernel([p, none](KernelContext& ctx) -> Status {
+      if (none) {
+        for (int64_t i = 0; i < ctx.output(0).num_elements(); ++i) ctx.output(0).data<bool>()[i] = false;
+        return Status::ok();
+      }
+      return ref::unary(p, ctx.input(0), ctx.output(0));
+    });
+  });
+  for (const auto& [name, op] : binary_ops()) {
+    r.add(name, [op = op](const KernelCreateInfo&) -> Result<std::unique_ptr<OpKernel>> {
+      return make_kernel([op](KernelContext& ctx) { return ref::binary(op, ctx.input(0), ctx.input(1), ctx.output(0)); });
+    });
+  }
+  r.add("Mod", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
+    KESTREL_ASSIGN_OR_RETURN(int64_t fmod, info.node.attr_int("fmod", 0));
+    bool is_float = info.input_types[0] && core::is_float(info.input_types[0]->dtype);
+    if (is_float && !fmod) return info.fail("Mod on floats requires fmod=1");
+    auto op = fmod ? ref::BinaryOp::kFMod : ref::BinaryOp::kMod;
+    return make_kernel([op](KernelContext& ctx) { return ref::binary(op, ctx.input(0), ctx.input(1), ctx.output(0)); });
+  });
+  r.add("BitShift", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
+    KESTREL_ASSIGN_OR_RETURN(std::string dir, info.node.attr_string("direction"));
+    if (dir != "LEFT" && dir != "RIGHT") return info.fail("direction must be LEFT or RIGHT, got '", dir, "'");
+    auto op = dir == "LEFT" ? ref::BinaryOp::kBitShiftLeft : ref::BinaryOp::kBitShiftRight;
+    return make_kernel([op](KernelContext& ctx) { return ref::binary(op, ctx.input(0), ctx.input(1), ctx.output(0)); });
+  });
+  const std::pair<const char*, ref::VariadicOp> variadics[] = {
+      {"Sum", ref::VariadicOp::kSum}, {"Mean", ref::VariadicOp::kMean},
+      {"Max", ref::VariadicOp::kMax}, {"Min", ref::VariadicOp::kMin}};
+  for (const auto& [name, op] : variadics) {
+    r.add(name, [op = op](const KernelCreateInfo&) -> Result<std::unique_ptr<OpKernel>> {
+      return make_kernel([op](KernelContext& ctx) -> Status {
+        std::vector<const Tensor*> ins;
+        for (size_t i = 0; i < ctx.num_inputs(); ++i)
+          if (ctx.has_input(i)) ins.push_back(&ctx.input(i));
+        return ref::variadic(op, ins, ctx.output(0));
+      });
+    });
+  }
+  r.add("Where", [](const KernelCreateInfo&) -> Result<std::unique_ptr<OpKernel>> {
+    return make_kernel([](KernelContext& ctx) { return ref::where(ctx.input(0), ctx.input(1), ctx.input(2), ctx.output(0)); });
+  });
+  r.add("Clip", [](const KernelCreateInfo&) -> Result<std::unique_ptr<OpKernel>> {
+    return make_kernel([](KernelContext& ctx) {
+      return ref::clip(ctx.input(0), ctx.input_or_null(1), ctx.input_or_null(2), ctx.output(0));
+    });
+  });
+  for (const char* name : {"Cast", "CastLike"}) {
+    r.add(name, [](const KernelCreateInfo&) -> Result<std::unique_ptr<OpKernel>> {
+      return make_kernel([](KernelContext& ctx) { return ref::cast(ctx.input(0), ctx.output(0)); });
+    });
+  }
+}
+
+}  // namespace kestrel::runtime

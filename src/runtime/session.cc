@@ -1,0 +1,143 @@
+// Session: load, verify, infer, create kernels; validate inputs and run.
+#include "runtime/session.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "core/str_util.h"
+#include "ir/op_schema.h"
+#include "ir/verifier.h"
+
+namespace kestrel::runtime {
+
+using core::str_cat;
+
+Session::~Session() = default;
+
+Status prepare_graph(ir::Graph& g) {
+  KESTREL_RETURN_IF_ERROR(ir::verify_graph(g));
+  ir::NodeEvaluator ev = [](const ir::Node& n, std::span<const Tensor* const> ins) { return evaluate_node(n, ins); };
+  return ir::infer_graph(g, &ev);
+}
+
+Result<std::unique_ptr<Session>> Session::open(const std::string& path, const SessionOptions& opts) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return core::io_error(str_cat("cannot open model file '", path, "'"));
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  auto bytes = std::make_shared<const std::string>(ss.str());
+  const ModelLoader* loader = find_model_loader(*bytes, path);
+  if (!loader)
+    return core::invalid_model(str_cat(path, ": not a model file this build can read (formats: ",
+                                       model_loader_names(), ")"));
+  LoadOptions lo;
+  lo.opt_level = opts.opt_level;
+  lo.source_path = path;
+  Result<LoadedModel> m = loader->load_file ? loader->load_file(path, lo) : loader->load(bytes, lo);
+  if (!m.is_ok()) return m.status();
+  return from_model(std::move(m).value(), opts);
+}
+
+Result<std::unique_ptr<Session>> Session::open_memory(const void* data, size_t size, const SessionOptions& opts) {
+  auto bytes = std::make_shared<const std::string>(static_cast<const char*>(data), size);
+  const ModelLoader* loader = find_model_loader(*bytes, "");
+  if (!loader)
+    return core::invalid_model(str_cat("model bytes are not a format this build can read (formats: ",
+                                       model_loader_names(), ")"));
+  LoadOptions lo;
+  lo.opt_level = opts.opt_level;
+  KESTREL_ASSIGN_OR_RETURN(LoadedModel m, loader->load(bytes, lo));
+  return from_model(std::move(m), opts);
+}
+
+Result<std::unique_ptr<Session>> Session::from_model(LoadedModel model, const SessionOptions& opts) {
+  std::unique_ptr<Session> s(new Session());
+  s->opts_ = opts;
+  s->model_ = std::move(model);
+  KESTREL_RETURN_IF_ERROR(s->init());
+  return s;
+}
+
+Status Session::init() {
+  if (!model_.graph) return core::invalid_argument("no graph");
+  Status st = init_graph();
+  if (st.is_ok()) return st;
+  // Name the model and its opset: errors from deep inside say only the node.
+  const auto& md = model_.graph->metadata();
+  std::string where = md.count("source_path") ? md.at("source_path") : std::string("model");
+  if (md.count("onnx_opset")) where += " (ONNX opset " + md.at("onnx_opset") + ")";
+  return st.with_context(where);
+}
+
+Status Session::init_graph() {
+  if (opts_.num_threads < 1 || opts_.num_threads > 256)
+    return core::invalid_argument(str_cat("num_threads must be in [1, 256], got ", opts_.num_threads));
+  KESTREL_RETURN_IF_ERROR(prepare_graph(*model_.graph));
+  for (const ir::Value* v : model_.graph->inputs()) inputs_.push_back({v->name(), v->type()});
+  for (const ir::Value* v : model_.graph->outputs()) outputs_.push_back({v->name(), v->type()});
+  pool_ = std::make_unique<core::ThreadPool>(opts_.num_threads);
+  ExecutorOptions eo;
+  eo.pool = pool_.get();
+  eo.kernel.reference_only = opts_.reference_only;
+  eo.kernel.isa = core::active_isa();
+  if (!opts_.isa.empty()) {
+    core::Isa want;
+    if (!core::parse_isa(opts_.isa, &want))
+      return core::invalid_argument(str_cat("unknown isa '", opts_.isa, "' (scalar, avx2, avx512)"));
+    if (want < eo.kernel.isa) eo.kernel.isa = want;
+  }
+  KESTREL_ASSIGN_OR_RETURN(executor_, Executor::create(*model_.graph, eo));
+  return Status::ok();
+}
+
+Status Session::check_input(size_t i, const Tensor& t) const {
+  const IoInfo& io = inputs_[i];
+  if (!t.defined()) return core::invalid_argument(str_cat("input '", io.name, "' is empty"));
+  for (int64_t d : t.dims())
+    if (d < 0) return core::invalid_argument(str_cat("input '", io.name, "' has a negative dimension"));
+  if (!core::checked_num_elements(t.dims()).is_ok())
+    return core::invalid_argument(str_cat("input '", io.name, "' is too large"));
+  if (io.type.dtype != core::DType::kUndefined && t.dtype() != io.type.dtype)
+    return core::invalid_argument(str_cat("input '", io.name, "' must be ", core::dtype_name(io.type.dtype),
+                                          io.type.shape.to_string(), ", got ", t.type_string()));
+  const ir::Shape& s = io.type.shape;
+  if (s.rank_known()) {
+    bool ok = s.rank() == t.rank();
+    for (int64_t d = 0; ok && d < s.rank(); ++d)
+      if (s[d].known() && s[d].value != t.dims()[static_cast<size_t>(d)]) ok = false;
+    if (!ok)
+      return core::invalid_argument(str_cat("input '", io.name, "' must have shape ", s.to_string(), ", got ",
+                                            core::dims_to_string(t.dims())));
+  }
+  return Status::ok();
+}
+
+Status Session::run(std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs) {
+  if (inputs.size() != inputs_.size())
+    return core::invalid_argument(str_cat("model takes ", inputs_.size(), " inputs, got ", inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i]) return core::invalid_argument(str_cat("input '", inputs_[i].name, "' is missing"));
+    KESTREL_RETURN_IF_ERROR(check_input(i, *inputs[i]));
+  }
+  return executor_->run(inputs, outputs);
+}
+
+Status Session::run(const std::vector<std::pair<std::string, Tensor>>& inputs, std::vector<Tensor>& outputs) {
+  std::vector<const Tensor*> ordered(inputs_.size(), nullptr);
+  for (const auto& [name, t] : inputs) {
+    size_t i = 0;
+    while (i < inputs_.size() && inputs_[i].name != name) ++i;
+    if (i == inputs_.size()) {
+      std::vector<std::string> names;
+      for (const auto& io : inputs_) names.push_back("'" + io.name + "'");
+      return core::invalid_argument(str_cat("model has no input named '", name, "' (inputs: ", core::join(names, ", "), ")"));
+    }
+    if (ordered[i]) return core::invalid_argument(str_cat("input '", name, "' given twice"));
+    ordered[i] = &t;
+  }
+  for (size_t i = 0; i < ordered.size(); ++i)
+    if (!ordered[i]) return core::invalid_argument(str_cat("input '", inputs_[i].name, "' is missing"));
+  return run(std::span<const Tensor* const>(ordered), outputs);
+}
+
+}  // namespace kestrel::runtime

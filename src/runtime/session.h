@@ -1,0 +1,68 @@
+// Session: a loaded, verified, inferred graph with its kernels and thread pool, ready to run.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "core/status.h"
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+#include "ir/graph.h"
+#include "runtime/executor.h"
+#include "runtime/model_loader.h"
+
+namespace kestrel::runtime {
+
+struct SessionOptions {
+  int num_threads = 1;
+  int opt_level = 2;            // for models optimized at load (ONNX)
+  bool reference_only = false;  // run every op with its reference kernel
+  std::string isa;              // "", "scalar", "avx2", "avx512": cap the instruction set
+};
+
+struct IoInfo {
+  std::string name;
+  ir::ValueType type;
+};
+
+class Session {
+ public:
+  static Result<std::unique_ptr<Session>> open(const std::string& path, const SessionOptions& opts = {});
+  static Result<std::unique_ptr<Session>> open_memory(const void* data, size_t size, const SessionOptions& opts = {});
+  static Result<std::unique_ptr<Session>> from_model(LoadedModel model, const SessionOptions& opts = {});
+  ~Session();
+
+  const std::vector<IoInfo>& inputs() const { return inputs_; }
+  const std::vector<IoInfo>& outputs() const { return outputs_; }
+
+  // Inputs in the order of inputs(); outputs in the order of outputs(). An output tensor that
+  // already has the right dtype and shape is written in place (no allocation).
+  Status run(std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs);
+  // Named inputs (any order, all required); returns outputs in the order of outputs().
+  Status run(const std::vector<std::pair<std::string, Tensor>>& inputs, std::vector<Tensor>& outputs);
+
+  const ir::Graph& graph() const { return *model_.graph; }
+  const PlanStats& plan_stats() const { return executor_->plan_stats(); }
+  Executor& executor() { return *executor_; }
+  const SessionOptions& options() const { return opts_; }
+
+ private:
+  Session() = default;
+  Status init();
+  Status init_graph();
+  Status check_input(size_t i, const Tensor& t) const;
+
+  SessionOptions opts_;
+  LoadedModel model_;
+  std::unique_ptr<core::ThreadPool> pool_;
+  std::unique_ptr<Executor> executor_;
+  std::vector<IoInfo> inputs_, outputs_;
+};
+
+// Verifies and infers a graph the way a Session does (used by tools that do not run it).
+Status prepare_graph(ir::Graph& g);
+
+}  // namespace kestrel::runtime

@@ -1,0 +1,110 @@
+// End-to-end tests of Session on small in-memory ONNX models: input checks, re-planning on
+// shape changes, plan-time folding, output binding.
+#include <gtest/gtest.h>
+
+#include "common/onnx_builder.h"
+#include "core/tensor.h"
+#include "runtime/session.h"
+
+namespace kestrel {
+namespace {
+
+using core::DType;
+using core::Tensor;
+using testing::OnnxBuilder;
+
+std::unique_ptr<runtime::Session> open(const std::string& bytes) {
+  auto s = runtime::Session::open_memory(bytes.data(), bytes.size());
+  EXPECT_TRUE(s.is_ok()) << s.status().to_string();
+  return s.is_ok() ? std::move(s).value() : nullptr;
+}
+
+TEST(Session, AddRelu) {
+  OnnxBuilder b;
+  b.input("x", 1, {2, 3}).initializer_f32("c", {3}, {1, -2, 3});
+  b.node("Add", {"x", "c"}, {"s"});
+  b.node("Relu", {"s"}, {"y"});
+  b.output("y");
+  auto s = open(b.bytes());
+  ASSERT_TRUE(s);
+  Tensor x = Tensor::from_vector<float>({0, 1, -5, -1, 0.5f, 2}, {2, 3});
+  std::vector<Tensor> out;
+  ASSERT_TRUE(s->run({{"x", x}}, out).is_ok());
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].dims(), (core::Dims{2, 3}));
+  std::vector<float> want = {1, 0, 0, 0, 0, 5};
+  for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(out[0].data<float>()[i], want[static_cast<size_t>(i)]);
+}
+
+TEST(Session, SymbolicBatchReplans) {
+  OnnxBuilder b;
+  b.input("x", 1, {-1, 2}, {"batch", ""});
+  b.node("Neg", {"x"}, {"y"});
+  b.output("y");
+  auto s = open(b.bytes());
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->inputs()[0].type.shape.to_string(), "[batch,2]");
+  for (int64_t n : {1, 3, 2}) {
+    auto x = Tensor::allocate(DType::kF32, {n, 2});
+    ASSERT_TRUE(x.is_ok());
+    for (int64_t i = 0; i < 2 * n; ++i) x->data<float>()[i] = static_cast<float>(i);
+    std::vector<Tensor> out;
+    ASSERT_TRUE(s->run({{"x", *x}}, out).is_ok());
+    ASSERT_EQ(out[0].dims(), (core::Dims{n, 2}));
+    for (int64_t i = 0; i < 2 * n; ++i) EXPECT_EQ(out[0].data<float>()[i], -static_cast<float>(i));
+  }
+}
+
+TEST(Session, RejectsWrongInputs) {
+  OnnxBuilder b;
+  b.input("x", 1, {2, 3});
+  b.node("Relu", {"x"}, {"y"});
+  b.output("y");
+  auto s = open(b.bytes());
+  ASSERT_TRUE(s);
+  std::vector<Tensor> out;
+  auto bad_name = s->run({{"z", *Tensor::allocate(DType::kF32, {2, 3})}}, out);
+  EXPECT_EQ(bad_name.code(), core::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad_name.message().find("'z'"), std::string::npos) << bad_name.message();
+  auto bad_shape = s->run({{"x", *Tensor::allocate(DType::kF32, {3, 2})}}, out);
+  EXPECT_EQ(bad_shape.code(), core::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad_shape.message().find("[2,3]"), std::string::npos) << bad_shape.message();
+  auto bad_dtype = s->run({{"x", *Tensor::allocate(DType::kI64, {2, 3})}}, out);
+  EXPECT_EQ(bad_dtype.code(), core::StatusCode::kInvalidArgument);
+  auto missing = s->run(std::vector<std::pair<std::string, Tensor>>{}, out);
+  EXPECT_EQ(missing.code(), core::StatusCode::kInvalidArgument);
+}
+
+TEST(Session, WritesIntoCallerOutputBuffer) {
+  OnnxBuilder b;
+  b.input("x", 1, {4});
+  b.node("Sqrt", {"x"}, {"y"});
+  b.output("y");
+  auto s = open(b.bytes());
+  ASSERT_TRUE(s);
+  Tensor x = Tensor::from_vector<float>({1, 4, 9, 16});
+  Tensor y = *Tensor::allocate(DType::kF32, {4});
+  const void* before = y.raw_data();
+  std::vector<Tensor> out{y};
+  const Tensor* in[] = {&x};
+  ASSERT_TRUE(s->run(in, out).is_ok());
+  EXPECT_EQ(out[0].raw_data(), before);
+  EXPECT_FLOAT_EQ(y.data<float>()[3], 4.f);
+}
+
+TEST(Session, UnknownOpFailsAtLoadNamingNodeOpAndOpset) {
+  OnnxBuilder b(11);
+  b.input("x", 1, {2});
+  b.node("FancyNewOp", {"x"}, {"y"}, "mystery");
+  b.output("y");
+  std::string bytes = b.bytes();
+  auto s = runtime::Session::open_memory(bytes.data(), bytes.size());
+  ASSERT_FALSE(s.is_ok());
+  const std::string& m = s.status().message();
+  EXPECT_NE(m.find("mystery"), std::string::npos) << m;
+  EXPECT_NE(m.find("FancyNewOp"), std::string::npos) << m;
+  EXPECT_NE(m.find("opset 11"), std::string::npos) << m;
+}
+
+}  // namespace
+}  // namespace kestrel
