@@ -3,9 +3,11 @@
 
 namespace kestrel::ir {
 
+void register_control_flow_ops(OpRegistry& r);
 void register_elementwise_ops(OpRegistry& r);
 
 void register_all_ops(OpRegistry& r) {
+  register_control_flow_ops(r);
   register_elementwise_ops(r);
 }
 

@@ -3,9 +3,11 @@
 
 namespace kestrel::runtime {
 
+void register_control_flow_kernels(KernelRegistry& r);
 void register_elementwise_kernels(KernelRegistry& r);
 
 void register_all_kernels(KernelRegistry& r) {
+  register_control_flow_kernels(r);
   register_elementwise_kernels(r);
 }
 
