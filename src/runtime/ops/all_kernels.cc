@@ -4,9 +4,11 @@
 namespace kestrel::runtime {
 
 void register_elementwise_kernels(KernelRegistry& r);
+void register_reduce_kernels(KernelRegistry& r);
 
 void register_all_kernels(KernelRegistry& r) {
   register_elementwise_kernels(r);
+  register_reduce_kernels(r);
 }
 
 }  // namespace kestrel::runtime
