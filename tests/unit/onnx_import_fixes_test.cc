@@ -1,10 +1,11 @@
 // Regression tests for importer bugs found by the ONNX node tests: ops that exist only as import-time
-// rewrites (Constant) must not be rejected as unknown, and models that use only non-default
-// domains (training ops) are unsupported rather than malformed.
+// rewrites (Constant) must not be rejected as unknown, models that use only non-default domains
+// (training ops) are unsupported rather than malformed, and values without a type are unknown.
 #include <gtest/gtest.h>
 
 #include "common/onnx_builder.h"
 #include "frontend/onnx/onnx_importer.h"
+#include "frontend/onnx/onnx_tensor.h"
 #include "runtime/session.h"
 
 namespace kestrel {
@@ -77,6 +78,29 @@ TEST(OnnxImportFixes, OnlyTrainingDomainIsUnsupported) {
   auto g2 = frontend::import_onnx(bytes.data(), bytes.size(), {});
   ASSERT_FALSE(g2.is_ok());
   EXPECT_EQ(g2.status().code(), core::StatusCode::kInvalidModel) << g2.status().to_string();
+}
+
+TEST(OnnxImportFixes, ValueWithoutTypeIsUnknown) {
+  auto t = frontend::type_from_onnx(onnx::TypeProto());
+  ASSERT_TRUE(t.is_ok()) << t.status().to_string();
+  EXPECT_EQ(t->dtype, core::DType::kUndefined);
+  EXPECT_FALSE(t->shape.rank_known());
+  onnx::TypeProto seq;
+  seq.mutable_sequence_type();
+  EXPECT_EQ(frontend::type_from_onnx(seq).status().code(), core::StatusCode::kUnsupported);
+
+  // Graph input and output declared without types (as Loop/Scan bodies do): the run decides.
+  OnnxBuilder b(13);
+  b.model().mutable_graph()->add_input()->set_name("x");
+  b.node("Neg", {"x"}, {"y"});
+  b.model().mutable_graph()->add_output()->set_name("y");
+  std::string bytes = b.bytes();
+  auto s = runtime::Session::open_memory(bytes.data(), bytes.size());
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  std::vector<Tensor> out;
+  ASSERT_TRUE((*s)->run({{"x", Tensor::from_vector<float>({1, -2}, {2})}}, out).is_ok());
+  EXPECT_EQ(out[0].dims(), (core::Dims{2}));
+  EXPECT_EQ(out[0].data<float>()[1], 2.f);
 }
 
 }  // namespace
