@@ -121,6 +121,7 @@ Status unary(const UnaryParams& p, const Tensor& x, Tensor& y) {
     });
     return ok ? Status::ok() : core::invalid_argument("IsNaN/IsInf: bad dtype");
   }
+  if (p.op == UnaryOp::kIdentity) return core::copy_tensor_data(x, y);  // any dtype, strings too
   if (p.op == UnaryOp::kNot) {
     if (x.dtype() != DType::kBool) return core::invalid_argument("Not takes bool");
     for (int64_t i = 0; i < n; ++i) y.data<bool>()[i] = !x.data<bool>()[i];

@@ -165,18 +165,56 @@ class LoopKernel final : public OpKernel {
 class ScanKernel final : public OpKernel {
  public:
   ScanKernel(const ir::Node& n, std::unique_ptr<Executor> body, int64_t m, std::vector<int64_t> in_axes,
-             std::vector<int64_t> in_dirs, std::vector<int64_t> out_axes, std::vector<int64_t> out_dirs)
+             std::vector<int64_t> in_dirs, std::vector<int64_t> out_axes, std::vector<int64_t> out_dirs, bool batched)
       : node_(n), body_(std::move(body)), m_(m), in_axes_(std::move(in_axes)), in_dirs_(std::move(in_dirs)),
-        out_axes_(std::move(out_axes)), out_dirs_(std::move(out_dirs)) {}
+        out_axes_(std::move(out_axes)), out_dirs_(std::move(out_dirs)), batched_(batched) {}
   const char* impl_name() const override { return "control-flow"; }
 
   Status run(KernelContext& ctx) override {
-    size_t n_state = ctx.num_inputs() - static_cast<size_t>(m_);
-    size_t n_scan_out = ctx.num_outputs() - n_state;
+    bind_outer(*body_, node_, ctx);
+    std::vector<const Tensor*> ins;
+    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+      if (!ctx.has_input(i)) return core::invalid_model("Scan: an input is missing");
+      ins.push_back(&ctx.input(i));
+    }
+    std::vector<Tensor> outs;
+    if (!batched_) {
+      KESTREL_RETURN_IF_ERROR(scan(ins, outs));
+    } else {
+      // Opset-8 Scan: every input has a leading batch axis; scan each batch entry on its own.
+      int64_t batch = ins.empty() || ins[0]->rank() == 0 ? 0 : ins[0]->dims()[0];
+      std::vector<std::vector<Tensor>> per_output(ctx.num_outputs());
+      for (int64_t b = 0; b < batch; ++b) {
+        std::vector<Tensor> slices(ins.size());
+        std::vector<const Tensor*> bins(ins.size());
+        for (size_t i = 0; i < ins.size(); ++i) {
+          if (ins[i]->rank() == 0 || ins[i]->dims()[0] != batch)
+            return core::invalid_argument("Scan (opset 8): inputs must share the leading batch dimension");
+          KESTREL_ASSIGN_OR_RETURN(slices[i], take_slice(*ins[i], 0, b));
+          bins[i] = &slices[i];
+        }
+        std::vector<Tensor> bouts;
+        KESTREL_RETURN_IF_ERROR(scan(bins, bouts));
+        for (size_t k = 0; k < bouts.size(); ++k) per_output[k].push_back(std::move(bouts[k]));
+      }
+      for (size_t k = 0; k < per_output.size(); ++k) {
+        KESTREL_ASSIGN_OR_RETURN(Tensor t, stack(per_output[k], 0, node_.output(k)->dtype(), "Scan output"));
+        outs.push_back(std::move(t));
+      }
+    }
+    for (size_t k = 0; k < outs.size(); ++k) ctx.output(k) = std::move(outs[k]);
+    return Status::ok();
+  }
+
+ private:
+  // One scan over `inputs` (states then scan inputs); outputs: final states then stacked scans.
+  Status scan(std::span<const Tensor* const> inputs, std::vector<Tensor>& result) {
+    size_t n_state = inputs.size() - static_cast<size_t>(m_);
+    size_t n_scan_out = node_.num_outputs() - n_state;
     int64_t len = -1;
     std::vector<int64_t> axes(static_cast<size_t>(m_));
     for (int64_t j = 0; j < m_; ++j) {
-      const Tensor& x = ctx.input(n_state + static_cast<size_t>(j));
+      const Tensor& x = *inputs[n_state + static_cast<size_t>(j)];
       int64_t axis = in_axes_.empty() ? 0 : in_axes_[static_cast<size_t>(j)];
       KESTREL_ASSIGN_OR_RETURN(axis, core::normalize_axis(axis, x.rank(), "scan_input_axes"));
       axes[static_cast<size_t>(j)] = axis;
@@ -185,43 +223,45 @@ class ScanKernel final : public OpKernel {
       len = l;
     }
     std::vector<Tensor> state(n_state);
-    for (size_t i = 0; i < n_state; ++i) state[i] = ctx.input(i);
+    for (size_t i = 0; i < n_state; ++i) state[i] = *inputs[i];
     std::vector<std::vector<Tensor>> scans(n_scan_out);
-    bind_outer(*body_, node_, ctx);
     std::vector<Tensor> slices(static_cast<size_t>(m_));
-    std::vector<const Tensor*> ins(ctx.num_inputs());
+    std::vector<const Tensor*> ins(inputs.size());
     std::vector<Tensor> outs;
     for (int64_t t = 0; t < len; ++t) {
       for (int64_t j = 0; j < m_; ++j) {
         bool rev = !in_dirs_.empty() && in_dirs_[static_cast<size_t>(j)] != 0;
         KESTREL_ASSIGN_OR_RETURN(slices[static_cast<size_t>(j)],
-                                 take_slice(ctx.input(n_state + static_cast<size_t>(j)), axes[static_cast<size_t>(j)],
+                                 take_slice(*inputs[n_state + static_cast<size_t>(j)], axes[static_cast<size_t>(j)],
                                             rev ? len - 1 - t : t));
       }
       for (size_t i = 0; i < n_state; ++i) ins[i] = &state[i];
       for (int64_t j = 0; j < m_; ++j) ins[n_state + static_cast<size_t>(j)] = &slices[static_cast<size_t>(j)];
       outs.clear();
       KESTREL_RETURN_IF_ERROR(body_->run(ins, outs).with_context(str_cat("Scan body, step ", t)));
+      if (outs.size() != n_state + n_scan_out) return core::invalid_model("Scan: body output count mismatch");
       for (size_t i = 0; i < n_state; ++i) state[i] = std::move(outs[i]);
       for (size_t k = 0; k < n_scan_out; ++k) scans[k].push_back(std::move(outs[n_state + k]));
     }
+    result.clear();
     for (size_t i = 0; i < n_state; ++i) {
-      KESTREL_ASSIGN_OR_RETURN(ctx.output(i), state[i].clone());
+      KESTREL_ASSIGN_OR_RETURN(Tensor t, state[i].clone());
+      result.push_back(std::move(t));
     }
     for (size_t k = 0; k < n_scan_out; ++k) {
       if (!out_dirs_.empty() && out_dirs_[k] != 0) std::reverse(scans[k].begin(), scans[k].end());
       int64_t axis = out_axes_.empty() ? 0 : out_axes_[k];
-      KESTREL_ASSIGN_OR_RETURN(ctx.output(n_state + k),
-                               stack(scans[k], axis, node_.output(n_state + k)->dtype(), "Scan output"));
+      KESTREL_ASSIGN_OR_RETURN(Tensor t, stack(scans[k], axis, node_.output(n_state + k)->dtype(), "Scan output"));
+      result.push_back(std::move(t));
     }
     return Status::ok();
   }
 
- private:
   const ir::Node& node_;
   std::unique_ptr<Executor> body_;
   int64_t m_;
   std::vector<int64_t> in_axes_, in_dirs_, out_axes_, out_dirs_;
+  bool batched_;  // opset-8 form
 };
 
 }  // namespace
@@ -250,8 +290,9 @@ void register_control_flow_kernels(KernelRegistry& r) {
         (!in_dirs.empty() && in_dirs.size() != static_cast<size_t>(m)) ||
         (!out_axes.empty() && out_axes.size() != n_scan_out) || (!out_dirs.empty() && out_dirs.size() != n_scan_out))
       return info.fail("scan axes/directions attributes have the wrong length");
-    return std::unique_ptr<OpKernel>(
-        new ScanKernel(n, std::move(b), m, std::move(in_axes), std::move(in_dirs), std::move(out_axes), std::move(out_dirs)));
+    KESTREL_ASSIGN_OR_RETURN(int64_t batched, n.attr_int("kestrel_batched_scan8", 0));
+    return std::unique_ptr<OpKernel>(new ScanKernel(n, std::move(b), m, std::move(in_axes), std::move(in_dirs),
+                                                    std::move(out_axes), std::move(out_dirs), batched != 0));
   });
 }
 
