@@ -29,7 +29,10 @@ Result<std::vector<ref::RnnActivation>> parse_activations(const KernelCreateInfo
   if (!a->is<std::vector<std::string>>()) return info.fail("attribute 'activations' must be a list of strings");
   std::vector<std::string> names = a->get<std::vector<std::string>>();
   // A single direction's list for a bidirectional op is applied to both directions.
-  if (num_directions == 2 && names.size() == per_dir) names.insert(names.end(), names.begin(), names.end());
+  if (num_directions == 2 && names.size() == per_dir) {
+    const std::vector<std::string> one = names;
+    names.insert(names.end(), one.begin(), one.end());
+  }
   if (names.size() != want)
     return info.fail("'activations' has ", names.size(), " entries, expected ", want, " (", per_dir,
                      " per direction)");
