@@ -123,6 +123,8 @@ Status unary(const UnaryParams& p, const Tensor& x, Tensor& y) {
     return Status::ok();
   }
   if (x.dtype() != y.dtype()) return core::invalid_argument("unary: dtype mismatch");
+  // Identity passes any dtype through: PyTorch's scripted loops emit Identity on the bool condition.
+  if (p.op == UnaryOp::kIdentity) return core::copy_tensor_data(x, y);
   Status st = Status::ok();
   bool ok = core::visit_numeric_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
