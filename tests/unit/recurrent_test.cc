@@ -20,9 +20,15 @@ using testing::OnnxBuilder;
 
 enum class Cell { kRnn, kGru, kLstm };
 
-const char* op_name(Cell c) { return c == Cell::kRnn ? "RNN" : c == Cell::kGru ? "GRU" : "LSTM"; }
-int gates(Cell c) { return c == Cell::kRnn ? 1 : c == Cell::kGru ? 3 : 4; }
-int acts_per_dir(Cell c) { return c == Cell::kRnn ? 1 : c == Cell::kGru ? 2 : 3; }
+const char* op_name(Cell c) {
+  return c == Cell::kRnn ? "RNN" : c == Cell::kGru ? "GRU" : "LSTM";
+}
+int gates(Cell c) {
+  return c == Cell::kRnn ? 1 : c == Cell::kGru ? 3 : 4;
+}
+int acts_per_dir(Cell c) {
+  return c == Cell::kRnn ? 1 : c == Cell::kGru ? 2 : 3;
+}
 
 struct Act {
   std::string name;
@@ -177,7 +183,8 @@ Outputs naive(const Case& c, const Data& data) {
             double pre = c.linear_before_reset ? xw(2, j) + r[static_cast<size_t>(j)] * (hr(2, j, h) + rb(2, j))
                                                : xw(2, j) + hr(2, j, rh) + rb(2, j);
             double hh = apply(f[1], cl(pre));
-            hn[static_cast<size_t>(j)] = (1 - z[static_cast<size_t>(j)]) * hh + z[static_cast<size_t>(j)] * h[static_cast<size_t>(j)];
+            hn[static_cast<size_t>(j)] =
+                (1 - z[static_cast<size_t>(j)]) * hh + z[static_cast<size_t>(j)] * h[static_cast<size_t>(j)];
           }
         } else {
           for (int j = 0; j < H; ++j) {
@@ -255,8 +262,10 @@ Built build(const Case& c, const Data& data) {
       t->set_data_type(elem);
       for (int64_t d : dims) t->add_dims(d);
       for (double e : v) {
-        if (elem == 1) t->add_float_data(static_cast<float>(e));
-        else t->add_double_data(e);
+        if (elem == 1)
+          t->add_float_data(static_cast<float>(e));
+        else
+          t->add_double_data(e);
       }
     } else {
       b.input(name, elem, dims);
@@ -435,8 +444,10 @@ TEST(Recurrent, SequenceLensZeroPadsAndKeepsLastValidState) {
       for (int b = 0; b < 2; ++b)
         for (int j = 0; j < 3; ++j) {
           float v = y.data<float>()[((t * 2 + d) * 2 + b) * 3 + j];
-          if (t >= c.lens[static_cast<size_t>(b)]) EXPECT_EQ(v, 0.f) << t << d << b << j;
-          else EXPECT_NE(v, 0.f);
+          if (t >= c.lens[static_cast<size_t>(b)])
+            EXPECT_EQ(v, 0.f) << t << d << b << j;
+          else
+            EXPECT_NE(v, 0.f);
         }
   for (int d = 0; d < 2; ++d)
     for (int j = 0; j < 3; ++j)
@@ -445,8 +456,8 @@ TEST(Recurrent, SequenceLensZeroPadsAndKeepsLastValidState) {
 }
 
 TEST(Recurrent, OptionalOutputsMayBeAbsent) {
-  const std::vector<std::vector<std::string>> sets = {
-      {"Y"}, {"", "Y_h"}, {"Y", "", "Y_c"}, {"", "", "Y_c"}, {"", "Y_h", "Y_c"}, {"Y", "Y_h"}};
+  const std::vector<std::vector<std::string>> sets = {{"Y"},           {"", "Y_h"},        {"Y", "", "Y_c"},
+                                                      {"", "", "Y_c"}, {"", "Y_h", "Y_c"}, {"Y", "Y_h"}};
   for (Cell cell : {Cell::kRnn, Cell::kGru, Cell::kLstm}) {
     for (const auto& outs : sets) {
       if (cell != Cell::kLstm && outs.size() == 3 && outs[0].empty() && outs[1].empty()) continue;
@@ -533,8 +544,8 @@ TEST(Recurrent, EveryActivationWithAlphaBeta) {
   l.cell = Cell::kLstm;
   l.direction = "bidirectional";
   l.bias = l.init_h = l.init_c = l.peepholes = true;
-  l.acts = {{"Sigmoid"}, {"Elu", 0.5f, 0, true, false}, {"Softsign"},
-            {"HardSigmoid", 0.15f, 0.55f, true, true}, {"Tanh"}, {"Affine", 0.8f, 0.1f, true, true}};
+  l.acts = {{"Sigmoid"}, {"Elu", 0.5f, 0, true, false},     {"Softsign"}, {"HardSigmoid", 0.15f, 0.55f, true, true},
+            {"Tanh"},    {"Affine", 0.8f, 0.1f, true, true}};
   check(l);
 }
 
@@ -691,15 +702,36 @@ TEST(Recurrent, BadInputIsRejected) {
     EXPECT_NE(r.status().message().find("lstm0"), std::string::npos) << r.status().to_string();
   };
   ASSERT_TRUE(open_lstm([](OnnxBuilder&, onnx::NodeProto&) {}).is_ok());
-  expect_fail(open_lstm([](OnnxBuilder&, onnx::NodeProto& n) { OnnxBuilder::attr(n, "direction", std::string("sideways")); }), "direction");
-  expect_fail(open_lstm([](OnnxBuilder&, onnx::NodeProto& n) { OnnxBuilder::attr(n, "layout", int64_t{2}); }), "layout");
+  expect_fail(
+      open_lstm([](OnnxBuilder&, onnx::NodeProto& n) { OnnxBuilder::attr(n, "direction", std::string("sideways")); }),
+      "direction");
+  expect_fail(open_lstm([](OnnxBuilder&, onnx::NodeProto& n) { OnnxBuilder::attr(n, "layout", int64_t{2}); }),
+              "layout");
   expect_fail(open_lstm([](OnnxBuilder&, onnx::NodeProto& n) { OnnxBuilder::attr(n, "clip", -1.f); }), "clip");
-  expect_fail(open_lstm([](OnnxBuilder&, onnx::NodeProto& n) { add_strings_attr(n, "activations", {"Sigmoid", "Tanh", "Gelu"}); }), "activation name");
-  expect_fail(open_lstm([](OnnxBuilder&, onnx::NodeProto& n) { add_strings_attr(n, "activations", {"Sigmoid", "Tanh"}); }), "activation count");
+  expect_fail(open_lstm([](OnnxBuilder&, onnx::NodeProto& n) {
+                add_strings_attr(n, "activations", {"Sigmoid", "Tanh", "Gelu"});
+              }),
+              "activation name");
+  expect_fail(open_lstm([](OnnxBuilder&, onnx::NodeProto& n) {
+                add_strings_attr(n, "activations", {"Sigmoid", "Tanh"});
+              }),
+              "activation count");
   expect_fail(open_lstm([](OnnxBuilder&, onnx::NodeProto&) {}, {1, 8, 4}), "W input size");
   expect_fail(open_lstm([](OnnxBuilder&, onnx::NodeProto&) {}, {2, 8, 3}), "W directions");
   expect_fail(open_lstm([](OnnxBuilder&, onnx::NodeProto&) {}, {1, 6, 3}), "W gates");
   expect_fail(open_lstm([](OnnxBuilder&, onnx::NodeProto&) {}, {1, 8}), "W rank");
+
+  {  // float16 is valid ONNX but not implemented: Unsupported at load, naming the node.
+    OnnxBuilder b(14);
+    b.input("X", 10, {2, 1, 3}).input("W", 10, {1, 4, 3}).input("R", 10, {1, 4, 4});
+    b.node("RNN", {"X", "W", "R"}, {"Y"}, "rnn_f16");
+    b.output("Y", 10);
+    std::string bytes = b.bytes();
+    auto s = runtime::Session::open_memory(bytes.data(), bytes.size());
+    ASSERT_FALSE(s.is_ok());
+    EXPECT_EQ(s.status().code(), core::StatusCode::kUnsupported) << s.status().to_string();
+    EXPECT_NE(s.status().message().find("rnn_f16"), std::string::npos) << s.status().to_string();
+  }
 
   // sequence_lens outside [0, seq_length] is a run-time error, not a crash.
   OnnxBuilder b(14);

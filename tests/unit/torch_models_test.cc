@@ -14,14 +14,18 @@ namespace {
 
 using core::Tensor;
 
-std::string data_path(const std::string& file) { return std::string(KESTREL_SOURCE_DIR) + "/tests/data/" + file; }
+std::string data_path(const std::string& file) {
+  return std::string(KESTREL_SOURCE_DIR) + "/tests/data/" + file;
+}
 
 struct TorchCase {
   const char* model;
   const char* case_name;
 };
 
-void PrintTo(const TorchCase& c, std::ostream* os) { *os << c.model << "." << c.case_name; }
+void PrintTo(const TorchCase& c, std::ostream* os) {
+  *os << c.model << "." << c.case_name;
+}
 
 class TorchModel : public ::testing::TestWithParam<TorchCase> {};
 
@@ -30,8 +34,7 @@ TEST_P(TorchModel, MatchesPyTorch) {
   const TorchCase& c = GetParam();
   const std::string prefix = std::string(c.model) + "." + c.case_name;
   auto s = runtime::Session::open(data_path(std::string(c.model) + ".onnx"));
-  if (!s.is_ok() && s.status().code() == core::StatusCode::kUnsupported &&
-      std::string(c.model) == "torch_lstm_gru") {
+  if (!s.is_ok() && s.status().code() == core::StatusCode::kUnsupported && std::string(c.model) == "torch_lstm_gru") {
     // Its export wraps the recurrent nodes in shape and tensor ops (Shape, Gather, Concat,
     // Transpose, Reshape, Squeeze, MatMul, ...) that other op families provide.
     GTEST_SKIP() << c.model << " needs ops this build lacks: " << s.status().to_string();

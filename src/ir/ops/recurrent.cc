@@ -49,8 +49,7 @@ Status infer_recurrent(InferContext& ctx, Cell cell) {
       return ctx.fail("input ", i, " is ", core::dtype_name(ctx.input_dtype(i)), " but X is ",
                       core::dtype_name(ctx.input_dtype(kX)));
   }
-  if (!cell.has_c && (ctx.has_input(kInitialC) || ctx.has_input(kP)))
-    return ctx.fail("has inputs beyond initial_h");
+  if (!cell.has_c && (ctx.has_input(kInitialC) || ctx.has_input(kP))) return ctx.fail("has inputs beyond initial_h");
   if (ctx.has_input(kSeqLens)) {
     DType t = ctx.input_dtype(kSeqLens);
     if (t != DType::kUndefined && t != DType::kI32 && t != DType::kI64)
@@ -87,7 +86,8 @@ Status infer_recurrent(InferContext& ctx, Cell cell) {
   }
   if (ctx.has_input(kSeqLens)) {
     const Shape& ss = ctx.input_shape(kSeqLens);
-    if (ss.rank_known() && ss.rank() != 1) return ctx.fail("sequence_lens must have rank 1, has shape ", ss.to_string());
+    if (ss.rank_known() && ss.rank() != 1)
+      return ctx.fail("sequence_lens must have rank 1, has shape ", ss.to_string());
     if (ss.rank_known()) KESTREL_RETURN_IF_ERROR(unify(ctx, batch, ss[0], "sequence_lens' length (batch_size)"));
   }
   const Dim G = cell.gates;
@@ -111,12 +111,24 @@ Status infer_recurrent(InferContext& ctx, Cell cell) {
 }  // namespace
 
 void register_recurrent_ops(OpRegistry& r) {
-  add_op(r, "RNN", 3, 6, 0, 2, [](InferContext& ctx) { return infer_recurrent(ctx, {1, false}); },
-         "one-layer simple RNN: H = f(X W^T + H R^T + b)");
-  add_op(r, "GRU", 3, 6, 0, 2, [](InferContext& ctx) { return infer_recurrent(ctx, {3, false}); },
-         "one-layer GRU (gates z, r, h)");
-  add_op(r, "LSTM", 3, 8, 0, 3, [](InferContext& ctx) { return infer_recurrent(ctx, {4, true}); },
-         "one-layer LSTM (gates i, o, f, c; optional peepholes)");
+  add_op(
+      r, "RNN", 3, 6, 0, 2,
+      [](InferContext& ctx) {
+        return infer_recurrent(ctx, {1, false});
+      },
+      "one-layer simple RNN: H = f(X W^T + H R^T + b)");
+  add_op(
+      r, "GRU", 3, 6, 0, 2,
+      [](InferContext& ctx) {
+        return infer_recurrent(ctx, {3, false});
+      },
+      "one-layer GRU (gates z, r, h)");
+  add_op(
+      r, "LSTM", 3, 8, 0, 3,
+      [](InferContext& ctx) {
+        return infer_recurrent(ctx, {4, true});
+      },
+      "one-layer LSTM (gates i, o, f, c; optional peepholes)");
 }
 
 }  // namespace kestrel::ir

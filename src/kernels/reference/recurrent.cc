@@ -11,8 +11,8 @@
 
 namespace kestrel::kernels::ref {
 
-using core::DType;
 using core::Dims;
+using core::DType;
 using core::str_cat;
 
 namespace {
@@ -46,7 +46,9 @@ const NamedActivation& info(RnnActivationKind k) {
   return kActivations[1];
 }
 
-double sigmoid(double x) { return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x)); }
+double sigmoid(double x) {
+  return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x));
+}
 
 // Element offsets for both layouts. Layout 0: X [S,B,I], Y [S,D,B,H], states [D,B,H].
 // Layout 1: X [B,S,I], Y [B,S,D,H], states [B,D,H].
@@ -62,8 +64,8 @@ struct Indexer {
 
 Status check_dims(const Tensor* t, const Dims& want, const char* what) {
   if (t && t->dims() != want)
-    return core::invalid_argument(str_cat(what, " has shape ", core::dims_to_string(t->dims()), ", expected ",
-                                          core::dims_to_string(want)));
+    return core::invalid_argument(
+        str_cat(what, " has shape ", core::dims_to_string(t->dims()), ", expected ", core::dims_to_string(want)));
   return Status::ok();
 }
 
@@ -121,8 +123,7 @@ Status run_typed(const RecurrentParams& p, const RecurrentInputs& in, const Recu
             for (int64_t k = 0; k < I; ++k) acc += static_cast<double>(xt[k]) * static_cast<double>(Wd[row * I + k]);
             if (!defer_r) {
               double rec = Rb ? static_cast<double>(Rb[row]) : 0.0;
-              for (int64_t k = 0; k < H; ++k)
-                rec += h[static_cast<size_t>(k)] * static_cast<double>(Rd[row * H + k]);
+              for (int64_t k = 0; k < H; ++k) rec += h[static_cast<size_t>(k)] * static_cast<double>(Rd[row * H + k]);
               acc += rec;
             }
             gates[static_cast<size_t>(row)] = acc;
@@ -131,7 +132,8 @@ Status run_typed(const RecurrentParams& p, const RecurrentInputs& in, const Recu
         auto gate = [&](int64_t g, int64_t j) -> double& { return gates[static_cast<size_t>(g * H + j)]; };
         switch (p.cell) {
           case RnnCell::kRnn:
-            for (int64_t j = 0; j < H; ++j) h_new[static_cast<size_t>(j)] = rnn_activation_apply(act[0], clip(gate(0, j)));
+            for (int64_t j = 0; j < H; ++j)
+              h_new[static_cast<size_t>(j)] = rnn_activation_apply(act[0], clip(gate(0, j)));
             break;
           case RnnCell::kGru: {  // gates z, r, h
             for (int64_t j = 0; j < H; ++j) {
@@ -152,7 +154,8 @@ Status run_typed(const RecurrentParams& p, const RecurrentInputs& in, const Recu
               for (int64_t j = 0; j < H; ++j) {
                 const int64_t row = 2 * H + j;
                 double rec = Rb ? static_cast<double>(Rb[row]) : 0.0;
-                for (int64_t k = 0; k < H; ++k) rec += rh[static_cast<size_t>(k)] * static_cast<double>(Rd[row * H + k]);
+                for (int64_t k = 0; k < H; ++k)
+                  rec += rh[static_cast<size_t>(k)] * static_cast<double>(Rd[row * H + k]);
                 gate(2, j) += rec;
               }
             }
@@ -208,43 +211,68 @@ std::optional<RnnActivationKind> rnn_activation_from_name(std::string_view name)
   return std::nullopt;
 }
 
-bool rnn_activation_takes_alpha(RnnActivationKind k) { return info(k).alpha; }
-bool rnn_activation_takes_beta(RnnActivationKind k) { return info(k).beta; }
-float rnn_activation_default_alpha(RnnActivationKind k) { return info(k).default_alpha; }
-float rnn_activation_default_beta(RnnActivationKind k) { return info(k).default_beta; }
+bool rnn_activation_takes_alpha(RnnActivationKind k) {
+  return info(k).alpha;
+}
+bool rnn_activation_takes_beta(RnnActivationKind k) {
+  return info(k).beta;
+}
+float rnn_activation_default_alpha(RnnActivationKind k) {
+  return info(k).default_alpha;
+}
+float rnn_activation_default_beta(RnnActivationKind k) {
+  return info(k).default_beta;
+}
 
 double rnn_activation_apply(const RnnActivation& a, double x) {
   const double alpha = a.alpha, beta = a.beta;
   switch (a.kind) {
-    case RnnActivationKind::kRelu: return x > 0 ? x : 0.0;
-    case RnnActivationKind::kTanh: return std::tanh(x);
-    case RnnActivationKind::kSigmoid: return sigmoid(x);
-    case RnnActivationKind::kAffine: return alpha * x + beta;
-    case RnnActivationKind::kLeakyRelu: return x >= 0 ? x : alpha * x;
-    case RnnActivationKind::kThresholdedRelu: return x >= alpha ? x : 0.0;
-    case RnnActivationKind::kScaledTanh: return alpha * std::tanh(beta * x);
-    case RnnActivationKind::kHardSigmoid: return std::min(std::max(alpha * x + beta, 0.0), 1.0);
-    case RnnActivationKind::kElu: return x >= 0 ? x : alpha * (std::exp(x) - 1.0);
-    case RnnActivationKind::kSoftsign: return x / (1.0 + std::fabs(x));
-    case RnnActivationKind::kSoftplus: return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+    case RnnActivationKind::kRelu:
+      return x > 0 ? x : 0.0;
+    case RnnActivationKind::kTanh:
+      return std::tanh(x);
+    case RnnActivationKind::kSigmoid:
+      return sigmoid(x);
+    case RnnActivationKind::kAffine:
+      return alpha * x + beta;
+    case RnnActivationKind::kLeakyRelu:
+      return x >= 0 ? x : alpha * x;
+    case RnnActivationKind::kThresholdedRelu:
+      return x >= alpha ? x : 0.0;
+    case RnnActivationKind::kScaledTanh:
+      return alpha * std::tanh(beta * x);
+    case RnnActivationKind::kHardSigmoid:
+      return std::min(std::max(alpha * x + beta, 0.0), 1.0);
+    case RnnActivationKind::kElu:
+      return x >= 0 ? x : alpha * (std::exp(x) - 1.0);
+    case RnnActivationKind::kSoftsign:
+      return x / (1.0 + std::fabs(x));
+    case RnnActivationKind::kSoftplus:
+      return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
   }
   return x;
 }
 
 int64_t rnn_num_gates(RnnCell cell) {
   switch (cell) {
-    case RnnCell::kRnn: return 1;
-    case RnnCell::kGru: return 3;
-    case RnnCell::kLstm: return 4;
+    case RnnCell::kRnn:
+      return 1;
+    case RnnCell::kGru:
+      return 3;
+    case RnnCell::kLstm:
+      return 4;
   }
   return 1;
 }
 
 int64_t rnn_num_activations(RnnCell cell) {
   switch (cell) {
-    case RnnCell::kRnn: return 1;
-    case RnnCell::kGru: return 2;
-    case RnnCell::kLstm: return 3;
+    case RnnCell::kRnn:
+      return 1;
+    case RnnCell::kGru:
+      return 2;
+    case RnnCell::kLstm:
+      return 3;
   }
   return 1;
 }
@@ -252,9 +280,12 @@ int64_t rnn_num_activations(RnnCell cell) {
 std::vector<RnnActivation> rnn_default_activations(RnnCell cell) {
   using K = RnnActivationKind;
   switch (cell) {
-    case RnnCell::kRnn: return {{K::kTanh}};
-    case RnnCell::kGru: return {{K::kSigmoid}, {K::kTanh}};
-    case RnnCell::kLstm: return {{K::kSigmoid}, {K::kTanh}, {K::kTanh}};
+    case RnnCell::kRnn:
+      return {{K::kTanh}};
+    case RnnCell::kGru:
+      return {{K::kSigmoid}, {K::kTanh}};
+    case RnnCell::kLstm:
+      return {{K::kSigmoid}, {K::kTanh}, {K::kTanh}};
   }
   return {};
 }
@@ -263,9 +294,9 @@ core::Result<RecurrentShapes> recurrent_shapes(const RecurrentParams& p, const R
   if (!in.x || !in.w || !in.r) return core::invalid_argument("X, W and R are required");
   if (p.layout != 0 && p.layout != 1) return core::invalid_argument(str_cat("layout must be 0 or 1, got ", p.layout));
   if (in.x->rank() != 3 || in.w->rank() != 3 || in.r->rank() != 3)
-    return core::invalid_argument(str_cat("X, W and R must have rank 3, have shapes ", core::dims_to_string(in.x->dims()),
-                                          ", ", core::dims_to_string(in.w->dims()), ", ",
-                                          core::dims_to_string(in.r->dims())));
+    return core::invalid_argument(str_cat("X, W and R must have rank 3, have shapes ",
+                                          core::dims_to_string(in.x->dims()), ", ", core::dims_to_string(in.w->dims()),
+                                          ", ", core::dims_to_string(in.r->dims())));
   DType dt = in.x->dtype();
   if (dt != DType::kF32 && dt != DType::kF64)
     return core::unsupported(str_cat("X must be f32 or f64, is ", core::dtype_name(dt)));
@@ -287,8 +318,8 @@ core::Result<RecurrentShapes> recurrent_shapes(const RecurrentParams& p, const R
   if (H <= 0 || H > core::kMaxElements)
     return core::invalid_argument(str_cat("hidden_size must be positive (and sane), got ", H));
   if (static_cast<int64_t>(p.activations.size()) != D * rnn_num_activations(p.cell))
-    return core::invalid_argument(str_cat("expected ", D * rnn_num_activations(p.cell), " activations, got ",
-                                          p.activations.size()));
+    return core::invalid_argument(
+        str_cat("expected ", D * rnn_num_activations(p.cell), " activations, got ", p.activations.size()));
   KESTREL_RETURN_IF_ERROR(check_dims(in.w, {D, G * H, I}, "W"));
   KESTREL_RETURN_IF_ERROR(check_dims(in.r, {D, G * H, H}, "R"));
   KESTREL_RETURN_IF_ERROR(check_dims(in.b, {D, 2 * G * H}, "B"));
@@ -305,8 +336,7 @@ core::Result<RecurrentShapes> recurrent_shapes(const RecurrentParams& p, const R
       for (int64_t b = 0; b < B; ++b) {
         int64_t len = sl.element_as_int64(b);
         if (len < 0 || len > S)
-          return core::out_of_range(
-              str_cat("sequence_lens[", b, "] = ", len, " is outside [0, seq_length = ", S, "]"));
+          return core::out_of_range(str_cat("sequence_lens[", b, "] = ", len, " is outside [0, seq_length = ", S, "]"));
       }
     }
   }
@@ -325,8 +355,8 @@ Status recurrent(const RecurrentParams& p, const RecurrentInputs& in, const Recu
   KESTREL_RETURN_IF_ERROR(check_dims(out.y_c, s.y_c, "Y_c"));
   for (const Tensor* t : {out.y, out.y_h, out.y_c})
     if (t && t->dtype() != in.x->dtype())
-      return core::invalid_argument(str_cat("outputs must be ", core::dtype_name(in.x->dtype()), ", got ",
-                                            core::dtype_name(t->dtype())));
+      return core::invalid_argument(
+          str_cat("outputs must be ", core::dtype_name(in.x->dtype()), ", got ", core::dtype_name(t->dtype())));
   if (in.x->dtype() == DType::kF64) return run_typed<double>(p, in, out, s);
   return run_typed<float>(p, in, out, s);
 }

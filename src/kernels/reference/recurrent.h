@@ -51,7 +51,9 @@ double rnn_activation_apply(const RnnActivation& a, double x);
 // Gates per direction (RNN 1, GRU 3, LSTM 4) and activations per direction (1, 2, 3).
 int64_t rnn_num_gates(RnnCell cell);
 int64_t rnn_num_activations(RnnCell cell);
-inline int64_t rnn_num_directions(RnnDirection d) { return d == RnnDirection::kBidirectional ? 2 : 1; }
+inline int64_t rnn_num_directions(RnnDirection d) {
+  return d == RnnDirection::kBidirectional ? 2 : 1;
+}
 
 struct RecurrentParams {
   RnnCell cell = RnnCell::kLstm;

@@ -1,9 +1,10 @@
 // Kernel bindings for RNN, GRU and LSTM: direction, activations (with the alpha/beta lists),
 // clip, input_forget, linear_before_reset and layout -> reference recurrent kernel parameters.
+#include "kernels/reference/recurrent.h"
+
 #include <string>
 #include <vector>
 
-#include "kernels/reference/recurrent.h"
 #include "runtime/kernel.h"
 
 namespace kestrel::runtime {
@@ -34,8 +35,7 @@ Result<std::vector<ref::RnnActivation>> parse_activations(const KernelCreateInfo
     names.insert(names.end(), one.begin(), one.end());
   }
   if (names.size() != want)
-    return info.fail("'activations' has ", names.size(), " entries, expected ", want, " (", per_dir,
-                     " per direction)");
+    return info.fail("'activations' has ", names.size(), " entries, expected ", want, " (", per_dir, " per direction)");
   KESTREL_ASSIGN_OR_RETURN(std::vector<float> alphas, n.attr_floats("activation_alpha", std::vector<float>{}));
   KESTREL_ASSIGN_OR_RETURN(std::vector<float> betas, n.attr_floats("activation_beta", std::vector<float>{}));
   size_t ai = 0, bi = 0;
@@ -55,10 +55,14 @@ Result<ref::RecurrentParams> parse_params(const KernelCreateInfo& info, ref::Rnn
   ref::RecurrentParams p;
   p.cell = cell;
   KESTREL_ASSIGN_OR_RETURN(std::string dir, n.attr_string("direction", "forward"));
-  if (dir == "forward") p.direction = ref::RnnDirection::kForward;
-  else if (dir == "reverse") p.direction = ref::RnnDirection::kReverse;
-  else if (dir == "bidirectional") p.direction = ref::RnnDirection::kBidirectional;
-  else return info.fail("direction must be forward, reverse or bidirectional, got '", dir, "'");
+  if (dir == "forward")
+    p.direction = ref::RnnDirection::kForward;
+  else if (dir == "reverse")
+    p.direction = ref::RnnDirection::kReverse;
+  else if (dir == "bidirectional")
+    p.direction = ref::RnnDirection::kBidirectional;
+  else
+    return info.fail("direction must be forward, reverse or bidirectional, got '", dir, "'");
   KESTREL_ASSIGN_OR_RETURN(p.hidden_size, n.attr_int("hidden_size", 0));
   if (p.hidden_size < 0 || (n.has_attr("hidden_size") && p.hidden_size == 0))
     return info.fail("hidden_size must be positive, got ", p.hidden_size);
@@ -107,6 +111,9 @@ Status run_recurrent(const ref::RecurrentParams& p, KernelContext& ctx) {
 void add_recurrent(KernelRegistry& r, const char* name, ref::RnnCell cell) {
   r.add(name, [cell](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
     KESTREL_ASSIGN_OR_RETURN(ref::RecurrentParams p, parse_params(info, cell));
+    const ir::ValueType* x = info.input_types.empty() ? nullptr : info.input_types[0];
+    if (x && x->dtype != core::DType::kUndefined && x->dtype != core::DType::kF32 && x->dtype != core::DType::kF64)
+      return info.unsupported("only f32 and f64 are implemented, X is ", core::dtype_name(x->dtype));
     return make_kernel([p](KernelContext& ctx) { return run_recurrent(p, ctx); });
   });
 }
