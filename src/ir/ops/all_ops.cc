@@ -6,11 +6,13 @@ namespace kestrel::ir {
 void register_control_flow_ops(OpRegistry& r);
 void register_elementwise_ops(OpRegistry& r);
 void register_reduce_ops(OpRegistry& r);
+void register_recurrent_ops(OpRegistry& r);
 
 void register_all_ops(OpRegistry& r) {
   register_control_flow_ops(r);
   register_elementwise_ops(r);
   register_reduce_ops(r);
+  register_recurrent_ops(r);
 }
 
 }  // namespace kestrel::ir

@@ -6,11 +6,13 @@ namespace kestrel::runtime {
 void register_control_flow_kernels(KernelRegistry& r);
 void register_elementwise_kernels(KernelRegistry& r);
 void register_reduce_kernels(KernelRegistry& r);
+void register_recurrent_kernels(KernelRegistry& r);
 
 void register_all_kernels(KernelRegistry& r) {
   register_control_flow_kernels(r);
   register_elementwise_kernels(r);
   register_reduce_kernels(r);
+  register_recurrent_kernels(r);
 }
 
 }  // namespace kestrel::runtime
