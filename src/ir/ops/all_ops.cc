@@ -4,9 +4,15 @@
 namespace kestrel::ir {
 
 void register_elementwise_ops(OpRegistry& r);
+void register_shape_ops(OpRegistry& r);
+void register_transform_ops(OpRegistry& r);
+void register_gather_scatter_ops(OpRegistry& r);
 
 void register_all_ops(OpRegistry& r) {
   register_elementwise_ops(r);
+  register_shape_ops(r);
+  register_transform_ops(r);
+  register_gather_scatter_ops(r);
 }
 
 }  // namespace kestrel::ir

@@ -4,9 +4,15 @@
 namespace kestrel::runtime {
 
 void register_elementwise_kernels(KernelRegistry& r);
+void register_shape_kernels(KernelRegistry& r);
+void register_transform_kernels(KernelRegistry& r);
+void register_gather_scatter_kernels(KernelRegistry& r);
 
 void register_all_kernels(KernelRegistry& r) {
   register_elementwise_kernels(r);
+  register_shape_kernels(r);
+  register_transform_kernels(r);
+  register_gather_scatter_kernels(r);
 }
 
 }  // namespace kestrel::runtime
