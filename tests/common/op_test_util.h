@@ -3,14 +3,14 @@
 // a one-node graph in a Session (graph inputs unknown at load: the planner's dynamic path).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "core/tensor.h"
 #include "ir/graph.h"
@@ -28,7 +28,8 @@ core::Tensor make(const core::Dims& dims, const std::vector<T>& v) {
   EXPECT_TRUE(r.is_ok());
   if (!r.is_ok()) return core::Tensor();
   core::Tensor t = std::move(r).value();
-  EXPECT_EQ(static_cast<size_t>(t.num_elements()), v.size()) << "test data does not fill " << core::dims_to_string(dims);
+  EXPECT_EQ(static_cast<size_t>(t.num_elements()), v.size())
+      << "test data does not fill " << core::dims_to_string(dims);
   for (size_t i = 0; i < v.size() && i < static_cast<size_t>(t.num_elements()); ++i) t.data<T>()[i] = v[i];
   return t;
 }
@@ -41,8 +42,12 @@ core::Tensor iota(const core::Dims& dims) {
   return make<T>(dims, v);
 }
 
-inline core::Tensor i64s(const std::vector<int64_t>& v) { return make<int64_t>({static_cast<int64_t>(v.size())}, v); }
-inline core::Tensor i64_scalar(int64_t v) { return make<int64_t>({}, {v}); }
+inline core::Tensor i64s(const std::vector<int64_t>& v) {
+  return make<int64_t>({static_cast<int64_t>(v.size())}, v);
+}
+inline core::Tensor i64_scalar(int64_t v) {
+  return make<int64_t>({}, {v});
+}
 
 // One-node graph; inputs that are undefined tensors are omitted optional inputs.
 struct OneNode {
@@ -61,7 +66,8 @@ inline OneNode one_node(const std::string& op, const std::vector<core::Tensor>& 
     if (!inputs[i].defined()) {
       ins.push_back(nullptr);
     } else if (i < as_input.size() && as_input[i]) {
-      ir::Shape s = unknown_dims ? ir::Shape(std::vector<ir::Dim>(inputs[i].dims().size())) : ir::Shape(inputs[i].dims());
+      ir::Shape s =
+          unknown_dims ? ir::Shape(std::vector<ir::Dim>(inputs[i].dims().size())) : ir::Shape(inputs[i].dims());
       ins.push_back(r.graph->add_input(name, ir::ValueType{inputs[i].dtype(), s}));
     } else {
       ins.push_back(r.graph->add_constant(name, inputs[i]));
@@ -77,7 +83,7 @@ inline OneNode one_node(const std::string& op, const std::vector<core::Tensor>& 
 
 // Everything known: inference with values, then the kernel (what plan-time folding does).
 inline core::Result<std::vector<core::Tensor>> eval_op(const std::string& op, const std::vector<core::Tensor>& inputs,
-                                                      const Attrs& attrs = {}, int num_outputs = 1) {
+                                                       const Attrs& attrs = {}, int num_outputs = 1) {
   OneNode g = one_node(op, inputs, attrs, num_outputs);
   std::vector<const core::Tensor*> ptrs;
   for (const auto& t : inputs) ptrs.push_back(t.defined() ? &t : nullptr);
@@ -86,8 +92,8 @@ inline core::Result<std::vector<core::Tensor>> eval_op(const std::string& op, co
 
 // Through a Session: inputs flagged in as_input are fed at run time.
 inline core::Result<std::vector<core::Tensor>> run_op(const std::string& op, const std::vector<core::Tensor>& inputs,
-                                                     const std::vector<bool>& as_input, const Attrs& attrs = {},
-                                                     int num_outputs = 1, bool unknown_dims = false) {
+                                                      const std::vector<bool>& as_input, const Attrs& attrs = {},
+                                                      int num_outputs = 1, bool unknown_dims = false) {
   OneNode g = one_node(op, inputs, attrs, num_outputs, as_input, unknown_dims);
   runtime::LoadedModel m;
   m.graph = std::move(g.graph);
@@ -103,15 +109,18 @@ inline core::Result<std::vector<core::Tensor>> run_op(const std::string& op, con
 // Output types from inference alone: `values[i]` defined = input i is a constant with that data;
 // otherwise input i is a graph input of type types[i] (absent when types[i].dtype is undefined).
 inline core::Result<std::vector<ir::ValueType>> infer_op(const std::string& op, const std::vector<ir::ValueType>& types,
-                                                         const std::vector<core::Tensor>& values, const Attrs& attrs = {},
-                                                         int num_outputs = 1) {
+                                                         const std::vector<core::Tensor>& values,
+                                                         const Attrs& attrs = {}, int num_outputs = 1) {
   ir::Graph g("test");
   std::vector<ir::Value*> ins;
   for (size_t i = 0; i < types.size(); ++i) {
     const std::string name = "in" + std::to_string(i);
-    if (i < values.size() && values[i].defined()) ins.push_back(g.add_constant(name, values[i]));
-    else if (types[i].dtype == core::DType::kUndefined) ins.push_back(nullptr);
-    else ins.push_back(g.add_input(name, types[i]));
+    if (i < values.size() && values[i].defined())
+      ins.push_back(g.add_constant(name, values[i]));
+    else if (types[i].dtype == core::DType::kUndefined)
+      ins.push_back(nullptr);
+    else
+      ins.push_back(g.add_input(name, types[i]));
   }
   std::vector<std::string> outs;
   for (int i = 0; i < num_outputs; ++i) outs.push_back("out" + std::to_string(i));
@@ -141,13 +150,13 @@ inline ::testing::AssertionResult tensors_equal(const core::Tensor& got, const c
 }
 
 // Convenience: the single output of eval_op, or a failure.
-#define KESTREL_EVAL1(out, ...)                                        \
-  core::Tensor out;                                                    \
-  {                                                                    \
-    auto _r = ::kestrel::testing::eval_op(__VA_ARGS__);                \
-    ASSERT_TRUE(_r.is_ok()) << _r.status().to_string();                \
-    ASSERT_GE(_r->size(), 1u);                                         \
-    out = (*_r)[0];                                                    \
+#define KESTREL_EVAL1(out, ...)                         \
+  core::Tensor out;                                     \
+  {                                                     \
+    auto _r = ::kestrel::testing::eval_op(__VA_ARGS__); \
+    ASSERT_TRUE(_r.is_ok()) << _r.status().to_string(); \
+    ASSERT_GE(_r->size(), 1u);                          \
+    out = (*_r)[0];                                     \
   }
 
 }  // namespace kestrel::testing

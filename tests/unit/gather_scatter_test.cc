@@ -12,8 +12,8 @@
 namespace kestrel {
 namespace {
 
-using core::DType;
 using core::Dims;
+using core::DType;
 using core::Tensor;
 using testing::eval_op;
 using testing::i64_scalar;
@@ -121,7 +121,8 @@ TEST(GatherScatterOps, GatherElements) {
                    {{"axis", int64_t{1}}});
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   EXPECT_TRUE(tensors_equal((*r)[0], make<float>({2, 2}, {1, 1, 4, 3})));
-  r = eval_op("GatherElements", {make<float>({3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}), make<int32_t>({2, 3}, {1, 2, 0, 2, 0, -3})});
+  r = eval_op("GatherElements",
+              {make<float>({3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}), make<int32_t>({2, 3}, {1, 2, 0, 2, 0, -3})});
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   EXPECT_TRUE(tensors_equal((*r)[0], make<float>({2, 3}, {4, 8, 3, 7, 2, 3})));
   // Naive over every axis with indices smaller than data outside the axis.
@@ -145,10 +146,10 @@ TEST(GatherScatterOps, GatherElements) {
     }
   }
   EXPECT_TRUE(fails_with(eval_op("GatherElements", {iota<float>({2, 2}), i64s({0})}).status(), "rank"));
-  EXPECT_TRUE(fails_with(eval_op("GatherElements", {iota<float>({2, 2}), make<int64_t>({3, 1}, {0, 0, 0})},
-                                 {{"axis", int64_t{1}}})
-                             .status(),
-                         "exceed"));
+  EXPECT_TRUE(fails_with(
+      eval_op("GatherElements", {iota<float>({2, 2}), make<int64_t>({3, 1}, {0, 0, 0})}, {{"axis", int64_t{1}}})
+          .status(),
+      "exceed"));
   EXPECT_TRUE(fails_with(eval_op("GatherElements", {iota<float>({2, 2}), make<int64_t>({1, 1}, {2})}).status(),
                          "out of range"));
 }
@@ -176,10 +177,11 @@ TEST(GatherScatterOps, GatherNDSpecExamples) {
   const Tensor data = iota<float>({2, 3});
   EXPECT_TRUE(fails_with(eval_op("GatherND", {data, make<int64_t>({1, 2}, {0, 3})}).status(), "out of range"));
   EXPECT_TRUE(fails_with(eval_op("GatherND", {data, make<int64_t>({1, 3}, {0, 0, 0})}).status(), "last dim"));
-  EXPECT_TRUE(fails_with(eval_op("GatherND", {data, make<int64_t>({3, 1}, {0, 0, 0})}, {{"batch_dims", int64_t{1}}}).status(),
-                         "batch dim"));
-  EXPECT_TRUE(fails_with(eval_op("GatherND", {data, make<int64_t>({2, 1}, {0, 0})}, {{"batch_dims", int64_t{2}}}).status(),
-                         "batch_dims"));
+  EXPECT_TRUE(
+      fails_with(eval_op("GatherND", {data, make<int64_t>({3, 1}, {0, 0, 0})}, {{"batch_dims", int64_t{1}}}).status(),
+                 "batch dim"));
+  EXPECT_TRUE(fails_with(
+      eval_op("GatherND", {data, make<int64_t>({2, 1}, {0, 0})}, {{"batch_dims", int64_t{2}}}).status(), "batch_dims"));
   auto r = run_op("GatherND", {data, make<int64_t>({1, 2}, {1, 9})}, {true, true});
   EXPECT_EQ(r.status().code(), core::StatusCode::kOutOfRange) << r.status().to_string();
 }
@@ -262,29 +264,33 @@ TEST(GatherScatterOps, ScatterElementsDtypesAndErrors) {
               {{"reduction", std::string("mul")}});
   ASSERT_TRUE(r.is_ok());
   EXPECT_TRUE(tensors_equal((*r)[0], make<bool>({2}, {false, false})));
-  r = eval_op("ScatterElements", {make<core::Float16>({2}, {core::Float16(1.5f), core::Float16(2.f)}), i64s({1}),
-                                  make<core::Float16>({1}, {core::Float16(0.5f)})},
+  r = eval_op("ScatterElements",
+              {make<core::Float16>({2}, {core::Float16(1.5f), core::Float16(2.f)}), i64s({1}),
+               make<core::Float16>({1}, {core::Float16(0.5f)})},
               {{"reduction", std::string("add")}});
   ASSERT_TRUE(r.is_ok());
   EXPECT_EQ((*r)[0].element_as_double(1), 2.5);
   r = eval_op("ScatterElements", {make<std::string>({2}, {"a", "b"}), i64s({-1}), make<std::string>({1}, {"z"})});
   ASSERT_TRUE(r.is_ok());
   EXPECT_TRUE(tensors_equal((*r)[0], make<std::string>({2}, {"a", "z"})));
-  EXPECT_TRUE(fails_with(eval_op("ScatterElements", {make<std::string>({2}, {"a", "b"}), i64s({0}),
-                                                     make<std::string>({1}, {"z"})},
-                                 {{"reduction", std::string("add")}})
-                             .status(),
-                         "reduction none"));
+  EXPECT_TRUE(fails_with(
+      eval_op("ScatterElements", {make<std::string>({2}, {"a", "b"}), i64s({0}), make<std::string>({1}, {"z"})},
+              {{"reduction", std::string("add")}})
+          .status(),
+      "reduction none"));
   const Tensor data = iota<float>({2, 3});
-  EXPECT_TRUE(fails_with(eval_op("ScatterElements", {data, make<int64_t>({1, 1}, {2}), make<float>({1, 1}, {1})}).status(),
-                         "out of range"));
-  EXPECT_TRUE(fails_with(eval_op("ScatterElements", {data, make<int64_t>({1, 1}, {0}), make<float>({1, 2}, {1, 2})}).status(),
-                         "shape of indices"));
+  EXPECT_TRUE(
+      fails_with(eval_op("ScatterElements", {data, make<int64_t>({1, 1}, {2}), make<float>({1, 1}, {1})}).status(),
+                 "out of range"));
+  EXPECT_TRUE(
+      fails_with(eval_op("ScatterElements", {data, make<int64_t>({1, 1}, {0}), make<float>({1, 2}, {1, 2})}).status(),
+                 "shape of indices"));
   EXPECT_TRUE(fails_with(eval_op("ScatterElements", {data, make<int64_t>({1, 1}, {0}), make<float>({1, 1}, {1})},
                                  {{"reduction", std::string("sub")}})
                              .status(),
                          "reduction"));
-  auto dyn = run_op("ScatterElements", {data, make<int64_t>({1, 1}, {-3}), make<float>({1, 1}, {1})}, {true, true, true});
+  auto dyn =
+      run_op("ScatterElements", {data, make<int64_t>({1, 1}, {-3}), make<float>({1, 1}, {1})}, {true, true, true});
   EXPECT_EQ(dyn.status().code(), core::StatusCode::kOutOfRange) << dyn.status().to_string();
 }
 
@@ -303,25 +309,29 @@ TEST(GatherScatterOps, ScatterND) {
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   for (int64_t o = 0; o < 64; ++o) {
     const int64_t slice = o / 16;
-    const float want = slice == 0 ? 1000.f + static_cast<float>(o) : slice == 2 ? 1000.f + static_cast<float>(o - 16)
-                                                                                 : static_cast<float>(o);
+    const float want = slice == 0   ? 1000.f + static_cast<float>(o)
+                       : slice == 2 ? 1000.f + static_cast<float>(o - 16)
+                                    : static_cast<float>(o);
     EXPECT_EQ((*r)[0].data<float>()[o], want) << o;
   }
   // Reductions with duplicate index tuples (ONNX test_scatternd_add / _multiply shapes).
   const std::pair<const char*, float> reds[] = {{"add", 3 + 5 + 6}, {"mul", 3 * 5 * 6}, {"max", 6}, {"min", 3}};
   for (const auto& [red, want] : reds) {
-    r = eval_op("ScatterND", {make<float>({2, 2}, {3, 4, 5, 6}), make<int64_t>({2, 2}, {0, 0, 0, 0}),
-                              make<float>({2}, {5, 6})},
+    r = eval_op("ScatterND",
+                {make<float>({2, 2}, {3, 4, 5, 6}), make<int64_t>({2, 2}, {0, 0, 0, 0}), make<float>({2}, {5, 6})},
                 {{"reduction", std::string(red)}});
     ASSERT_TRUE(r.is_ok()) << r.status().to_string();
     EXPECT_TRUE(tensors_equal((*r)[0], make<float>({2, 2}, {want, 4, 5, 6}))) << red;
   }
-  EXPECT_TRUE(fails_with(eval_op("ScatterND", {iota<float>({4}), make<int64_t>({1, 1}, {4}), make<float>({1}, {1})}).status(),
-                         "out of range"));
-  EXPECT_TRUE(fails_with(eval_op("ScatterND", {iota<float>({4}), make<int64_t>({1, 1}, {0}), make<float>({2}, {1, 1})}).status(),
-                         "updates"));
-  EXPECT_TRUE(fails_with(eval_op("ScatterND", {iota<float>({4}), make<int64_t>({1, 2}, {0, 0}), make<float>({1}, {1})}).status(),
-                         "last dim"));
+  EXPECT_TRUE(
+      fails_with(eval_op("ScatterND", {iota<float>({4}), make<int64_t>({1, 1}, {4}), make<float>({1}, {1})}).status(),
+                 "out of range"));
+  EXPECT_TRUE(fails_with(
+      eval_op("ScatterND", {iota<float>({4}), make<int64_t>({1, 1}, {0}), make<float>({2}, {1, 1})}).status(),
+      "updates"));
+  EXPECT_TRUE(fails_with(
+      eval_op("ScatterND", {iota<float>({4}), make<int64_t>({1, 2}, {0, 0}), make<float>({1}, {1})}).status(),
+      "last dim"));
 }
 
 // ---------------------------------------------------------------- OneHot
@@ -351,17 +361,18 @@ TEST(GatherScatterOps, OneHotMatchesNaive) {
 
 TEST(GatherScatterOps, OneHotInputsAndErrors) {
   // Default axis -1, float indices and depth (truncated), string values.
-  auto r = eval_op("OneHot", {make<float>({2}, {2.f, 0.7f}), Tensor::scalar<float>(3.9f),
-                              make<std::string>({2}, {"off", "on"})});
+  auto r = eval_op("OneHot",
+                   {make<float>({2}, {2.f, 0.7f}), Tensor::scalar<float>(3.9f), make<std::string>({2}, {"off", "on"})});
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   EXPECT_TRUE(tensors_equal((*r)[0], make<std::string>({2, 3}, {"off", "off", "on", "on", "off", "off"})));
   EXPECT_TRUE(fails_with(eval_op("OneHot", {i64s({0}), i64_scalar(0), make<float>({2}, {0, 1})}).status(), "positive"));
   EXPECT_TRUE(fails_with(eval_op("OneHot", {i64s({0}), i64_scalar(2), make<float>({3}, {0, 1, 2})}).status(), "two"));
-  EXPECT_TRUE(fails_with(eval_op("OneHot", {i64s({0}), i64_scalar(2), make<float>({2}, {0, 1})}, {{"axis", int64_t{2}}})
-                             .status(),
-                         "out of range"));
+  EXPECT_TRUE(fails_with(
+      eval_op("OneHot", {i64s({0}), i64_scalar(2), make<float>({2}, {0, 1})}, {{"axis", int64_t{2}}}).status(),
+      "out of range"));
   // Depth known only at run time.
-  auto dyn = run_op("OneHot", {make<int32_t>({2}, {0, -1}), i64_scalar(3), make<int32_t>({2}, {0, 1})}, {true, true, true});
+  auto dyn =
+      run_op("OneHot", {make<int32_t>({2}, {0, -1}), i64_scalar(3), make<int32_t>({2}, {0, 1})}, {true, true, true});
   ASSERT_TRUE(dyn.is_ok()) << dyn.status().to_string();
   EXPECT_TRUE(tensors_equal((*dyn)[0], make<int32_t>({2, 3}, {1, 0, 0, 0, 0, 1})));
 }
@@ -397,7 +408,8 @@ TEST(GatherScatterOps, NonZero) {
   const int64_t n = static_cast<int64_t>(coords.size());
   ASSERT_EQ((*r)[0].dims(), (Dims{4, n}));
   for (int64_t c = 0; c < n; ++c)
-    for (int64_t d = 0; d < 4; ++d) EXPECT_EQ((*r)[0].data<int64_t>()[d * n + c], coords[static_cast<size_t>(c)][static_cast<size_t>(d)]);
+    for (int64_t d = 0; d < 4; ++d)
+      EXPECT_EQ((*r)[0].data<int64_t>()[d * n + c], coords[static_cast<size_t>(c)][static_cast<size_t>(d)]);
 }
 
 TEST(GatherScatterOps, NonZeroRunsDynamicallyInASession) {
@@ -413,7 +425,9 @@ TEST(GatherScatterOps, NonZeroRunsDynamicallyInASession) {
   auto s = runtime::Session::from_model(std::move(m));
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   const std::vector<std::pair<std::vector<float>, std::vector<int64_t>>> cases = {
-      {{0, 1, 0, 0, 0, 2}, {0, 1, 1, 2}}, {{0, 0, 0, 0, 0, 0}, {}}, {{1, 1, 1, 1, 1, 1}, {0, 0, 0, 1, 0, 2, 1, 0, 1, 1, 1, 2}}};
+      {{0, 1, 0, 0, 0, 2}, {0, 1, 1, 2}},
+      {{0, 0, 0, 0, 0, 0}, {}},
+      {{1, 1, 1, 1, 1, 1}, {0, 0, 0, 1, 0, 2, 1, 0, 1, 1, 1, 2}}};
   for (const auto& [xv, want] : cases) {
     std::vector<Tensor> out;
     auto st = (*s)->run({{"x", make<float>({2, 3}, xv)}}, out);
@@ -450,10 +464,12 @@ TEST(GatherScatterOps, Compress) {
   auto r = eval_op("Compress", {make<std::string>({3}, {"a", "b", "c"}), make<bool>({3}, {true, false, true})});
   ASSERT_TRUE(r.is_ok());
   EXPECT_TRUE(tensors_equal((*r)[0], make<std::string>({2}, {"a", "c"})));
-  EXPECT_TRUE(fails_with(eval_op("Compress", {x, make<bool>({4}, {false, false, false, true})}, {{"axis", int64_t{0}}}).status(),
-                         "selects index 3"));
+  EXPECT_TRUE(fails_with(
+      eval_op("Compress", {x, make<bool>({4}, {false, false, false, true})}, {{"axis", int64_t{0}}}).status(),
+      "selects index 3"));
   EXPECT_TRUE(fails_with(eval_op("Compress", {x, i64s({1, 0})}, {{"axis", int64_t{0}}}).status(), "bool"));
-  EXPECT_TRUE(fails_with(eval_op("Compress", {x, make<bool>({1}, {true})}, {{"axis", int64_t{2}}}).status(), "out of range"));
+  EXPECT_TRUE(
+      fails_with(eval_op("Compress", {x, make<bool>({1}, {true})}, {{"axis", int64_t{2}}}).status(), "out of range"));
   auto dyn = run_op("Compress", {x, make<bool>({2}, {true, false})}, {true, true}, {{"axis", int64_t{1}}});
   ASSERT_TRUE(dyn.is_ok()) << dyn.status().to_string();
   EXPECT_TRUE(tensors_equal((*dyn)[0], make<float>({3, 1}, {1, 3, 5})));

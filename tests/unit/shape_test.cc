@@ -13,8 +13,8 @@
 namespace kestrel {
 namespace {
 
-using core::DType;
 using core::Dims;
+using core::DType;
 using core::Tensor;
 using ir::Attribute;
 using ir::Dim;
@@ -38,11 +38,14 @@ std::vector<Tensor> all_dtypes(const Dims& dims) {
       core::visit_dtype(t.dtype(), [&](auto tag) {
         using T = decltype(tag);
         T* p = static_cast<T*>(t.raw_data());
-        if constexpr (std::is_same_v<T, std::string>) p[i] = "s" + std::to_string(i);
-        else if constexpr (std::is_same_v<T, bool>) p[i] = (i % 3) == 1;
+        if constexpr (std::is_same_v<T, std::string>)
+          p[i] = "s" + std::to_string(i);
+        else if constexpr (std::is_same_v<T, bool>)
+          p[i] = (i % 3) == 1;
         else if constexpr (std::is_same_v<T, core::Float16> || std::is_same_v<T, core::BFloat16>)
           p[i] = T(static_cast<float>(i) + 0.5f);
-        else p[i] = static_cast<T>(i + 1);
+        else
+          p[i] = static_cast<T>(i + 1);
       });
     }
     out.push_back(t);
@@ -65,8 +68,9 @@ TEST(ShapeOps, ReshapeResolvesZeroAndMinusOne) {
     std::vector<int64_t> shape;
     Dims want;
   } cases[] = {
-      {{4, -1}, {4, 6}},  {{0, -1}, {2, 12}},    {{0, 0, -1}, {2, 3, 4}}, {{-1}, {24}},
-      {{2, 0, 2, 2}, {2, 3, 2, 2}}, {{1, -1, 1, 4}, {1, 6, 1, 4}}, {{24, 1}, {24, 1}},
+      {{4, -1}, {4, 6}},  {{0, -1}, {2, 12}},           {{0, 0, -1}, {2, 3, 4}},
+      {{-1}, {24}},       {{2, 0, 2, 2}, {2, 3, 2, 2}}, {{1, -1, 1, 4}, {1, 6, 1, 4}},
+      {{24, 1}, {24, 1}},
   };
   for (const auto& c : cases) {
     auto r = eval_op("Reshape", {x, i64s(c.shape)});
@@ -101,7 +105,8 @@ TEST(ShapeOps, ReshapeErrorsNameTheNode) {
   EXPECT_TRUE(fails_with(eval_op("Reshape", {x, i64s({0, 0, 0, 0})}).status(), "copies dim 3"));
   EXPECT_TRUE(fails_with(eval_op("Reshape", {Tensor::allocate(DType::kF32, {0, 4}).value(), i64s({0, -1})}).status(),
                          "multiply to 0"));
-  EXPECT_TRUE(fails_with(eval_op("Reshape", {x, i64s({int64_t{1} << 40, int64_t{1} << 40})}).status(), "too many elements"));
+  EXPECT_TRUE(
+      fails_with(eval_op("Reshape", {x, i64s({int64_t{1} << 40, int64_t{1} << 40})}).status(), "too many elements"));
 }
 
 TEST(ShapeOps, ReshapeEveryDtype) {
@@ -169,8 +174,8 @@ TEST(ShapeOps, ShapeStartEnd) {
     std::optional<int64_t> start, end;
     std::vector<int64_t> want;
   } cases[] = {
-      {{}, {}, {2, 3, 4, 5}}, {1, {}, {3, 4, 5}}, {{}, -1, {2, 3, 4}}, {1, 2, {3}},     {-1, {}, {5}},
-      {-10, {}, {2, 3, 4, 5}}, {{}, 10, {2, 3, 4, 5}}, {3, 1, {}},       {1, -1, {3, 4}}, {4, {}, {}},
+      {{}, {}, {2, 3, 4, 5}},  {1, {}, {3, 4, 5}},     {{}, -1, {2, 3, 4}}, {1, 2, {3}},     {-1, {}, {5}},
+      {-10, {}, {2, 3, 4, 5}}, {{}, 10, {2, 3, 4, 5}}, {3, 1, {}},          {1, -1, {3, 4}}, {4, {}, {}},
   };
   for (const auto& c : cases) {
     testing::Attrs a;
@@ -229,8 +234,11 @@ TEST(ShapeOps, Squeeze) {
     std::optional<std::vector<int64_t>> axes;
     Dims want;
   } cases[] = {
-      {{}, {3, 2}}, {std::vector<int64_t>{0}, {3, 1, 2}}, {std::vector<int64_t>{-2, 0}, {3, 2}},
-      {std::vector<int64_t>{2}, {1, 3, 2}}, {std::vector<int64_t>{}, {3, 2}},
+      {{}, {3, 2}},
+      {std::vector<int64_t>{0}, {3, 1, 2}},
+      {std::vector<int64_t>{-2, 0}, {3, 2}},
+      {std::vector<int64_t>{2}, {1, 3, 2}},
+      {std::vector<int64_t>{}, {3, 2}},
   };
   for (const auto& c : cases) {
     std::vector<Tensor> ins{x};
@@ -270,8 +278,12 @@ TEST(ShapeOps, Unsqueeze) {
     std::vector<int64_t> axes;
     Dims want;
   } cases[] = {
-      {{0}, {1, 3, 4}},       {{-1}, {3, 4, 1}},       {{3, 0}, {1, 3, 4, 1}},
-      {{1, -1}, {3, 1, 4, 1}}, {{2, 0, 1}, {1, 1, 1, 3, 4}}, {{}, {3, 4}},
+      {{0}, {1, 3, 4}},
+      {{-1}, {3, 4, 1}},
+      {{3, 0}, {1, 3, 4, 1}},
+      {{1, -1}, {3, 1, 4, 1}},
+      {{2, 0, 1}, {1, 1, 1, 3, 4}},
+      {{}, {3, 4}},
   };
   for (const auto& c : cases) {
     auto r = eval_op("Unsqueeze", {x, i64s(c.axes)});
@@ -349,8 +361,8 @@ TEST(ShapeOps, ExpandBidirectional) {
     std::vector<int64_t> shape;
     Dims want;
   } cases[] = {
-      {{3, 1}, {2, 1, 6}, {2, 3, 6}}, {{3}, {1}, {3}},       {{1}, {5}, {5}},          {{2, 1, 3}, {2, 4, 1}, {2, 4, 3}},
-      {{}, {2, 2}, {2, 2}},          {{4}, {}, {4}},        {{1, 7}, {3, 1}, {3, 7}}, {{0, 1}, {0, 3}, {0, 3}},
+      {{3, 1}, {2, 1, 6}, {2, 3, 6}}, {{3}, {1}, {3}}, {{1}, {5}, {5}},          {{2, 1, 3}, {2, 4, 1}, {2, 4, 3}},
+      {{}, {2, 2}, {2, 2}},           {{4}, {}, {4}},  {{1, 7}, {3, 1}, {3, 7}}, {{0, 1}, {0, 3}, {0, 3}},
   };
   for (const auto& c : cases) {
     const Tensor x = iota<int16_t>(c.x);
@@ -395,9 +407,9 @@ TEST(ShapeOps, ConstantOfShape) {
   ASSERT_TRUE(r.is_ok());
   EXPECT_EQ((*r)[0].dims(), (Dims{3, 0}));
   EXPECT_TRUE(fails_with(eval_op("ConstantOfShape", {i64s({2, -1})}).status(), "negative"));
-  EXPECT_TRUE(fails_with(
-      eval_op("ConstantOfShape", {i64s({2})}, {{"value", Attribute(make<float>({2}, {1.f, 2.f}))}}).status(),
-      "exactly one element"));
+  EXPECT_TRUE(
+      fails_with(eval_op("ConstantOfShape", {i64s({2})}, {{"value", Attribute(make<float>({2}, {1.f, 2.f}))}}).status(),
+                 "exactly one element"));
   // Shape known only at run time.
   auto dyn = run_op("ConstantOfShape", {i64s({2, 2})}, {true}, {{"value", Attribute(make<int32_t>({1}, {-3}))}});
   ASSERT_TRUE(dyn.is_ok()) << dyn.status().to_string();
@@ -410,7 +422,8 @@ template <class T>
 std::vector<T> naive_range(T start, T limit, T delta) {
   std::vector<T> v;
   // Same definition as the spec: n = max(ceil((limit - start) / delta), 0), v[i] = start + i * delta.
-  const double n = std::max(std::ceil((static_cast<double>(limit) - static_cast<double>(start)) / static_cast<double>(delta)), 0.0);
+  const double n =
+      std::max(std::ceil((static_cast<double>(limit) - static_cast<double>(start)) / static_cast<double>(delta)), 0.0);
   for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) v.push_back(static_cast<T>(start + static_cast<T>(i) * delta));
   return v;
 }
@@ -449,10 +462,11 @@ TEST(ShapeOps, RangeErrors) {
   EXPECT_TRUE(fails_with(r3(Tensor::scalar<I>(0), Tensor::scalar<I>(5), Tensor::scalar<I>(0)), "delta"));
   EXPECT_TRUE(fails_with(r3(Tensor::scalar<float>(0), Tensor::scalar<float>(5), Tensor::scalar<float>(0)), "delta"));
   EXPECT_TRUE(fails_with(r3(Tensor::scalar<I>(0), Tensor::scalar<float>(5), Tensor::scalar<I>(1)), "same dtype"));
-  EXPECT_TRUE(fails_with(r3(Tensor::scalar<I>(std::numeric_limits<I>::min()), Tensor::scalar<I>(std::numeric_limits<I>::max()),
-                            Tensor::scalar<I>(1)),
+  EXPECT_TRUE(fails_with(r3(Tensor::scalar<I>(std::numeric_limits<I>::min()),
+                            Tensor::scalar<I>(std::numeric_limits<I>::max()), Tensor::scalar<I>(1)),
                          "too many"));
-  EXPECT_TRUE(fails_with(r3(Tensor::scalar<float>(0), Tensor::scalar<float>(INFINITY), Tensor::scalar<float>(1)), "finite"));
+  EXPECT_TRUE(
+      fails_with(r3(Tensor::scalar<float>(0), Tensor::scalar<float>(INFINITY), Tensor::scalar<float>(1)), "finite"));
   EXPECT_TRUE(fails_with(r3(i64s({0, 1}), Tensor::scalar<I>(5), Tensor::scalar<I>(1)), "scalar"));
 }
 
@@ -461,8 +475,9 @@ TEST(ShapeOps, RangeAtRunTime) {
                   {true, true, true});
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   EXPECT_TRUE(tensors_equal((*r)[0], make<int32_t>({4}, {2, 4, 6, 8})));
-  auto t = infer_op("Range", {ValueType{DType::kF32, Shape(Dims{})}, ValueType{DType::kF32, Shape(Dims{})},
-                              ValueType{DType::kF32, Shape(Dims{})}},
+  auto t = infer_op("Range",
+                    {ValueType{DType::kF32, Shape(Dims{})}, ValueType{DType::kF32, Shape(Dims{})},
+                     ValueType{DType::kF32, Shape(Dims{})}},
                     {});
   ASSERT_TRUE(t.is_ok());
   EXPECT_EQ((*t)[0].shape.rank(), 1);

@@ -14,8 +14,8 @@
 namespace kestrel {
 namespace {
 
-using core::DType;
 using core::Dims;
+using core::DType;
 using core::Tensor;
 using ir::Attribute;
 using testing::eval_op;
@@ -179,7 +179,7 @@ TEST(TransformOps, SplitSizesNumOutputsAndEqual) {
       {{}, 3, 3, 0, {3, 3, 1}},  // opset 18: ceil(7/3) = 3, last chunk smaller
       {{}, 4, 4, 0, {2, 2, 2, 1}},
       {{}, 2, 2, 1, {2, 2}},
-      {{}, {}, 2, 1, {2, 2}},     // legacy equal split
+      {{}, {}, 2, 1, {2, 2}},  // legacy equal split
       {{}, {}, 1, 0, {7}},
   };
   for (const auto& c : cases) {
@@ -325,7 +325,8 @@ TEST(TransformOps, SliceMatchesSpecOnRandomCases) {
     }
     for (int64_t a : axes) {
       const int64_t dim = dims[static_cast<size_t>(a)];
-      int64_t step = omit_steps ? 1 : (rng() % 5 == 0 ? (rng() % 2 ? kI64Max : kI64Min) : static_cast<int64_t>(rng() % 7) - 3);
+      int64_t step =
+          omit_steps ? 1 : (rng() % 5 == 0 ? (rng() % 2 ? kI64Max : kI64Min) : static_cast<int64_t>(rng() % 7) - 3);
       if (step == 0) step = 1;
       const int64_t s = pick(dim), e = pick(dim);
       starts.push_back(s);
@@ -362,10 +363,11 @@ TEST(TransformOps, SliceErrorsAndRuntimeValues) {
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   EXPECT_TRUE(tensors_equal((*r)[0], make<float>({3, 2}, {1, 2, 5, 6, 9, 10})));
   // Unknown starts: inference keeps the rank and the dims that are not sliced.
-  auto t = testing::infer_op("Slice",
-                             {ir::ValueType{DType::kF32, ir::Shape(Dims{3, 4})}, ir::ValueType{DType::kI64, ir::Shape(Dims{1})},
-                              ir::ValueType{DType::kI64, ir::Shape(Dims{1})}, ir::ValueType{DType::kI64, ir::Shape(Dims{1})}},
-                             {Tensor(), Tensor(), Tensor(), i64s({1})});
+  auto t = testing::infer_op(
+      "Slice",
+      {ir::ValueType{DType::kF32, ir::Shape(Dims{3, 4})}, ir::ValueType{DType::kI64, ir::Shape(Dims{1})},
+       ir::ValueType{DType::kI64, ir::Shape(Dims{1})}, ir::ValueType{DType::kI64, ir::Shape(Dims{1})}},
+      {Tensor(), Tensor(), Tensor(), i64s({1})});
   ASSERT_TRUE(t.is_ok()) << t.status().to_string();
   EXPECT_EQ((*t)[0].shape.to_string(), "[3,?]");
 }
@@ -376,7 +378,8 @@ TEST(TransformOps, Tile) {
   struct Case {
     Dims x;
     std::vector<int64_t> reps;
-  } cases[] = {{{2, 3}, {2, 2}}, {{2, 3}, {1, 3}}, {{3}, {4}}, {{2, 1, 3}, {1, 5, 2}}, {{2, 3}, {0, 2}}, {{}, {}}, {{1}, {7}}};
+  } cases[] = {{{2, 3}, {2, 2}}, {{2, 3}, {1, 3}}, {{3}, {4}}, {{2, 1, 3}, {1, 5, 2}},
+               {{2, 3}, {0, 2}}, {{}, {}},         {{1}, {7}}};
   for (const auto& c : cases) {
     const Tensor x = iota<uint16_t>(c.x);
     auto r = eval_op("Tile", {x, i64s(c.reps)});
@@ -389,7 +392,8 @@ TEST(TransformOps, Tile) {
       for (size_t d = 0; d < od.size(); ++d) oi[d] %= c.x[d];
       want.push_back(static_cast<uint16_t>(ravel(oi, c.x)));
     }
-    EXPECT_TRUE(tensors_equal((*r)[0], make<uint16_t>(od, want))) << core::dims_to_string(c.x) << " x " << core::join(c.reps);
+    EXPECT_TRUE(tensors_equal((*r)[0], make<uint16_t>(od, want)))
+        << core::dims_to_string(c.x) << " x " << core::join(c.reps);
   }
   auto r = eval_op("Tile", {strings({2}), i64s({2})});
   ASSERT_TRUE(r.is_ok());
@@ -483,8 +487,10 @@ TEST(TransformOps, PadMatchesNaiveOnRandomCases) {
       // Pads up to 3x the dim (repeated reflection/wrap), crops that leave at least one element.
       for (size_t side : {d, d + rank}) pads[side] = static_cast<int64_t>(rng() % 9) - 2;
       while (dims[d] - std::max<int64_t>(-pads[d], 0) - std::max<int64_t>(-pads[d + rank], 0) < 1) {
-        if (pads[d] < 0) ++pads[d];
-        else ++pads[d + rank];
+        if (pads[d] < 0)
+          ++pads[d];
+        else
+          ++pads[d + rank];
       }
     }
     const Tensor x = iota<float>(dims);
@@ -500,13 +506,14 @@ TEST(TransformOps, PadErrorsAndRuntimeValues) {
   EXPECT_TRUE(fails_with(eval_op("Pad", {x, i64s({1, 1})}).status(), "pads has 2 values"));
   EXPECT_TRUE(fails_with(eval_op("Pad", {x, i64s({-3, 0, 0, 0})}).status(), "crop more"));
   EXPECT_TRUE(fails_with(eval_op("Pad", {x, i64s({1, 1, 1, 1})}, {{"mode", std::string("mirror")}}).status(), "mode"));
-  EXPECT_TRUE(fails_with(
-      eval_op("Pad", {Tensor::allocate(DType::kF32, {0, 2}).value(), i64s({1, 0, 0, 0})}, {{"mode", std::string("edge")}})
-          .status(),
-      "empty dim"));
+  EXPECT_TRUE(fails_with(eval_op("Pad", {Tensor::allocate(DType::kF32, {0, 2}).value(), i64s({1, 0, 0, 0})},
+                                 {{"mode", std::string("edge")}})
+                             .status(),
+                         "empty dim"));
   EXPECT_TRUE(fails_with(eval_op("Pad", {x, i64s({1, 1}), Tensor(), i64s({0, 1})}).status(), "pads has 2 values"));
   EXPECT_TRUE(fails_with(eval_op("Pad", {x, i64s({1, 1, 1, 1}), Tensor(), i64s({0, -2})}).status(), "more than once"));
-  EXPECT_TRUE(fails_with(eval_op("Pad", {x, i64s({1, 1, 1, 1}), Tensor::scalar<int32_t>(1)}).status(), "constant_value"));
+  EXPECT_TRUE(
+      fails_with(eval_op("Pad", {x, i64s({1, 1, 1, 1}), Tensor::scalar<int32_t>(1)}).status(), "constant_value"));
   EXPECT_TRUE(fails_with(eval_op("Pad", {x, i64s({kI64Max, 0, 0, 0})}).status(), "too large"));
   // Constant mode pads an empty dim fine.
   auto r = eval_op("Pad", {Tensor::allocate(DType::kF32, {0}).value(), i64s({1, 1})});
@@ -553,7 +560,8 @@ TEST(TransformOps, DepthToSpaceAndBack) {
                          "multiple"));
   EXPECT_TRUE(fails_with(eval_op("DepthToSpace", {iota<float>({1, 4, 2, 2})}, {{"blocksize", int64_t{0}}}).status(),
                          "blocksize"));
-  EXPECT_TRUE(fails_with(eval_op("DepthToSpace", {iota<float>({4, 2, 2})}, {{"blocksize", int64_t{2}}}).status(), "rank"));
+  EXPECT_TRUE(
+      fails_with(eval_op("DepthToSpace", {iota<float>({4, 2, 2})}, {{"blocksize", int64_t{2}}}).status(), "rank"));
   EXPECT_TRUE(fails_with(
       eval_op("DepthToSpace", {iota<float>({1, 4, 2, 2})}, {{"blocksize", int64_t{2}}, {"mode", std::string("XYZ")}})
           .status(),
@@ -566,8 +574,8 @@ TEST(TransformOps, Trilu) {
   const Dims dims{2, 3, 5};
   const Tensor x = iota<int32_t>(dims);
   for (int64_t upper : {0, 1}) {
-    for (int64_t k : {int64_t{0}, int64_t{1}, int64_t{-1}, int64_t{4}, int64_t{-3}, int64_t{7}, int64_t{-7}, kI64Max,
-                      kI64Min}) {
+    for (int64_t k :
+         {int64_t{0}, int64_t{1}, int64_t{-1}, int64_t{4}, int64_t{-3}, int64_t{7}, int64_t{-7}, kI64Max, kI64Min}) {
       auto r = eval_op("Trilu", {x, i64_scalar(k)}, {{"upper", upper}});
       ASSERT_TRUE(r.is_ok()) << r.status().to_string();
       std::vector<int32_t> want;

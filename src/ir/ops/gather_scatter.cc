@@ -28,7 +28,8 @@ Status infer_gather(InferContext& ctx) {
   if (auto v = input_ints(ctx, 1); v && data[axis].known()) {
     const int64_t dim = data[axis].value;
     for (int64_t i : *v)
-      if (i < -dim || i >= dim) return ctx.fail("index ", i, " is out of range for dim ", axis, " of ", data.to_string());
+      if (i < -dim || i >= dim)
+        return ctx.fail("index ", i, " is out of range for dim ", axis, " of ", data.to_string());
   }
   std::vector<Dim> out;
   for (int64_t i = 0; i < axis; ++i) out.push_back(data[i]);
@@ -95,7 +96,8 @@ Status infer_gather_nd(InferContext& ctx) {
   }
   const int64_t r = data.rank(), q = idx.rank();
   if (q < 1) return ctx.fail("indices must have rank >= 1");
-  if (b < 0 || b >= std::min(r, q)) return ctx.fail("batch_dims ", b, " must be in [0, min(rank(data), rank(indices)))");
+  if (b < 0 || b >= std::min(r, q))
+    return ctx.fail("batch_dims ", b, " must be in [0, min(rank(data), rank(indices)))");
   for (int64_t d = 0; d < b; ++d)
     if (data[d].known() && idx[d].known() && data[d].value != idx[d].value)
       return ctx.fail("batch dim ", d, " differs between data ", data.to_string(), " and indices ", idx.to_string());
@@ -135,7 +137,8 @@ Status infer_scatter_nd(InferContext& ctx) {
       for (int64_t d = k; d < data.rank(); ++d) want.push_back(data[d]);
       bool ok = upd.rank() == static_cast<int64_t>(want.size());
       for (int64_t d = 0; ok && d < upd.rank(); ++d)
-        if (upd[d].known() && want[static_cast<size_t>(d)].known() && upd[d].value != want[static_cast<size_t>(d)].value)
+        if (upd[d].known() && want[static_cast<size_t>(d)].known() &&
+            upd[d].value != want[static_cast<size_t>(d)].value)
           ok = false;
       if (!ok)
         return ctx.fail("updates ", upd.to_string(), " must have shape ", Shape(want).to_string(), " for data ",

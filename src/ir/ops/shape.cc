@@ -72,14 +72,18 @@ Status infer_reshape(InferContext& ctx) {
   int64_t in_prod = 1, out_prod = 1;
   for (int64_t j = 0; j < in.rank(); ++j) {
     if (j < static_cast<int64_t>(copied.size()) && copied[static_cast<size_t>(j)] && !in[j].known()) continue;
-    if (!in[j].known()) in_known = false;
-    else if (!mul_within_limit(in_prod, in[j].value, &in_prod)) return ctx.fail("input shape ", in.to_string(), " is too large");
+    if (!in[j].known())
+      in_known = false;
+    else if (!mul_within_limit(in_prod, in[j].value, &in_prod))
+      return ctx.fail("input shape ", in.to_string(), " is too large");
   }
   for (int64_t i = 0; i < result.rank(); ++i) {
     if (i == infer_at) continue;
     if (copied[static_cast<size_t>(i)] && !result[i].known()) continue;
-    if (!result[i].known()) out_known = false;
-    else if (!mul_within_limit(out_prod, result[i].value, &out_prod)) return ctx.fail("shape ", result.to_string(), " is too large");
+    if (!result[i].known())
+      out_known = false;
+    else if (!mul_within_limit(out_prod, result[i].value, &out_prod))
+      return ctx.fail("shape ", result.to_string(), " is too large");
   }
   if (infer_at >= 0) {
     if (in_known && out_known) {
@@ -134,8 +138,9 @@ Status infer_squeeze(InferContext& ctx) {
     axes = input_ints(ctx, 1);
     if (!axes) {
       bool nonempty = len && *len > 0;
-      ctx.set_output(0, dt, nonempty && in.rank_known() ? unknown_dims(std::max<int64_t>(in.rank() - *len, 0))
-                                                        : Shape::unknown_rank());
+      ctx.set_output(
+          0, dt,
+          nonempty && in.rank_known() ? unknown_dims(std::max<int64_t>(in.rank() - *len, 0)) : Shape::unknown_rank());
       return Status::ok();
     }
   }
@@ -231,8 +236,7 @@ Status infer_expand(InferContext& ctx) {
     if (v < 0) return ctx.fail("shape ", core::dims_to_string(*target), " has a negative dim");
   Shape ts(*target);
   auto r = broadcast_shapes({&in, &ts});
-  if (!r.is_ok())
-    return ctx.fail("cannot expand ", in.to_string(), " to ", ts.to_string(), ": ", r.status().message());
+  if (!r.is_ok()) return ctx.fail("cannot expand ", in.to_string(), " to ", ts.to_string(), ": ", r.status().message());
   KESTREL_RETURN_IF_ERROR(check_known_dims(ctx, *r));
   ctx.set_output(0, dt, std::move(r).value());
   return Status::ok();
@@ -269,7 +273,8 @@ core::Result<int64_t> range_count(const InferContext& ctx, const core::Tensor& s
   int64_t n;
   if (core::is_float(start.dtype())) {
     double s = start.element_as_double(0), l = limit.element_as_double(0), d = delta.element_as_double(0);
-    if (!std::isfinite(s) || !std::isfinite(l) || !std::isfinite(d)) return ctx.fail("start, limit and delta must be finite");
+    if (!std::isfinite(s) || !std::isfinite(l) || !std::isfinite(d))
+      return ctx.fail("start, limit and delta must be finite");
     if (d == 0) return ctx.fail("delta must not be 0");
     double c = std::ceil((l - s) / d);
     if (!(c <= static_cast<double>(core::kMaxElements))) return ctx.fail("Range would have too many elements");
@@ -331,8 +336,7 @@ void register_shape_ops(OpRegistry& r) {
   add_op(r, "Unsqueeze", 2, 2, 1, 1, infer_unsqueeze, "inserts size-1 axes at the output positions `axes`", 0b10);
   add_op(r, "Flatten", 1, 1, 1, 1, infer_flatten, "2-D view [prod(dims[:axis]), prod(dims[axis:])]");
   add_op(r, "Expand", 2, 2, 1, 1, infer_expand, "broadcasts the input to (input shape bcast `shape`)", 0b10);
-  add_op(r, "ConstantOfShape", 1, 1, 1, 1, infer_constant_of_shape, "tensor of shape `input` filled with `value`",
-         0b1);
+  add_op(r, "ConstantOfShape", 1, 1, 1, 1, infer_constant_of_shape, "tensor of shape `input` filled with `value`", 0b1);
   add_op(r, "Range", 3, 3, 1, 1, infer_range, "start, start + delta, ... up to (not including) limit", 0b111);
   add_op(r, "EyeLike", 1, 1, 1, 1, infer_eye_like, "2-D tensor with ones on diagonal k, zeros elsewhere");
   for (const char* op : {"Shape", "Size"}) {

@@ -71,8 +71,10 @@ Status infer_concat(InferContext& ctx) {
     }
     for (int64_t d = 0; d < rank; ++d) {
       if (d == axis) {
-        if (s[d].known()) total += s[d].value;
-        else total_known = false;
+        if (s[d].known())
+          total += s[d].value;
+        else
+          total_known = false;
         continue;
       }
       Dim& o = out[static_cast<size_t>(d)];
@@ -138,8 +140,7 @@ Status infer_split(InferContext& ctx) {
       if (last < 0) return ctx.fail("cannot split ", d, " into ", n, " chunks of ", chunk);
       for (int64_t i = 0; i < n; ++i) sizes[static_cast<size_t>(i)] = Dim(i + 1 < n ? chunk : last);
     } else {
-      if (d % n != 0)
-        return ctx.fail("cannot split dim ", axis, " of ", in.to_string(), " into ", n, " equal parts");
+      if (d % n != 0) return ctx.fail("cannot split dim ", axis, " of ", in.to_string(), " into ", n, " equal parts");
       for (auto& s : sizes) s = Dim(d / n);
     }
   }
@@ -156,7 +157,11 @@ Status infer_slice(InferContext& ctx) {
   const Shape& in = ctx.input_shape(0);
   for (size_t i = 1; i < 5; ++i) {
     if (!ctx.has_input(i)) continue;
-    KESTREL_RETURN_IF_ERROR(expect_index_dtype(ctx, i, i == 1 ? "starts" : i == 2 ? "ends" : i == 3 ? "axes" : "steps"));
+    KESTREL_RETURN_IF_ERROR(expect_index_dtype(ctx, i,
+                                               i == 1   ? "starts"
+                                               : i == 2 ? "ends"
+                                               : i == 3 ? "axes"
+                                                        : "steps"));
     KESTREL_RETURN_IF_ERROR(vector_length(ctx, i, "starts, ends, axes and steps").status());
   }
   if (!in.rank_known()) {
@@ -175,8 +180,10 @@ Status infer_slice(InferContext& ctx) {
   std::vector<int64_t> norm_axes;
   if (axes->empty()) {
     std::optional<int64_t> n;
-    if (starts) n = static_cast<int64_t>(starts->size());
-    else if (ends) n = static_cast<int64_t>(ends->size());
+    if (starts)
+      n = static_cast<int64_t>(starts->size());
+    else if (ends)
+      n = static_cast<int64_t>(ends->size());
     else {
       KESTREL_ASSIGN_OR_RETURN(n, vector_length(ctx, 1, "starts"));
     }
@@ -190,7 +197,8 @@ Status infer_slice(InferContext& ctx) {
     KESTREL_ASSIGN_OR_RETURN(norm_axes, infer_axes(ctx, *axes, rank));
   }
   const size_t n = norm_axes.size();
-  if ((starts && starts->size() != n) || (ends && ends->size() != n) || (steps && !steps->empty() && steps->size() != n))
+  if ((starts && starts->size() != n) || (ends && ends->size() != n) ||
+      (steps && !steps->empty() && steps->size() != n))
     return ctx.fail("starts, ends, axes and steps must have the same length");
   Shape out = in;
   for (size_t i = 0; i < n; ++i) {
@@ -249,9 +257,12 @@ Status infer_tile(InferContext& ctx) {
   for (int64_t i = 0; i < in.rank(); ++i) {
     const int64_t r = (*reps)[static_cast<size_t>(i)];
     if (r < 0) return ctx.fail("repeats [", core::join(*reps), "] has a negative value");
-    if (r == 0) out[i] = Dim(0);
-    else if (in[i].known() && in[i].value > core::kMaxElements / r) return ctx.fail("output is too large");
-    else out[i] = dim_mul(in[i], Dim(r));
+    if (r == 0)
+      out[i] = Dim(0);
+    else if (in[i].known() && in[i].value > core::kMaxElements / r)
+      return ctx.fail("output is too large");
+    else
+      out[i] = dim_mul(in[i], Dim(r));
   }
   KESTREL_RETURN_IF_ERROR(check_known_dims(ctx, out));
   ctx.set_output(0, dt, std::move(out));
@@ -351,7 +362,8 @@ Status infer_depth_to_space(InferContext& ctx) {
         out[d] = Dim::unknown();
         continue;
       }
-      if (in[d].value % b != 0) return ctx.fail("dim ", d, " of ", in.to_string(), " is not a multiple of blocksize ", b);
+      if (in[d].value % b != 0)
+        return ctx.fail("dim ", d, " of ", in.to_string(), " is not a multiple of blocksize ", b);
       out[d] = Dim(in[d].value / b);
     }
     out[1] = dim_mul(in[1], Dim(b * b));
@@ -394,12 +406,10 @@ Status infer_dropout(InferContext& ctx) {
 void register_transform_ops(OpRegistry& r) {
   add_op(r, "Transpose", 1, 1, 1, 1, infer_transpose, "permutes the dims (reverses them without perm)");
   add_op(r, "Concat", 1, -1, 1, 1, infer_concat, "joins the inputs along axis");
-  add_op(r, "Split", 1, 2, 1, -1, infer_split, "cuts the input along axis (split sizes, num_outputs, or equal)",
-         0b10);
+  add_op(r, "Split", 1, 2, 1, -1, infer_split, "cuts the input along axis (split sizes, num_outputs, or equal)", 0b10);
   add_op(r, "Slice", 3, 5, 1, 1, infer_slice, "strided sub-tensor (starts, ends, axes, steps as in numpy)", 0b11110);
   add_op(r, "Tile", 2, 2, 1, 1, infer_tile, "repeats the input repeats[d] times along each dim d", 0b10);
-  add_op(r, "Pad", 2, 4, 1, 1, infer_pad, "pads (or crops, with negative pads): constant, reflect, edge, wrap",
-         0b1010);
+  add_op(r, "Pad", 2, 4, 1, 1, infer_pad, "pads (or crops, with negative pads): constant, reflect, edge, wrap", 0b1010);
   add_op(r, "DepthToSpace", 1, 1, 1, 1, infer_depth_to_space, "moves channel blocks into spatial blocks (DCR/CRD)");
   add_op(r, "SpaceToDepth", 1, 1, 1, 1, infer_depth_to_space, "moves spatial blocks into channels");
   add_op(r, "Trilu", 1, 2, 1, 1, infer_trilu, "upper or lower triangle of the last two dims (diagonal offset k)");

@@ -24,11 +24,20 @@ bool visit_storage(core::DType t, F&& f) {
     return true;
   }
   switch (core::dtype_size(t)) {
-    case 1: f(uint8_t{}); return true;
-    case 2: f(uint16_t{}); return true;
-    case 4: f(uint32_t{}); return true;
-    case 8: f(uint64_t{}); return true;
-    default: return false;
+    case 1:
+      f(uint8_t{});
+      return true;
+    case 2:
+      f(uint16_t{});
+      return true;
+    case 4:
+      f(uint32_t{});
+      return true;
+    case 8:
+      f(uint64_t{});
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -44,7 +53,8 @@ inline void copy_elements(const core::Tensor& src, int64_t src_off, core::Tensor
   }
   const size_t es = core::dtype_size(src.dtype());
   std::memcpy(static_cast<char*>(dst.raw_data()) + static_cast<size_t>(dst_off) * es,
-              static_cast<const char*>(src.raw_data()) + static_cast<size_t>(src_off) * es, static_cast<size_t>(n) * es);
+              static_cast<const char*>(src.raw_data()) + static_cast<size_t>(src_off) * es,
+              static_cast<size_t>(n) * es);
 }
 
 // Reads an index tensor (int32 or int64, as ONNX allows) as int64s; error for other dtypes.

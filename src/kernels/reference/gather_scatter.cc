@@ -12,8 +12,8 @@
 
 namespace kestrel::kernels::ref {
 
-using core::DType;
 using core::Dims;
+using core::DType;
 using core::str_cat;
 
 namespace {
@@ -59,12 +59,12 @@ namespace {
 // data outside the axis.
 Status check_elements_shapes(const Tensor& data, const Tensor& indices, int64_t axis, const char* op) {
   if (indices.rank() != data.rank())
-    return core::invalid_argument(str_cat(op, ": indices ", indices.type_string(), " must have the rank of data ",
-                                          data.type_string()));
+    return core::invalid_argument(
+        str_cat(op, ": indices ", indices.type_string(), " must have the rank of data ", data.type_string()));
   for (int64_t d = 0; d < data.rank(); ++d)
     if (d != axis && indices.dims()[static_cast<size_t>(d)] > data.dims()[static_cast<size_t>(d)])
-      return core::invalid_argument(str_cat(op, ": indices ", indices.type_string(), " exceed data ",
-                                            data.type_string(), " in dim ", d));
+      return core::invalid_argument(
+          str_cat(op, ": indices ", indices.type_string(), " exceed data ", data.type_string(), " in dim ", d));
   return Status::ok();
 }
 
@@ -118,7 +118,8 @@ core::Result<std::vector<int64_t>> nd_offsets(const Tensor& data, const Tensor& 
   const int64_t r = data.rank(), q = indices.rank();
   if (q < 1) return core::invalid_argument(str_cat(op, ": indices must have rank >= 1"));
   if (batch_dims < 0 || batch_dims >= std::min(q, r))
-    return core::invalid_argument(str_cat(op, ": batch_dims ", batch_dims, " must be in [0, min(rank(data), rank(indices)))"));
+    return core::invalid_argument(
+        str_cat(op, ": batch_dims ", batch_dims, " must be in [0, min(rank(data), rank(indices)))"));
   const int64_t k = indices.dims().back();
   if (k < 1 || k > r - batch_dims)
     return core::invalid_argument(str_cat(op, ": indices' last dim ", k, " must be in [1, ", r - batch_dims, "]"));
@@ -178,37 +179,73 @@ void combine(T& dst, const T& src, ScatterReduction red) {
     dst = src;  // only kNone reaches here for strings
   } else if constexpr (std::is_same_v<T, bool>) {
     switch (red) {
-      case ScatterReduction::kNone: dst = src; break;
+      case ScatterReduction::kNone:
+        dst = src;
+        break;
       case ScatterReduction::kAdd:
-      case ScatterReduction::kMax: dst = dst || src; break;
+      case ScatterReduction::kMax:
+        dst = dst || src;
+        break;
       case ScatterReduction::kMul:
-      case ScatterReduction::kMin: dst = dst && src; break;
+      case ScatterReduction::kMin:
+        dst = dst && src;
+        break;
     }
   } else if constexpr (std::is_same_v<T, core::Float16> || std::is_same_v<T, core::BFloat16>) {
     const float a = static_cast<float>(dst), b = static_cast<float>(src);
     switch (red) {
-      case ScatterReduction::kNone: dst = src; break;
-      case ScatterReduction::kAdd: dst = T(a + b); break;
-      case ScatterReduction::kMul: dst = T(a * b); break;
-      case ScatterReduction::kMax: dst = T(std::fmax(a, b)); break;
-      case ScatterReduction::kMin: dst = T(std::fmin(a, b)); break;
+      case ScatterReduction::kNone:
+        dst = src;
+        break;
+      case ScatterReduction::kAdd:
+        dst = T(a + b);
+        break;
+      case ScatterReduction::kMul:
+        dst = T(a * b);
+        break;
+      case ScatterReduction::kMax:
+        dst = T(std::fmax(a, b));
+        break;
+      case ScatterReduction::kMin:
+        dst = T(std::fmin(a, b));
+        break;
     }
   } else if constexpr (std::is_integral_v<T>) {
     // Integer add/mul wrap (in 64-bit unsigned arithmetic, so never undefined).
     switch (red) {
-      case ScatterReduction::kNone: dst = src; break;
-      case ScatterReduction::kAdd: dst = static_cast<T>(static_cast<uint64_t>(dst) + static_cast<uint64_t>(src)); break;
-      case ScatterReduction::kMul: dst = static_cast<T>(static_cast<uint64_t>(dst) * static_cast<uint64_t>(src)); break;
-      case ScatterReduction::kMax: dst = dst < src ? src : dst; break;
-      case ScatterReduction::kMin: dst = src < dst ? src : dst; break;
+      case ScatterReduction::kNone:
+        dst = src;
+        break;
+      case ScatterReduction::kAdd:
+        dst = static_cast<T>(static_cast<uint64_t>(dst) + static_cast<uint64_t>(src));
+        break;
+      case ScatterReduction::kMul:
+        dst = static_cast<T>(static_cast<uint64_t>(dst) * static_cast<uint64_t>(src));
+        break;
+      case ScatterReduction::kMax:
+        dst = dst < src ? src : dst;
+        break;
+      case ScatterReduction::kMin:
+        dst = src < dst ? src : dst;
+        break;
     }
   } else {
     switch (red) {
-      case ScatterReduction::kNone: dst = src; break;
-      case ScatterReduction::kAdd: dst = dst + src; break;
-      case ScatterReduction::kMul: dst = dst * src; break;
-      case ScatterReduction::kMax: dst = std::fmax(dst, src); break;
-      case ScatterReduction::kMin: dst = std::fmin(dst, src); break;
+      case ScatterReduction::kNone:
+        dst = src;
+        break;
+      case ScatterReduction::kAdd:
+        dst = dst + src;
+        break;
+      case ScatterReduction::kMul:
+        dst = dst * src;
+        break;
+      case ScatterReduction::kMax:
+        dst = std::fmax(dst, src);
+        break;
+      case ScatterReduction::kMin:
+        dst = std::fmin(dst, src);
+        break;
     }
   }
 }
@@ -216,8 +253,8 @@ void combine(T& dst, const T& src, ScatterReduction red) {
 Status check_scatter_types(const Tensor& data, const Tensor& updates, ScatterReduction red, const Tensor& y,
                            const char* op) {
   if (updates.dtype() != data.dtype())
-    return core::invalid_argument(str_cat(op, ": updates ", updates.type_string(), " must have the dtype of data ",
-                                          data.type_string()));
+    return core::invalid_argument(
+        str_cat(op, ": updates ", updates.type_string(), " must have the dtype of data ", data.type_string()));
   if (data.dtype() == DType::kString && red != ScatterReduction::kNone)
     return core::invalid_argument(str_cat(op, ": string tensors allow only reduction none"));
   return check_output(y, data.dims(), data.dtype(), op);
@@ -253,8 +290,8 @@ Status scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updat
   Dims want(indices.dims().begin(), indices.dims().end() - 1);
   want.insert(want.end(), data.dims().begin() + k, data.dims().end());
   if (updates.dims() != want)
-    return core::invalid_argument(str_cat("ScatterND: updates ", updates.type_string(), " must have shape ",
-                                          core::dims_to_string(want)));
+    return core::invalid_argument(
+        str_cat("ScatterND: updates ", updates.type_string(), " must have shape ", core::dims_to_string(want)));
   KESTREL_RETURN_IF_ERROR(check_scatter_types(data, updates, red, y, "ScatterND"));
   KESTREL_RETURN_IF_ERROR(core::copy_tensor_data(data, y));
   const int64_t slice = prod(data.dims(), static_cast<size_t>(k), data.dims().size());
@@ -263,8 +300,7 @@ Status scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updat
     const T* upd = updates.data<T>();
     T* out = y.data<T>();
     for (size_t t = 0; t < offsets.size(); ++t)
-      for (int64_t j = 0; j < slice; ++j)
-        combine(out[offsets[t] + j], upd[static_cast<int64_t>(t) * slice + j], red);
+      for (int64_t j = 0; j < slice; ++j) combine(out[offsets[t] + j], upd[static_cast<int64_t>(t) * slice + j], red);
   });
   return Status::ok();
 }
@@ -272,7 +308,8 @@ Status scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updat
 Status one_hot(const Tensor& indices, int64_t depth, const Tensor& values, int64_t axis, Tensor& y) {
   if (depth <= 0) return core::invalid_argument(str_cat("OneHot: depth must be positive, is ", depth));
   if (values.num_elements() != 2)
-    return core::invalid_argument(str_cat("OneHot: values must have two elements [off, on], is ", values.type_string()));
+    return core::invalid_argument(
+        str_cat("OneHot: values must have two elements [off, on], is ", values.type_string()));
   if (indices.dtype() == DType::kString || indices.dtype() == DType::kBool)
     return core::invalid_argument("OneHot: indices must be numbers");
   const int64_t rank = indices.rank() + 1;
@@ -312,8 +349,10 @@ bool for_each_nonzero(const Tensor& x, F&& f) {
     const T* p = x.data<T>();
     for (int64_t i = 0; i < x.num_elements(); ++i) {
       bool nz;
-      if constexpr (std::is_same_v<T, core::Float16> || std::is_same_v<T, core::BFloat16>) nz = static_cast<float>(p[i]) != 0.f;
-      else nz = p[i] != T{};
+      if constexpr (std::is_same_v<T, core::Float16> || std::is_same_v<T, core::BFloat16>)
+        nz = static_cast<float>(p[i]) != 0.f;
+      else
+        nz = p[i] != T{};
       if (nz) f(i);
     }
   });
@@ -340,7 +379,8 @@ Status nonzero(const Tensor& x, Tensor& y) {
   int64_t* out = y.data<int64_t>();
   int64_t col = 0;
   for_each_nonzero(x, [&](int64_t i) {
-    for (int64_t d = 0; d < rows; ++d) out[d * n + col] = (i / strides[static_cast<size_t>(d)]) % x.dims()[static_cast<size_t>(d)];
+    for (int64_t d = 0; d < rows; ++d)
+      out[d * n + col] = (i / strides[static_cast<size_t>(d)]) % x.dims()[static_cast<size_t>(d)];
     ++col;
   });
   return Status::ok();
@@ -356,7 +396,8 @@ struct CompressPlan {
 
 core::Result<CompressPlan> plan_compress(const Tensor& x, const Tensor& condition, std::optional<int64_t> axis) {
   if (condition.dtype() != DType::kBool || condition.rank() != 1)
-    return core::invalid_argument(str_cat("Compress: condition must be a 1-D bool tensor, is ", condition.type_string()));
+    return core::invalid_argument(
+        str_cat("Compress: condition must be a 1-D bool tensor, is ", condition.type_string()));
   CompressPlan p;
   if (axis) {
     KESTREL_ASSIGN_OR_RETURN(int64_t a, core::normalize_axis(*axis, x.rank(), "Compress axis"));
@@ -376,8 +417,10 @@ core::Result<CompressPlan> plan_compress(const Tensor& x, const Tensor& conditio
     p.selected.push_back(i);
   }
   const int64_t n = static_cast<int64_t>(p.selected.size());
-  if (axis) p.out[static_cast<size_t>(*axis)] = n;
-  else p.out = {n};
+  if (axis)
+    p.out[static_cast<size_t>(*axis)] = n;
+  else
+    p.out = {n};
   return p;
 }
 

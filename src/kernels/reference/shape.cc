@@ -54,15 +54,16 @@ Status expand(const Tensor& x, Tensor& y) {
     using S = decltype(tag);
     const S* in = x.data<S>();
     S* out = y.data<S>();
-    for_each_broadcast<1>(y.dims(), strides, [&](int64_t i, const std::array<int64_t, 1>& off) { out[i] = in[off[0]]; });
+    for_each_broadcast<1>(y.dims(), strides,
+                          [&](int64_t i, const std::array<int64_t, 1>& off) { out[i] = in[off[0]]; });
   });
   return Status::ok();
 }
 
 Status constant_of_shape(const Tensor& value, Tensor& y) {
   if (value.num_elements() != 1 || value.dtype() != y.dtype())
-    return core::invalid_argument(
-        str_cat("ConstantOfShape: value must be one element of ", core::dtype_name(y.dtype()), ", is ", value.type_string()));
+    return core::invalid_argument(str_cat("ConstantOfShape: value must be one element of ", core::dtype_name(y.dtype()),
+                                          ", is ", value.type_string()));
   visit_storage(y.dtype(), [&](auto tag) {
     using S = decltype(tag);
     const S v = value.data<S>()[0];
@@ -126,8 +127,10 @@ Status eye_like(int64_t k, Tensor& y) {
   bool ok = core::visit_numeric_dtype(y.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T one;
-    if constexpr (std::is_same_v<T, core::Float16> || std::is_same_v<T, core::BFloat16>) one = T(1.0f);
-    else one = static_cast<T>(1);
+    if constexpr (std::is_same_v<T, core::Float16> || std::is_same_v<T, core::BFloat16>)
+      one = T(1.0f);
+    else
+      one = static_cast<T>(1);
     T* out = y.data<T>();
     std::fill_n(out, y.num_elements(), T{});
     for (int64_t r = 0; r < rows; ++r) {

@@ -109,7 +109,8 @@ Status split(const Tensor& x, int64_t axis, std::span<Tensor* const> ys) {
     total += y->dims()[static_cast<size_t>(axis)];
   }
   if (total != x.dims()[static_cast<size_t>(axis)])
-    return core::internal_error(str_cat("Split: outputs add up to ", total, " along axis ", axis, " of ", x.type_string()));
+    return core::internal_error(
+        str_cat("Split: outputs add up to ", total, " along axis ", axis, " of ", x.type_string()));
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= x.dims()[static_cast<size_t>(d)];
   for (int64_t d = axis + 1; d < x.rank(); ++d) inner *= x.dims()[static_cast<size_t>(d)];
@@ -149,8 +150,7 @@ core::Result<std::vector<int64_t>> split_sizes(int64_t dim, const std::optional<
       return core::invalid_argument(str_cat("cannot split ", dim, " into ", count, " chunks of ", chunk));
     return sizes;
   }
-  if (dim % count != 0)
-    return core::invalid_argument(str_cat("cannot split ", dim, " into ", count, " equal parts"));
+  if (dim % count != 0) return core::invalid_argument(str_cat("cannot split ", dim, " into ", count, " equal parts"));
   return std::vector<int64_t>(static_cast<size_t>(count), dim / count);
 }
 
@@ -300,9 +300,15 @@ std::vector<int64_t> pad_map(int64_t dim, int64_t b, int64_t e, PadMode mode) {
       s = j;
     } else {
       switch (mode) {
-        case PadMode::kConstant: s = -1; break;
-        case PadMode::kEdge: s = j < 0 ? 0 : n - 1; break;
-        case PadMode::kWrap: s = ((j % n) + n) % n; break;
+        case PadMode::kConstant:
+          s = -1;
+          break;
+        case PadMode::kEdge:
+          s = j < 0 ? 0 : n - 1;
+          break;
+        case PadMode::kWrap:
+          s = ((j % n) + n) % n;
+          break;
         case PadMode::kReflect:
         default: {
           if (n == 1) {
@@ -393,11 +399,12 @@ Status permute_view(const Tensor& x, const Dims& view, std::span<const int64_t> 
 
 Status depth_to_space(const Tensor& x, int64_t b, bool crd, Tensor& y) {
   if (x.rank() != 4 || b <= 0)
-    return core::invalid_argument(str_cat("DepthToSpace: needs a 4-D input and blocksize > 0, got ", x.type_string(),
-                                          " and ", b));
+    return core::invalid_argument(
+        str_cat("DepthToSpace: needs a 4-D input and blocksize > 0, got ", x.type_string(), " and ", b));
   const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
   if (b > c || c % (b * b) != 0)
-    return core::invalid_argument(str_cat("DepthToSpace: channels ", c, " are not a multiple of blocksize^2 ", b, "^2"));
+    return core::invalid_argument(
+        str_cat("DepthToSpace: channels ", c, " are not a multiple of blocksize^2 ", b, "^2"));
   const int64_t oc = c / (b * b);
   KESTREL_RETURN_IF_ERROR(check_output(y, {n, oc, h * b, w * b}, x.dtype(), "DepthToSpace"));
   if (crd) {
@@ -410,8 +417,8 @@ Status depth_to_space(const Tensor& x, int64_t b, bool crd, Tensor& y) {
 
 Status space_to_depth(const Tensor& x, int64_t b, Tensor& y) {
   if (x.rank() != 4 || b <= 0)
-    return core::invalid_argument(str_cat("SpaceToDepth: needs a 4-D input and blocksize > 0, got ", x.type_string(),
-                                          " and ", b));
+    return core::invalid_argument(
+        str_cat("SpaceToDepth: needs a 4-D input and blocksize > 0, got ", x.type_string(), " and ", b));
   const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
   if (h % b != 0 || w % b != 0)
     return core::invalid_argument(str_cat("SpaceToDepth: spatial dims ", h, "x", w, " are not multiples of ", b));

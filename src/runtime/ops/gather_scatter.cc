@@ -1,10 +1,11 @@
 // Kernel bindings for the indexing ops: node attributes -> reference kernel parameters. NonZero
 // and Compress allocate their outputs (their shapes depend on the input data).
+#include "kernels/reference/gather_scatter.h"
+
 #include <algorithm>
 #include <optional>
 #include <string>
 
-#include "kernels/reference/gather_scatter.h"
 #include "runtime/kernel.h"
 
 namespace kestrel::runtime {
@@ -25,7 +26,8 @@ Result<ref::ScatterReduction> reduction_attr(const KernelCreateInfo& info) {
 void register_gather_scatter_kernels(KernelRegistry& r) {
   r.add("Gather", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
     KESTREL_ASSIGN_OR_RETURN(int64_t axis, info.node.attr_int("axis", 0));
-    return make_kernel([axis](KernelContext& ctx) { return ref::gather(ctx.input(0), ctx.input(1), axis, ctx.output(0)); });
+    return make_kernel(
+        [axis](KernelContext& ctx) { return ref::gather(ctx.input(0), ctx.input(1), axis, ctx.output(0)); });
   });
   r.add("GatherElements", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
     KESTREL_ASSIGN_OR_RETURN(int64_t axis, info.node.attr_int("axis", 0));
@@ -34,7 +36,8 @@ void register_gather_scatter_kernels(KernelRegistry& r) {
   });
   r.add("GatherND", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
     KESTREL_ASSIGN_OR_RETURN(int64_t b, info.node.attr_int("batch_dims", 0));
-    return make_kernel([b](KernelContext& ctx) { return ref::gather_nd(ctx.input(0), ctx.input(1), b, ctx.output(0)); });
+    return make_kernel(
+        [b](KernelContext& ctx) { return ref::gather_nd(ctx.input(0), ctx.input(1), b, ctx.output(0)); });
   });
   // Scatter is ScatterElements under its pre-opset-11 name (the importer rewrites it anyway).
   for (const char* op : {"ScatterElements", "Scatter"}) {

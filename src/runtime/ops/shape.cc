@@ -1,7 +1,8 @@
 // Kernel bindings for the shape ops: node attributes -> reference kernel parameters.
+#include "kernels/reference/shape.h"
+
 #include <limits>
 
-#include "kernels/reference/shape.h"
 #include "runtime/kernel.h"
 
 namespace kestrel::runtime {
@@ -22,9 +23,8 @@ void register_shape_kernels(KernelRegistry& r) {
   r.add("Shape", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
     KESTREL_ASSIGN_OR_RETURN(int64_t start, info.node.attr_int("start", 0));
     KESTREL_ASSIGN_OR_RETURN(int64_t end, info.node.attr_int("end", std::numeric_limits<int64_t>::max()));
-    return make_kernel([start, end](KernelContext& ctx) {
-      return ref::shape_of(ctx.input(0).dims(), start, end, ctx.output(0));
-    });
+    return make_kernel(
+        [start, end](KernelContext& ctx) { return ref::shape_of(ctx.input(0).dims(), start, end, ctx.output(0)); });
   });
   r.add("Size", [](const KernelCreateInfo&) -> Result<std::unique_ptr<OpKernel>> {
     return make_kernel([](KernelContext& ctx) { return ref::size_of(ctx.input(0).dims(), ctx.output(0)); });

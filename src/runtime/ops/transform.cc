@@ -1,12 +1,13 @@
 // Kernel bindings for the data-rearranging ops (and inference-time Dropout): node attributes and
 // shape-like inputs -> reference kernel parameters.
+#include "kernels/reference/transform.h"
+
 #include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "kernels/reference/data_movement.h"
-#include "kernels/reference/transform.h"
 #include "runtime/kernel.h"
 
 namespace kestrel::runtime {
@@ -50,8 +51,8 @@ Result<std::unique_ptr<OpKernel>> make_split(const KernelCreateInfo& info) {
     const Tensor& x = ctx.input(0);
     KESTREL_ASSIGN_OR_RETURN(int64_t a, core::normalize_axis(axis, x.rank(), "Split axis"));
     KESTREL_ASSIGN_OR_RETURN(auto split, optional_ints(ctx, 1, "split"));
-    KESTREL_ASSIGN_OR_RETURN(auto sizes, ref::split_sizes(x.dim(a), split, num_outputs,
-                                                          static_cast<int64_t>(ctx.num_outputs())));
+    KESTREL_ASSIGN_OR_RETURN(auto sizes,
+                             ref::split_sizes(x.dim(a), split, num_outputs, static_cast<int64_t>(ctx.num_outputs())));
     std::vector<Tensor*> ys;
     for (size_t o = 0; o < ctx.num_outputs(); ++o) {
       core::Dims dims = x.dims();
@@ -71,8 +72,8 @@ Result<std::unique_ptr<OpKernel>> make_slice(const KernelCreateInfo&) {
     KESTREL_ASSIGN_OR_RETURN(auto axes, optional_ints(ctx, 3, "axes"));
     KESTREL_ASSIGN_OR_RETURN(auto steps, optional_ints(ctx, 4, "steps"));
     static const std::vector<int64_t> kNone;
-    KESTREL_ASSIGN_OR_RETURN(auto spec, ref::resolve_slice(ctx.input(0).dims(), starts, ends, axes ? *axes : kNone,
-                                                           steps ? *steps : kNone));
+    KESTREL_ASSIGN_OR_RETURN(
+        auto spec, ref::resolve_slice(ctx.input(0).dims(), starts, ends, axes ? *axes : kNone, steps ? *steps : kNone));
     return ref::slice(ctx.input(0), spec, ctx.output(0));
   });
 }
@@ -87,11 +88,16 @@ Result<std::unique_ptr<OpKernel>> make_tile(const KernelCreateInfo&) {
 Result<std::unique_ptr<OpKernel>> make_pad(const KernelCreateInfo& info) {
   KESTREL_ASSIGN_OR_RETURN(std::string m, info.node.attr_string("mode", std::string("constant")));
   ref::PadMode mode;
-  if (m == "constant") mode = ref::PadMode::kConstant;
-  else if (m == "reflect") mode = ref::PadMode::kReflect;
-  else if (m == "edge") mode = ref::PadMode::kEdge;
-  else if (m == "wrap") mode = ref::PadMode::kWrap;
-  else return info.fail("mode must be constant, reflect, edge or wrap, got '", m, "'");
+  if (m == "constant")
+    mode = ref::PadMode::kConstant;
+  else if (m == "reflect")
+    mode = ref::PadMode::kReflect;
+  else if (m == "edge")
+    mode = ref::PadMode::kEdge;
+  else if (m == "wrap")
+    mode = ref::PadMode::kWrap;
+  else
+    return info.fail("mode must be constant, reflect, edge or wrap, got '", m, "'");
   return make_kernel([mode](KernelContext& ctx) -> Status {
     const Tensor& x = ctx.input(0);
     KESTREL_ASSIGN_OR_RETURN(auto pads, ref::read_indices(ctx.input(1), "pads"));
