@@ -475,5 +475,37 @@ TEST(GatherScatterOps, Compress) {
   EXPECT_TRUE(tensors_equal((*dyn)[0], make<float>({3, 1}, {1, 3, 5})));
 }
 
+TEST(GatherScatterOps, Inference) {
+  using ir::Dim;
+  using ir::Shape;
+  using ir::ValueType;
+  const ValueType data{DType::kF32, Shape(std::vector<Dim>{Dim::sym("b"), Dim(5), Dim(7)})};
+  const ValueType idx{DType::kI64, Shape(std::vector<Dim>{Dim(2), Dim::sym("k")})};
+  auto r = testing::infer_op("Gather", {data, idx}, {}, {{"axis", int64_t{-2}}});
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ((*r)[0].shape.to_string(), "[b,2,k,7]");
+  r = testing::infer_op("GatherND", {data, ValueType{DType::kI64, Shape(Dims{4, 2})}}, {});
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_EQ((*r)[0].shape.to_string(), "[4,7]");
+  // OneHot with a depth unknown at load: the rank, with the depth dim unknown.
+  r = testing::infer_op("OneHot", {idx, ValueType{DType::kI64, Shape(Dims{})}, ValueType{DType::kF32, Shape(Dims{2})}},
+                        {}, {{"axis", int64_t{1}}});
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_EQ((*r)[0].shape.to_string(), "[2,?,k]");
+  EXPECT_EQ((*r)[0].dtype, DType::kF32);
+  r = testing::infer_op("NonZero", {data}, {});
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_EQ((*r)[0].shape.to_string(), "[3,?]");
+  r = testing::infer_op("Compress", {data, ValueType{DType::kBool, Shape(Dims{3})}}, {}, {{"axis", int64_t{1}}});
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_EQ((*r)[0].shape.to_string(), "[b,?,7]");
+  r = testing::infer_op("Compress", {data, ValueType{DType::kBool, Shape(Dims{3})}}, {});
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_EQ((*r)[0].shape.to_string(), "[?]");
+  EXPECT_FALSE(testing::infer_op("Gather", {data, ValueType{DType::kF32, Shape(Dims{2})}}, {}).is_ok());
+  EXPECT_FALSE(
+      testing::infer_op("ScatterElements", {data, idx, ValueType{DType::kI32, Shape(Dims{2, 3})}}, {}).is_ok());
+}
+
 }  // namespace
 }  // namespace kestrel

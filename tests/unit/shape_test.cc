@@ -512,5 +512,36 @@ TEST(ShapeOps, EyeLike) {
   EXPECT_FALSE(eval_op("EyeLike", {x}, {{"dtype", int64_t{8}}}).is_ok());  // strings have no 1
 }
 
+// Value inputs unknown at load (graph inputs): inference still gives the rank, and the dims it can.
+TEST(ShapeOps, InferenceWithUnknownValuesKeepsRank) {
+  const ValueType x{DType::kF32, Shape(std::vector<Dim>{Dim(3), Dim(1), Dim::sym("n")})};
+  const ValueType len2{DType::kI64, Shape(Dims{2})}, len4{DType::kI64, Shape(Dims{4})};
+  auto r = infer_op("Expand", {x, len4}, {});
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ((*r)[0].shape.rank(), 4);
+  EXPECT_EQ((*r)[0].shape[1].value, 3);  // a non-1 input dim survives broadcasting
+  r = infer_op("Unsqueeze", {x, len2}, {});
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_EQ((*r)[0].shape.rank(), 5);
+  r = infer_op("ConstantOfShape", {len4}, {});
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_EQ((*r)[0].shape.rank(), 4);
+  EXPECT_EQ((*r)[0].dtype, DType::kF32);
+  r = infer_op("Shape", {x}, {}, {{"start", int64_t{1}}});
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_EQ((*r)[0].shape.to_string(), "[2]");
+  EXPECT_EQ((*r)[0].dtype, DType::kI64);
+  r = infer_op("Size", {x}, {});
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_EQ((*r)[0].shape.to_string(), "[]");
+  // Unknown rank in, unknown rank out (not an error).
+  r = infer_op("Reshape",
+               {ValueType{DType::kF32, Shape::unknown_rank()}, ValueType{DType::kI64, Shape::unknown_rank()}}, {});
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_FALSE((*r)[0].shape.rank_known());
+  // A shape input that is not 1-D is an error even when its value is unknown.
+  EXPECT_FALSE(infer_op("Reshape", {x, ValueType{DType::kI64, Shape(Dims{2, 2})}}, {}).is_ok());
+}
+
 }  // namespace
 }  // namespace kestrel

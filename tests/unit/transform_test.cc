@@ -629,5 +629,40 @@ TEST(TransformOps, DropoutIsIdentityAtInference) {
   EXPECT_TRUE(tensors_equal((*dyn)[0], x));
 }
 
+// Value inputs unknown at load (graph inputs): inference still gives the rank, and the dims it can.
+TEST(TransformOps, InferenceWithUnknownValuesKeepsRank) {
+  using ir::Dim;
+  using ir::Shape;
+  using ir::ValueType;
+  const ValueType x{DType::kF32, Shape(std::vector<Dim>{Dim(0), Dim(4), Dim::sym("n")})};
+  const ValueType len3{DType::kI64, Shape(Dims{3})}, len6{DType::kI64, Shape(Dims{6})},
+      len2{DType::kI64, Shape(Dims{2})};
+  auto r = testing::infer_op("Tile", {x, len3}, {});
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ((*r)[0].shape.to_string(), "[0,?,?]");  // 0 stays 0 whatever the repeats
+  r = testing::infer_op("Pad", {x, len6}, {});
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_EQ((*r)[0].shape.rank(), 3);
+  r = testing::infer_op("Split", {x, len2}, {}, {{"axis", int64_t{1}}}, 2);
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_EQ((*r)[0].shape.to_string(), "[0,?,n]");
+  EXPECT_EQ((*r)[1].shape.to_string(), "[0,?,n]");
+  r = testing::infer_op("Split", {x}, {}, {{"axis", int64_t{1}}, {"num_outputs", int64_t{3}}}, 3);
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_EQ((*r)[2].shape.to_string(), "[0,0,n]");  // ceil(4/3) = 2, 2, then 0
+  r = testing::infer_op("Concat", {x, ValueType{DType::kF32, Shape(std::vector<Dim>{Dim(0), Dim(2), Dim::sym("n")})}},
+                        {}, {{"axis", int64_t{1}}});
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_EQ((*r)[0].shape.to_string(), "[0,6,n]");
+  r = testing::infer_op("Transpose", {x}, {}, {{"perm", std::vector<int64_t>{2, 0, 1}}});
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_EQ((*r)[0].shape.to_string(), "[n,0,4]");
+  r = testing::infer_op("DepthToSpace",
+                        {ValueType{DType::kF32, Shape(std::vector<Dim>{Dim::sym("b"), Dim(8), Dim(3), Dim::sym("w")})}},
+                        {}, {{"blocksize", int64_t{2}}});
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_EQ((*r)[0].shape.to_string(), "[b,2,6,?]");
+}
+
 }  // namespace
 }  // namespace kestrel
