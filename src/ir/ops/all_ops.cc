@@ -7,12 +7,18 @@ void register_control_flow_ops(OpRegistry& r);
 void register_elementwise_ops(OpRegistry& r);
 void register_reduce_ops(OpRegistry& r);
 void register_recurrent_ops(OpRegistry& r);
+void register_shape_ops(OpRegistry& r);
+void register_transform_ops(OpRegistry& r);
+void register_gather_scatter_ops(OpRegistry& r);
 
 void register_all_ops(OpRegistry& r) {
   register_control_flow_ops(r);
   register_elementwise_ops(r);
   register_reduce_ops(r);
   register_recurrent_ops(r);
+  register_shape_ops(r);
+  register_transform_ops(r);
+  register_gather_scatter_ops(r);
 }
 
 }  // namespace kestrel::ir
