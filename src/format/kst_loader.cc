@@ -33,6 +33,16 @@ Status corrupt(std::string m) {
   return core::invalid_model(std::move(m));
 }
 
+// The FlatBuffers 2.x verifier checks a vector's length prefix (4-byte aligned) but not that
+// 8-byte elements are 8-byte aligned (google/flatbuffers#8397); reading a misaligned int64 is
+// undefined behaviour. The builder always aligns them, so a misaligned one means corruption.
+template <class T>
+Status check_elements_aligned(const flatbuffers::Vector<T>* v, const std::string& what) {
+  if (v && v->size() > 0 && reinterpret_cast<uintptr_t>(v->data()) % alignof(T) != 0)
+    return corrupt(what + ": a list is misaligned (corrupt file)");
+  return Status::ok();
+}
+
 uint32_t read_u32(const uint8_t* p) {
   uint32_t v;
   std::memcpy(&v, p, 4);
@@ -240,6 +250,7 @@ class Reader {
   Result<core::Dims> tensor_dims(const flatbuffers::Vector<int64_t>* fd, const std::string& what) {
     core::Dims dims;
     if (!fd) return dims;
+    KESTREL_RETURN_IF_ERROR(check_elements_aligned(fd, what));
     if (fd->size() > static_cast<uint32_t>(kKstMaxRank))
       return corrupt(str_cat(what, " has rank ", fd->size(), " (at most ", kKstMaxRank, ")"));
     KESTREL_RETURN_IF_ERROR(charge(uint64_t{8} * fd->size()));
@@ -263,6 +274,7 @@ class Reader {
     if (!s) return t;  // rank unknown
     KESTREL_RETURN_IF_ERROR(charge(kTableCost));
     const auto* dims = s->dims();
+    KESTREL_RETURN_IF_ERROR(check_elements_aligned(dims, what));
     const auto* symbols = s->symbols();
     const size_t rank = dims ? dims->size() : 0;
     if (rank > static_cast<size_t>(kKstMaxRank))
@@ -398,6 +410,7 @@ class Reader {
       case kst::AttrKind::Ints: {
         std::vector<int64_t> v;
         if (const auto* f = fa->ints()) {
+          KESTREL_RETURN_IF_ERROR(check_elements_aligned(f, what));
           KESTREL_RETURN_IF_ERROR(charge(uint64_t{8} * f->size()));
           v.assign(f->begin(), f->end());
         }

@@ -36,10 +36,18 @@ namespace fs = std::filesystem;
 
 // ---------------------------------------------------------------- helpers
 
+// A per-process folder under the system temp dir, removed when the test binary exits.
 std::string temp_path(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("kestrel_kst_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return (dir / name).string();
+  struct Dir {
+    fs::path path = fs::temp_directory_path() / ("kestrel_kst_test_" + std::to_string(::getpid()));
+    Dir() { fs::create_directories(path); }
+    ~Dir() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  };
+  static Dir dir;
+  return (dir.path / name).string();
 }
 
 std::string write_or_die(const ir::Graph& g, const KstWriteOptions& o = {}, format::KstWriteStats* stats = nullptr) {
@@ -943,6 +951,37 @@ TEST(KstCorrupt, BadCrossReferences) {
     std::string m = refusal(b);
     EXPECT_TRUE(m.find("enclosing graph") != std::string::npos || m.find("'z'") != std::string::npos) << m;
   }
+}
+
+// The FlatBuffers 2.x verifier lets a vector of int64 start at a 4-byte aligned address
+// (google/flatbuffers#8397); the loader must refuse it rather than do a misaligned load.
+TEST(KstCorrupt, MisalignedInt64ListIsRefused) {
+  auto g = testing::make_feature_graph();
+  g->metadata()["pad"] = std::string(64, 'P');
+  std::string b = write_or_die(*g);
+  ASSERT_TRUE(try_load(b));
+  // Write a dims vector [2][64][33] whose elements are 4 mod 8 into the padding string...
+  size_t at = b.find(std::string(64, 'P'));
+  ASSERT_NE(at, std::string::npos);
+  size_t q = core::align_up(at, 8);
+  uint32_t len = 2;
+  int64_t dims[2] = {64, 33};
+  std::memcpy(&b[q], &len, 4);
+  std::memcpy(&b[q + 4], dims, 16);
+  // ...and point the 'big' tensor's dims field at it.
+  kst::Tensor* t = mutable_value(b, "big")->mutable_constant();
+  auto* field = reinterpret_cast<flatbuffers::Table*>(t)->GetAddressOf(kst::Tensor::VT_DIMS);
+  ASSERT_NE(field, nullptr);
+  auto* field_pos = reinterpret_cast<uint8_t*>(field);
+  auto* target = reinterpret_cast<uint8_t*>(&b[q]);
+  ASSERT_GT(target, field_pos);
+  uint32_t off = static_cast<uint32_t>(target - field_pos);
+  std::memcpy(field_pos, &off, 4);
+  uint32_t fb_len;
+  std::memcpy(&fb_len, b.data(), 4);
+  flatbuffers::Verifier verifier(reinterpret_cast<const uint8_t*>(b.data()), fb_len + 4);
+  ASSERT_TRUE(kst::VerifySizePrefixedModelBuffer(verifier)) << "the FlatBuffers verifier itself accepts this";
+  EXPECT_REFUSED_WITH(b, "misaligned");
 }
 
 TEST(KstCorrupt, DeeplyNestedSubgraphsAreRefused) {
