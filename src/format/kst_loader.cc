@@ -7,11 +7,14 @@
 #include <bit>
 #include <cstring>
 #include <map>
+#include <string_view>
 #include <unordered_set>
 #include <vector>
 
 #include "core/buffer.h"
+#include "core/function_ref.h"
 #include "core/str_util.h"
+#include "format/half_widen.h"
 #include "format/kst_schema.h"
 #include "format/mapped_file.h"
 
@@ -33,13 +36,17 @@ Status corrupt(std::string m) {
   return core::invalid_model(std::move(m));
 }
 
+// Names the object being read, for error messages; only called on failure, so a load that
+// succeeds builds no message strings.
+using What = core::FunctionRef<std::string()>;
+
 // The FlatBuffers 2.x verifier checks a vector's length prefix (4-byte aligned) but not that
 // 8-byte elements are 8-byte aligned (google/flatbuffers#8397); reading a misaligned int64 is
 // undefined behaviour. The builder always aligns them, so a misaligned one means corruption.
 template <class T>
-Status check_elements_aligned(const flatbuffers::Vector<T>* v, const std::string& what) {
+Status check_elements_aligned(const flatbuffers::Vector<T>* v, What what) {
   if (v && v->size() > 0 && reinterpret_cast<uintptr_t>(v->data()) % alignof(T) != 0)
-    return corrupt(what + ": a list is misaligned (corrupt file)");
+    return corrupt(what() + ": a list is misaligned (corrupt file)");
   return Status::ok();
 }
 
@@ -65,7 +72,8 @@ class Reader {
 
     std::vector<std::string> names(nv);
     std::vector<kst::ValueKind> kinds(nv);
-    std::unordered_set<std::string> seen;
+    std::unordered_set<std::string_view> seen;  // views into `names`, which never reallocates
+    seen.reserve(nv);
     for (size_t i = 0; i < nv; ++i) {
       const kst::Value* fv = fvalues->Get(static_cast<flatbuffers::uoffset_t>(i));
       KESTREL_RETURN_IF_ERROR(charge(kTableCost));
@@ -90,16 +98,17 @@ class Reader {
         if (kinds[idx] != kst::ValueKind::GraphInput)
           return corrupt(str_cat(where, ": input ", value_name(idx), " is not of kind GraphInput"));
         if (vals[idx]) return corrupt(str_cat(where, ": ", value_name(idx), " is listed twice as an input"));
-        KESTREL_ASSIGN_OR_RETURN(ir::ValueType type, value_type(value_at(idx), where + ": " + value_name(idx)));
+        KESTREL_ASSIGN_OR_RETURN(ir::ValueType type,
+                                 value_type(value_at(idx), [&] { return str_cat(where, ": ", value_name(idx)); }));
         vals[idx] = g.add_input(names[idx], std::move(type));
       }
     }
     for (size_t i = 0; i < nv; ++i) {
       const kst::Value* fv = value_at(i);
-      std::string what = str_cat(where, ": ", value_name(i));
+      auto what = [&] { return str_cat(where, ": ", value_name(i)); };
       switch (kinds[i]) {
         case kst::ValueKind::GraphInput:
-          if (!vals[i]) return corrupt(what + " is of kind GraphInput but not among the graph's inputs");
+          if (!vals[i]) return corrupt(what() + " is of kind GraphInput but not among the graph's inputs");
           break;
         case kst::ValueKind::Constant: {
           KESTREL_ASSIGN_OR_RETURN(core::Tensor t, tensor(fv->constant(), what));
@@ -109,7 +118,7 @@ class Reader {
         case kst::ValueKind::OuterScope: {
           bool found = false;
           for (const ir::Graph* p = g.parent(); p && !found; p = p->parent()) found = p->find_value(names[i]);
-          if (!found) return corrupt(what + " refers to an enclosing graph's value that does not exist");
+          if (!found) return corrupt(what() + " refers to an enclosing graph's value that does not exist");
           KESTREL_ASSIGN_OR_RETURN(ir::ValueType type, value_type(fv, what));
           vals[i] = g.add_outer_scope(names[i], std::move(type));
           break;
@@ -127,8 +136,9 @@ class Reader {
       KESTREL_ASSIGN_OR_RETURN(std::string op, str(fn->op_type()));
       KESTREL_ASSIGN_OR_RETURN(std::string domain, str(fn->domain()));
       KESTREL_ASSIGN_OR_RETURN(std::string name, str(fn->name()));
-      const std::string what =
-          str_cat(where, ": node ", k, " '", name, "' (", domain.empty() ? "" : domain + ".", op, ")");
+      auto what = [&] {
+        return str_cat(where, ": node ", k, " '", name, "' (", domain.empty() ? "" : domain + ".", op, ")");
+      };
       if (op.empty()) return corrupt(str_cat(where, ": node ", k, " has no op type"));
 
       std::vector<ir::Value*> ins;
@@ -141,9 +151,9 @@ class Reader {
             continue;
           }
           if (idx < 0 || static_cast<size_t>(idx) >= nv)
-            return corrupt(str_cat(what, ": input ", i, " refers to value ", idx, ", but the graph has ", nv));
+            return corrupt(str_cat(what(), ": input ", i, " refers to value ", idx, ", but the graph has ", nv));
           if (!vals[static_cast<size_t>(idx)])
-            return corrupt(str_cat(what, ": input ", i, " '", names[static_cast<size_t>(idx)],
+            return corrupt(str_cat(what(), ": input ", i, " '", names[static_cast<size_t>(idx)],
                                    "' is used before a node defines it (nodes must be in topological order)"));
           ins.push_back(vals[static_cast<size_t>(idx)]);
         }
@@ -153,10 +163,10 @@ class Reader {
       if (const auto* fouts = fn->outputs()) {
         KESTREL_RETURN_IF_ERROR(charge(uint64_t{4} * fouts->size()));
         for (uint32_t idx : *fouts) {
-          if (idx >= nv) return corrupt(str_cat(what, ": output refers to value ", idx, ", but the graph has ", nv));
+          if (idx >= nv) return corrupt(str_cat(what(), ": output refers to value ", idx, ", but the graph has ", nv));
           if (kinds[idx] != kst::ValueKind::NodeOutput)
-            return corrupt(str_cat(what, ": output ", value_name(idx), " is not of kind NodeOutput"));
-          if (produced[idx]) return corrupt(str_cat(what, ": ", value_name(idx), " is produced twice"));
+            return corrupt(str_cat(what(), ": output ", value_name(idx), " is not of kind NodeOutput"));
+          if (produced[idx]) return corrupt(str_cat(what(), ": ", value_name(idx), " is produced twice"));
           produced[idx] = true;
           outs.push_back(idx);
           out_names.push_back(names[idx]);
@@ -165,8 +175,8 @@ class Reader {
       ir::Node* n = g.add_node(op, std::move(ins), out_names, name, domain);
       for (size_t i = 0; i < outs.size(); ++i) {
         ir::Value* v = n->output(i);
-        if (v->name() != names[outs[i]]) return core::internal_error(str_cat(what, ": output renamed"));
-        KESTREL_ASSIGN_OR_RETURN(ir::ValueType type, value_type(value_at(outs[i]), what + " output"));
+        if (v->name() != names[outs[i]]) return core::internal_error(str_cat(what(), ": output renamed"));
+        KESTREL_ASSIGN_OR_RETURN(ir::ValueType type, value_type(value_at(outs[i]), [&] { return what() + " output"; }));
         v->set_type(std::move(type));
         vals[outs[i]] = v;
       }
@@ -174,9 +184,9 @@ class Reader {
         KESTREL_RETURN_IF_ERROR(charge(uint64_t{4} * imp->size()));
         for (uint32_t idx : *imp) {
           if (idx >= nv)
-            return corrupt(str_cat(what, ": implicit input refers to value ", idx, ", but the graph has ", nv));
+            return corrupt(str_cat(what(), ": implicit input refers to value ", idx, ", but the graph has ", nv));
           if (!vals[idx] || vals[idx]->producer() == n)
-            return corrupt(str_cat(what, ": implicit input ", value_name(idx), " is used before it is defined"));
+            return corrupt(str_cat(what(), ": implicit input ", value_name(idx), " is used before it is defined"));
           n->add_implicit_input(vals[idx]);
         }
       }
@@ -247,28 +257,28 @@ class Reader {
   }
 
   // Dims of a tensor: each in [0, 2^40] and the product of the non-zero ones at most 2^40.
-  Result<core::Dims> tensor_dims(const flatbuffers::Vector<int64_t>* fd, const std::string& what) {
+  Result<core::Dims> tensor_dims(const flatbuffers::Vector<int64_t>* fd, What what) {
     core::Dims dims;
     if (!fd) return dims;
     KESTREL_RETURN_IF_ERROR(check_elements_aligned(fd, what));
     if (fd->size() > static_cast<uint32_t>(kKstMaxRank))
-      return corrupt(str_cat(what, " has rank ", fd->size(), " (at most ", kKstMaxRank, ")"));
+      return corrupt(str_cat(what(), " has rank ", fd->size(), " (at most ", kKstMaxRank, ")"));
     KESTREL_RETURN_IF_ERROR(charge(uint64_t{8} * fd->size()));
     int64_t product = 1;
     for (int64_t d : *fd) {
       dims.push_back(d);
       if (d < 0 || d > core::kMaxElements || (d > 0 && product > core::kMaxElements / d))
-        return corrupt(str_cat(what, " has shape ", core::dims_to_string(dims), "...: a dimension is negative or the ",
-                               "shape has more than 2^40 elements"));
+        return corrupt(str_cat(what(), " has shape ", core::dims_to_string(dims),
+                               "...: a dimension is negative or the ", "shape has more than 2^40 elements"));
       if (d > 0) product *= d;
     }
     return dims;
   }
 
-  Result<ir::ValueType> value_type(const kst::Value* fv, const std::string& what) {
+  Result<ir::ValueType> value_type(const kst::Value* fv, What what) {
     ir::ValueType t;
     auto dt = from_kst(fv->dtype());
-    if (!dt) return corrupt(str_cat(what, " has unknown dtype ", static_cast<int>(fv->dtype())));
+    if (!dt) return corrupt(str_cat(what(), " has unknown dtype ", static_cast<int>(fv->dtype())));
     t.dtype = *dt;
     const kst::Shape* s = fv->shape();
     if (!s) return t;  // rank unknown
@@ -278,16 +288,16 @@ class Reader {
     const auto* symbols = s->symbols();
     const size_t rank = dims ? dims->size() : 0;
     if (rank > static_cast<size_t>(kKstMaxRank))
-      return corrupt(str_cat(what, " has rank ", rank, " (at most ", kKstMaxRank, ")"));
+      return corrupt(str_cat(what(), " has rank ", rank, " (at most ", kKstMaxRank, ")"));
     if (symbols && symbols->size() != rank)
-      return corrupt(str_cat(what, ": shape has ", rank, " dims but ", symbols->size(), " symbols"));
+      return corrupt(str_cat(what(), ": shape has ", rank, " dims but ", symbols->size(), " symbols"));
     KESTREL_RETURN_IF_ERROR(charge(uint64_t{8} * rank));
     std::vector<ir::Dim> out(rank);
     int64_t product = 1;
     for (size_t i = 0; i < rank; ++i) {
       int64_t d = dims->Get(static_cast<flatbuffers::uoffset_t>(i));
       if (d < -1 || d > core::kMaxElements || (d > 0 && product > core::kMaxElements / d))
-        return corrupt(str_cat(what, ": dimension ", i, " is ", d,
+        return corrupt(str_cat(what(), ": dimension ", i, " is ", d,
                                " (dims must be -1 for unknown or sizes with at most 2^40 elements in all)"));
       if (d > 0) product *= d;
       out[i].value = d;
@@ -299,26 +309,26 @@ class Reader {
     return t;
   }
 
-  Result<core::Tensor> tensor(const kst::Tensor* t, const std::string& what) {
-    if (!t) return corrupt(what + " has no tensor");
+  Result<core::Tensor> tensor(const kst::Tensor* t, What what) {
+    if (!t) return corrupt(what() + " has no tensor");
     KESTREL_RETURN_IF_ERROR(charge(kTableCost));
     auto dt = from_kst(t->dtype());
     if (!dt || *dt == core::DType::kUndefined)
-      return corrupt(str_cat(what, ": tensor has invalid dtype ", static_cast<int>(t->dtype())));
+      return corrupt(str_cat(what(), ": tensor has invalid dtype ", static_cast<int>(t->dtype())));
     KESTREL_ASSIGN_OR_RETURN(core::Dims dims, tensor_dims(t->dims(), what));
     const int64_t numel = core::num_elements(dims);
     const kst::Encoding enc = t->encoding();
     if (enc > kst::Encoding::MAX)
-      return corrupt(str_cat(what, ": tensor has unknown encoding ", static_cast<int>(enc)));
+      return corrupt(str_cat(what(), ": tensor has unknown encoding ", static_cast<int>(enc)));
     ++info_.num_tensors;
 
     if (*dt == core::DType::kString) {
       const auto* strs = t->strings();
       const uint64_t count = strs ? strs->size() : 0;
       if (enc != kst::Encoding::Raw || t->data_size() != 0)
-        return corrupt(what + ": a string tensor must keep its elements in the FlatBuffer");
+        return corrupt(what() + ": a string tensor must keep its elements in the FlatBuffer");
       if (count != static_cast<uint64_t>(numel))
-        return corrupt(str_cat(what, ": string tensor ", core::dims_to_string(dims), " has ", count, " elements"));
+        return corrupt(str_cat(what(), ": string tensor ", core::dims_to_string(dims), " has ", count, " elements"));
       KESTREL_RETURN_IF_ERROR(charge(uint64_t{4} * count));
       KESTREL_ASSIGN_OR_RETURN(core::Tensor out, core::Tensor::allocate(core::DType::kString, dims));
       for (flatbuffers::uoffset_t i = 0; i < count; ++i) {
@@ -326,52 +336,51 @@ class Reader {
       }
       return out;
     }
-    if (t->strings()) return corrupt(what + ": a non-string tensor carries strings");
+    if (t->strings()) return corrupt(what() + ": a non-string tensor carries strings");
     if (enc == kst::Encoding::F16FromF32 && *dt != core::DType::kF32)
-      return corrupt(str_cat(what, ": f16 storage is only for f32 tensors, this one is ", core::dtype_name(*dt)));
+      return corrupt(str_cat(what(), ": f16 storage is only for f32 tensors, this one is ", core::dtype_name(*dt)));
     const uint64_t stored_elem = enc == kst::Encoding::Raw ? core::dtype_size(*dt) : 2;
     const uint64_t need = static_cast<uint64_t>(numel) * stored_elem;  // <= 2^40 * 8: no overflow
     const uint64_t off = t->data_offset();
     const uint64_t size = t->data_size();
     if (size != need)
-      return corrupt(str_cat(what, ": tensor ", core::dtype_name(*dt), core::dims_to_string(dims), " needs ", need,
+      return corrupt(str_cat(what(), ": tensor ", core::dtype_name(*dt), core::dims_to_string(dims), " needs ", need,
                              " bytes but records ", size));
     if (off % kKstDataAlignment != 0)
-      return corrupt(str_cat(what, ": tensor data offset ", off, " is not a multiple of ", kKstDataAlignment));
+      return corrupt(str_cat(what(), ": tensor data offset ", off, " is not a multiple of ", kKstDataAlignment));
     if (off > data_size_ || size > data_size_ - off)
-      return corrupt(str_cat(what, ": tensor data [", off, ", +", size, ") lies outside the data section of ",
+      return corrupt(str_cat(what(), ": tensor data [", off, ", +", size, ") lies outside the data section of ",
                              data_size_, " bytes"));
     const uint8_t* src = data_ + off;
     if (enc == kst::Encoding::F16FromF32) {
       KESTREL_ASSIGN_OR_RETURN(core::Tensor out, core::Tensor::allocate(core::DType::kF32, dims));
-      const auto* half = reinterpret_cast<const uint16_t*>(src);  // 64-byte aligned
-      float* dst = out.data<float>();
-      for (int64_t i = 0; i < numel; ++i) dst[i] = core::half_bits_to_float(half[i]);
+      widen_halves(reinterpret_cast<const uint16_t*>(src), out.data<float>(), static_cast<size_t>(numel));
       info_.widened_bytes += out.nbytes();
       return out;
     }
     if (*dt == core::DType::kBool) {
       // Any byte other than 0 or 1 read as a C++ bool is undefined behaviour in the kernels.
       for (uint64_t i = 0; i < size; ++i)
-        if (src[i] > 1) return corrupt(str_cat(what, ": bool tensor holds byte ", int{src[i]}, " at element ", i));
+        if (src[i] > 1) return corrupt(str_cat(what(), ": bool tensor holds byte ", int{src[i]}, " at element ", i));
     }
     ++info_.zero_copy_tensors;
     info_.zero_copy_bytes += size;
     return core::Tensor::wrap(*dt, std::move(dims), const_cast<uint8_t*>(src), keep_);
   }
 
-  Status attribute(const kst::Attribute* fa, ir::Node& n, ir::Graph& g, int depth, const std::string& node_what) {
+  Status attribute(const kst::Attribute* fa, ir::Node& n, ir::Graph& g, int depth, What node_what) {
     using GraphPtr = ir::Attribute::GraphPtr;
     KESTREL_RETURN_IF_ERROR(charge(kTableCost));
     KESTREL_ASSIGN_OR_RETURN(std::string name, str(fa->name()));
-    const std::string what = str_cat(node_what, " attribute '", name, "'");
-    if (name.empty()) return corrupt(node_what + ": an attribute has no name");
-    if (n.has_attr(name)) return corrupt(what + " appears twice");
+    auto what = [&] { return str_cat(node_what(), " attribute '", name, "'"); };
+    if (name.empty()) return corrupt(node_what() + ": an attribute has no name");
+    if (n.has_attr(name)) return corrupt(what() + " appears twice");
     auto sub = [&](const kst::Graph* fg) -> Result<GraphPtr> {
-      if (!fg) return corrupt(what + " holds no graph");
+      if (!fg) return corrupt(what() + " holds no graph");
       KESTREL_ASSIGN_OR_RETURN(std::string gname, str(fg->name()));
       auto sg = std::make_shared<ir::Graph>(std::move(gname), &g);
-      KESTREL_RETURN_IF_ERROR(graph(fg, *sg, depth + 1).with_context(what));
+      Status st = graph(fg, *sg, depth + 1);
+      if (!st.is_ok()) return st.with_context(what());
       return sg;
     };
     ir::Attribute a;
@@ -383,7 +392,7 @@ class Reader {
         a = ir::Attribute(fa->i());
         break;
       case kst::AttrKind::String: {
-        if (!fa->s()) return corrupt(what + " holds no string");
+        if (!fa->s()) return corrupt(what() + " holds no string");
         KESTREL_ASSIGN_OR_RETURN(std::string s, str(fa->s()));
         a = ir::Attribute(std::move(s));
         break;
@@ -454,7 +463,7 @@ class Reader {
         break;
       }
       default:
-        return corrupt(str_cat(what, " has unknown kind ", static_cast<int>(fa->kind())));
+        return corrupt(str_cat(what(), " has unknown kind ", static_cast<int>(fa->kind())));
     }
     n.set_attr(name, std::move(a));
     return Status::ok();

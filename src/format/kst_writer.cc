@@ -457,7 +457,9 @@ class Writer {
     int64_t opset = -1;
     auto fmt = md.find(kMetaSourceFormat);
     std::string opset_key = fmt == md.end() ? std::string() : fmt->second + "_opset";
-    for (const auto& [k, v] : md) {
+    for (const auto& kv : md) {
+      const std::string& k = kv.first;
+      const std::string& v = kv.second;
       auto starts = [&](const char* p) { return k.rfind(p, 0) == 0; };
       if (k == kMetaProducer) {
         producer = &v;

@@ -56,7 +56,12 @@ int main(int argc, char** argv) {
   const std::string models = testing::data_dir() + "/models";
   if (std::filesystem::exists(models)) {
     for (const auto& e : std::filesystem::directory_iterator(models)) {
-      if (e.path().extension() != ".onnx" || e.file_size() > max_bytes) continue;
+      if (e.path().extension() != ".onnx") continue;
+      if (e.file_size() > max_bytes) {
+        std::fprintf(stderr, "kst_fuzz_corpus: skipping %s (%ju bytes, over the %ju-byte seed limit)\n",
+                     e.path().filename().c_str(), e.file_size(), max_bytes);
+        continue;
+      }
       auto m = frontend::import_onnx_file(e.path().string());
       if (!m.is_ok()) {
         std::fprintf(stderr, "kst_fuzz_corpus: skipping %s (%s)\n", e.path().filename().c_str(),

@@ -18,6 +18,7 @@
 #include "common/test_data.h"
 #include "core/buffer.h"
 #include "core/npy.h"
+#include "format/half_widen.h"
 #include "format/kst_generated.h"
 #include "format/kst_loader.h"
 #include "format/kst_writer.h"
@@ -479,6 +480,17 @@ TEST(KstFormat, Fp16WeightsHalveTheBytesAndStayClose) {
   EXPECT_GT(max_err, 0.0f) << "f16 storage should not be lossless on random weights";
   EXPECT_LE(max_err, 1e-3f * max_ref);
   expect_tensor_eq(want[1], got[1], "output from the f32-kept tensor");
+}
+
+TEST(KstFormat, HalfWideningIsExactForEveryBitPattern) {
+  std::vector<uint16_t> all(65536);
+  for (uint32_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i);
+  std::vector<float> got(all.size());
+  format::widen_halves(all.data(), got.data(), all.size());
+  for (uint32_t i = 0; i < all.size(); ++i) {
+    float want = core::half_bits_to_float(static_cast<uint16_t>(i));
+    ASSERT_EQ(core::float_bits(got[i]), core::float_bits(want)) << "half bits 0x" << std::hex << i;
+  }
 }
 
 TEST(KstFormat, Fp16RoundTripWithFp16IsStable) {
