@@ -5,6 +5,8 @@
 # crashing input is then in BUILD_DIR/fuzz/kst/artifacts/.
 #
 # usage: tests/fuzz/run_kst_fuzz.sh BUILD_DIR [SECONDS=60] [extra libFuzzer flags...]
+# Shared models whose .onnx is over KST_SEED_MAX_BYTES (default 4 MiB) are left out of the seeds:
+# every fuzz iteration copies and verifies its input, so big seeds slow the search down.
 set -eu
 if [ $# -lt 1 ]; then
   echo "usage: $0 BUILD_DIR [SECONDS] [libFuzzer flags...]" >&2
@@ -23,6 +25,6 @@ fi
 work=$build/fuzz/kst
 rm -rf "$work/seeds"
 mkdir -p "$work/seeds" "$work/corpus" "$work/artifacts"
-"$maker" "$work/seeds"
+"$maker" "$work/seeds" ${KST_SEED_MAX_BYTES:-4194304}
 exec "$fuzz" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
   -artifact_prefix="$work/artifacts/" "$@" "$work/corpus" "$work/seeds"
