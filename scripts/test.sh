@@ -9,6 +9,7 @@
 source "$(dirname "$0")/common.sh"
 OUT=${KESTREL_CI_BUILD_ROOT:-$ROOT/build-ci}
 START=$SECONDS
+FAILED=()
 
 phase "release build ($OUT/release)"
 configure "$OUT/release" -DCMAKE_BUILD_TYPE=Release -DKESTREL_WERROR=ON
@@ -16,7 +17,8 @@ cmake --build "$OUT/release" -j "$JOBS"
 phase_done
 
 phase "release tests (all)"
-ctest --test-dir "$OUT/release" --output-on-failure -j "$JOBS"
+# A failing test does not stop the run: the sanitizer phase still runs, the exit code tells.
+ctest --test-dir "$OUT/release" --output-on-failure -j "$JOBS" || FAILED+=("release tests")
 phase_done
 
 phase "ASan+UBSan build ($OUT/asan)"
@@ -28,8 +30,12 @@ phase_done
 phase "ASan+UBSan tests (labels unit, badinput)"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1:check_initialization_order=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-ctest --test-dir "$OUT/asan" -L 'unit|badinput' --output-on-failure -j "$JOBS"
+ctest --test-dir "$OUT/asan" -L 'unit|badinput' --output-on-failure -j "$JOBS" || FAILED+=("ASan+UBSan tests")
 phase_done
 
 t=$((SECONDS - START))
+if ((${#FAILED[@]})); then
+  printf '\nFAILED: %s (after %dm%02ds)\n' "${FAILED[*]}" $((t / 60)) $((t % 60))
+  exit 1
+fi
 printf '\nall tests passed in %dm%02ds\n' $((t / 60)) $((t % 60))
