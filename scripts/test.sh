@@ -22,8 +22,9 @@ ctest --test-dir "$OUT/release" --output-on-failure -j "$JOBS" || FAILED+=("rele
 phase_done
 
 phase "ASan+UBSan build ($OUT/asan)"
+# -O1 -g1: half the compile time of -O2 -g under the sanitizers, line numbers in reports, asserts on.
 configure "$OUT/asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKESTREL_WERROR=ON -DKESTREL_SANITIZE=ON \
-  -DKESTREL_BUILD_DEMO=OFF
+  -DKESTREL_BUILD_DEMO=OFF -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1"
 cmake --build "$OUT/asan" -j "$JOBS"
 phase_done
 
@@ -34,6 +35,9 @@ ctest --test-dir "$OUT/asan" -L 'unit|badinput' --output-on-failure -j "$JOBS" |
 phase_done
 
 t=$((SECONDS - START))
+cpu_now
+cpu=$(printf '%.0f' "$CPU_NOW")
+echo "total: wall $((t / 60))m$((t % 60))s, CPU $((cpu / 60))m$((cpu % 60))s on $(nproc) cores"
 if ((${#FAILED[@]})); then
   printf '\nFAILED: %s (after %dm%02ds)\n' "${FAILED[*]}" $((t / 60)) $((t % 60))
   exit 1
