@@ -92,11 +92,14 @@ int run(int argc, char** argv) {
   double min_accuracy = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--min-accuracy" && i + 1 < argc) min_accuracy = std::atof(argv[++i]);
-    else if (a == "-h" || a == "--help") {
+    if (a == "--min-accuracy" && i + 1 < argc) {
+      min_accuracy = std::atof(argv[++i]);
+    } else if (a == "-h" || a == "--help") {
       std::printf("usage: digits_demo [--min-accuracy FRACTION] [DEMO_DIR]\n");
       return 0;
-    } else dir = a;
+    } else {
+      dir = a;
+    }
   }
 
   kestrel::Session session = kestrel::Session::open(dir + "/digits.onnx");

@@ -34,7 +34,9 @@ OnnxBuilder valid_builder() {
   return b;
 }
 
-std::string valid_model() { return valid_builder().bytes(); }
+std::string valid_model() {
+  return valid_builder().bytes();
+}
 
 std::string truncated_model() {
   std::string m = valid_model();
@@ -101,9 +103,8 @@ void expect_error(F&& f, std::initializer_list<const char*> needles) {
 class TempDir {
  public:
   TempDir() {
-    path_ = std::filesystem::temp_directory_path() /
-            ("kestrel_bad_input_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    path_ = std::filesystem::temp_directory_path() / ("kestrel_bad_input_" + std::to_string(::getpid()) + "_" +
+                                                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }
@@ -278,7 +279,9 @@ void expect_cli_error(const TempDir& dir, const std::string& args, std::initiali
   for (const char* n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << "'" << n << "' not in: " << r.err;
 }
 
-std::string q(const std::string& s) { return "'" + s + "'"; }
+std::string q(const std::string& s) {
+  return "'" + s + "'";
+}
 
 class BadInputCli : public ::testing::Test {
  protected:

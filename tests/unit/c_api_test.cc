@@ -1,8 +1,6 @@
 // Tests of the public C API (include/kestrel/kestrel.h only; the model bytes come from the test
 // builder): sessions from memory and files, I/O info, runs, in-place outputs, and every error path
 // returning a status code with a message instead of crashing.
-#include "kestrel/kestrel.h"
-
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -12,6 +10,7 @@
 #include <vector>
 
 #include "common/onnx_builder.h"
+#include "kestrel/kestrel.h"
 
 namespace {
 

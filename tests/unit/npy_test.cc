@@ -3,11 +3,11 @@
 #include "core/npy.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 #include <string>
 
 namespace kestrel {
@@ -48,8 +48,10 @@ Tensor make_tensor(DType dtype, const core::Dims& dims) {
     using T = decltype(tag);
     T* p = t.data<T>();
     for (int64_t i = 0; i < t.num_elements(); ++i) {
-      if constexpr (std::is_same_v<T, bool>) p[i] = (i % 3) == 1;
-      else p[i] = T(static_cast<float>((i * 7) % 100) - (core::is_signed(dtype) ? 50.0f : 0.0f));
+      if constexpr (std::is_same_v<T, bool>)
+        p[i] = (i % 3) == 1;
+      else
+        p[i] = T(static_cast<float>((i * 7) % 100) - (core::is_signed(dtype) ? 50.0f : 0.0f));
     }
   });
   return t;
@@ -68,9 +70,8 @@ void expect_same(const Tensor& a, const Tensor& b) {
 class TempDir {
  public:
   TempDir() {
-    path_ = std::filesystem::temp_directory_path() /
-            ("kestrel_npy_test_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    path_ = std::filesystem::temp_directory_path() / ("kestrel_npy_test_" + std::to_string(::getpid()) + "_" +
+                                                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(path_);
   }
   ~TempDir() { std::filesystem::remove_all(path_); }
@@ -135,8 +136,8 @@ TEST(Npy, ReadsWhatNumpyWrites) {
   EXPECT_EQ(r->data<int64_t>()[2], 7);
 
   // Key order and spacing vary between NumPy versions and other writers.
-  auto r2 = core::parse_npy(
-      npy_v1("{'shape':(2,2),'fortran_order':False,'descr':'|u1'}", raw<uint8_t>({1, 2, 3, 4})), "y.npy");
+  auto r2 = core::parse_npy(npy_v1("{'shape':(2,2),'fortran_order':False,'descr':'|u1'}", raw<uint8_t>({1, 2, 3, 4})),
+                            "y.npy");
   ASSERT_TRUE(r2.is_ok()) << r2.status().to_string();
   EXPECT_EQ(r2->dtype(), DType::kU8);
   EXPECT_EQ(r2->dims(), (core::Dims{2, 2}));

@@ -12,7 +12,9 @@
 
 namespace kestrel::cli {
 
-void fail(ErrorCode code, const std::string& message) { throw Error(code, message); }
+void fail(ErrorCode code, const std::string& message) {
+  throw Error(code, message);
+}
 
 Tensor read_npy(const std::string& path) {
   auto t = core::read_npy(path);
@@ -110,7 +112,8 @@ std::vector<int64_t> parse_dims(const std::string& text, const std::string& what
     size_t start = i;
     int64_t d = 0;
     while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
-      if (d > (int64_t{1} << 40)) fail(ErrorCode::kInvalidArgument, core::str_cat(what, ": dimension too large in '", text, "'"));
+      if (d > (int64_t{1} << 40))
+        fail(ErrorCode::kInvalidArgument, core::str_cat(what, ": dimension too large in '", text, "'"));
       d = d * 10 + (text[i] - '0');
       ++i;
     }
@@ -144,8 +147,10 @@ std::string format_bytes(uint64_t bytes) {
     ++u;
   }
   char buf[64];
-  if (u == 0) std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
-  else std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+  if (u == 0)
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+  else
+    std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
   return buf;
 }
 

@@ -36,8 +36,8 @@ runtime::LoadedModel load_unoptimized(const std::string& path) {
   auto bytes = std::make_shared<const std::string>(ss.str());
   const runtime::ModelLoader* loader = runtime::find_model_loader(*bytes, path);
   if (!loader)
-    fail(ErrorCode::kInvalidModel, str_cat(path, ": not a model file this build can read (formats: ",
-                                           runtime::model_loader_names(), ")"));
+    fail(ErrorCode::kInvalidModel,
+         str_cat(path, ": not a model file this build can read (formats: ", runtime::model_loader_names(), ")"));
   runtime::LoadOptions lo;
   lo.opt_level = 0;
   lo.source_path = path;
@@ -106,7 +106,8 @@ void inspect(const InspectOptions& o) {
   std::stable_sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   size_t width = 0;
   for (const auto& [op, n] : ops) width = std::max(width, op.size());
-  for (const auto& [op, n] : ops) std::printf("  %-*s  %lld\n", static_cast<int>(width), op.c_str(), static_cast<long long>(n));
+  for (const auto& [op, n] : ops)
+    std::printf("  %-*s  %lld\n", static_cast<int>(width), op.c_str(), static_cast<long long>(n));
 }
 
 }  // namespace

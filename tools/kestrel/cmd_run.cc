@@ -53,9 +53,8 @@ void check_against_model(const TensorInfo& info, const Tensor& t, const std::str
   for (size_t d = 0; ok && d < info.shape.size(); ++d)
     if (info.shape[d] >= 0 && info.shape[d] != t.shape()[d]) ok = false;
   if (!ok)
-    fail(ErrorCode::kInvalidArgument,
-         str_cat("input '", info.name, "' from ", file, ": the model expects shape ", info.shape_string(),
-                 ", the file holds ", t.type_string()));
+    fail(ErrorCode::kInvalidArgument, str_cat("input '", info.name, "' from ", file, ": the model expects shape ",
+                                              info.shape_string(), ", the file holds ", t.type_string()));
 }
 
 void run(const RunOptions& o) {
@@ -119,8 +118,7 @@ void run(const RunOptions& o) {
 
   for (const TensorInfo& info : session.outputs()) {
     const Tensor& t = outputs[info.name];
-    std::printf("output %s %s %s\n", info.name.c_str(), t.type_string().c_str(),
-                summary_string(summarize(t)).c_str());
+    std::printf("output %s %s %s\n", info.name.c_str(), t.type_string().c_str(), summary_string(summarize(t)).c_str());
   }
 
   if (!o.output_dir.empty()) {
@@ -128,8 +126,8 @@ void run(const RunOptions& o) {
     std::error_code ec;
     fs::create_directories(o.output_dir, ec);
     if (ec || !fs::is_directory(o.output_dir))
-      fail(ErrorCode::kIoError, str_cat("cannot create output directory '", o.output_dir, "'",
-                                        ec ? ": " + ec.message() : std::string()));
+      fail(ErrorCode::kIoError,
+           str_cat("cannot create output directory '", o.output_dir, "'", ec ? ": " + ec.message() : std::string()));
     std::set<std::string> used;
     for (const TensorInfo& info : session.outputs()) {
       // Two names can sanitize to the same file ("a/b", "a_b"): number the later ones.

@@ -1,10 +1,9 @@
 /* Install-test consumer of the C API: runs the test model (y = relu(x + c)) on ones and checks
  * y. Built with -DRUNTIME_ONLY against the runtime library alone, it checks instead that opening
  * an .onnx file fails cleanly (the ONNX loader lives in kestrel_convert). */
+#include <kestrel/kestrel.h>
 #include <stdio.h>
 #include <string.h>
-
-#include <kestrel/kestrel.h>
 
 int main(int argc, char** argv) {
   KestrelSession* session = NULL;

@@ -1,9 +1,8 @@
 // Install-test consumer of the C++ API (built as C++17 to check the public header does not need
 // C++20): runs the test model (y = relu(x + c)) on ones and checks y.
 #include <cstdio>
-#include <vector>
-
 #include <kestrel/kestrel.hpp>
+#include <vector>
 
 int main(int argc, char** argv) {
   if (argc != 2) {
