@@ -18,7 +18,9 @@ constexpr int kSpinIterations = 20000;  // ~ tens of microseconds before sleepin
 }  // namespace
 
 ThreadPool::ThreadPool(int num_threads) {
-  for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+  // Workers start from generation 0, not from whatever they read once running: a destructor
+  // (or job) that bumps the generation before a worker first runs must still wake it.
+  for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this] { worker_loop(0); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -43,8 +45,7 @@ void ThreadPool::work_on(const FunctionRef<void(int64_t)>& fn, int64_t num_tasks
   t_inside_pool_task = was_inside;
 }
 
-void ThreadPool::worker_loop() {
-  uint64_t seen = generation_.load();
+void ThreadPool::worker_loop(uint64_t seen) {
   for (;;) {
     int spins = 0;
     while (generation_.load(std::memory_order_acquire) == seen && spins < kSpinIterations) {

@@ -32,7 +32,7 @@ class ThreadPool {
   void parallel_for(int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t)> fn);
 
  private:
-  void worker_loop();
+  void worker_loop(uint64_t seen);
   void work_on(const FunctionRef<void(int64_t)>& fn, int64_t num_tasks);
 
   std::vector<std::thread> workers_;
