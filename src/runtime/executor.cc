@@ -33,6 +33,12 @@ struct Executor::Slot {
   int last_use = -1;
   bool graph_output = false;
   size_t offset = 0;
+  core::Dims out_dims;  // kOutput: the planned dims, to recognize a caller's matching tensor
+  // Kernel arguments that refer to this slot (fixed after build()); run() points them at the
+  // caller's input and output tensors, so binding those copies nothing.
+  std::vector<const Tensor**> readers;
+  std::vector<Tensor**> writers;
+  const Tensor* bound = nullptr;  // the caller's tensor while run() has it bound
 };
 
 struct Executor::Step {
@@ -102,11 +108,18 @@ Status Executor::build() {
     steps_.push_back(std::move(s));
   }
   for (const ir::Value* v : graph_.outputs()) output_slots_.push_back(slot_for(v));
-  // Pointers into slots_ are stable from here on.
+  // Pointers into slots_ and into the steps' pointer arrays are stable from here on.
   for (auto& s : steps_) {
     for (int id : s.in) s.in_ptrs.push_back(id >= 0 ? &slots_[static_cast<size_t>(id)].tensor : nullptr);
     for (int id : s.out) s.out_ptrs.push_back(&slots_[static_cast<size_t>(id)].tensor);
     for (int id : s.implicit) s.implicit_ptrs.push_back(&slots_[static_cast<size_t>(id)].tensor);
+  }
+  for (auto& s : steps_) {
+    for (size_t i = 0; i < s.in.size(); ++i)
+      if (s.in[i] >= 0) slots_[static_cast<size_t>(s.in[i])].readers.push_back(&s.in_ptrs[i]);
+    for (size_t i = 0; i < s.implicit.size(); ++i)
+      slots_[static_cast<size_t>(s.implicit[i])].readers.push_back(&s.implicit_ptrs[i]);
+    for (size_t i = 0; i < s.out.size(); ++i) slots_[static_cast<size_t>(s.out[i])].writers.push_back(&s.out_ptrs[i]);
   }
   for (auto& sl : slots_) {
     if (sl.value->is_constant()) {
@@ -126,7 +139,8 @@ Status Executor::infer_step(const Step& s, std::vector<ir::ValueType>& out_types
     const Slot& sl = slots_[static_cast<size_t>(s.in[i])];
     type_ptrs[i] = &sl.type;
     bool has_value = sl.state == SlotState::kConstant || sl.state == SlotState::kFolded || use_values;
-    if (has_value && sl.tensor.defined()) values[i] = &sl.tensor;
+    // Through the kernel argument: at run time it may point at a caller's tensor.
+    if (has_value && s.in_ptrs[i]->defined()) values[i] = s.in_ptrs[i];
   }
   ir::InferContext ctx(*s.node, type_ptrs, values);
   KESTREL_RETURN_IF_ERROR(ir::run_inference(*s.schema, ctx));
@@ -152,11 +166,11 @@ Status Executor::plan(std::span<const Tensor* const> inputs) {
     sl.last_use = -1;
   }
   planned_dims_.clear();
+  // Inputs are planned by type only; run() binds the caller's tensors.
   for (size_t i = 0; i < input_slots_.size(); ++i) {
     Slot& sl = slots_[static_cast<size_t>(input_slots_[i])];
     sl.state = SlotState::kInput;
     sl.type = ir::ValueType{inputs[i]->dtype(), ir::Shape(inputs[i]->dims())};
-    sl.tensor = *inputs[i];
     planned_dims_.push_back(inputs[i]->dims());
   }
   for (int id : outer_slots_) {
@@ -239,6 +253,7 @@ Status Executor::plan(std::span<const Tensor* const> inputs) {
         sl.type = out_types[o];
         sl.dtype = out_types[o].dtype;
         s.out_dtypes[o] = sl.dtype;
+        if (sl.graph_output) sl.out_dims = sl.type.shape.concrete();
       }
     }
     for (int id : s.in)
@@ -311,13 +326,14 @@ Status Executor::run_step(Step& s) {
     for (size_t i = 0; i < s.in.size(); ++i) {
       if (s.in[i] < 0) continue;
       Slot& sl = slots_[static_cast<size_t>(s.in[i])];
-      if (!sl.tensor.defined())
-        return core::internal_error(str_cat(s.node->describe(), ": input ", i, " was not computed"));
-      sl.type = ir::ValueType{sl.tensor.dtype(), ir::Shape(sl.tensor.dims())};
+      const Tensor& t = *s.in_ptrs[i];
+      if (!t.defined()) return core::internal_error(str_cat(s.node->describe(), ": input ", i, " was not computed"));
+      sl.type = ir::ValueType{t.dtype(), ir::Shape(t.dims())};
     }
-    for (int id : s.implicit) {
-      Slot& sl = slots_[static_cast<size_t>(id)];
-      sl.type = ir::ValueType{sl.tensor.dtype(), ir::Shape(sl.tensor.dims())};
+    for (size_t i = 0; i < s.implicit.size(); ++i) {
+      Slot& sl = slots_[static_cast<size_t>(s.implicit[i])];
+      const Tensor& t = *s.implicit_ptrs[i];
+      sl.type = ir::ValueType{t.dtype(), ir::Shape(t.dims())};
     }
     KESTREL_RETURN_IF_ERROR(infer_step(s, out_types, true));
     for (size_t o = 0; o < s.out.size(); ++o) {
@@ -331,13 +347,15 @@ Status Executor::run_step(Step& s) {
     }
   }
   KernelContext ctx(s.in_ptrs, s.out_ptrs, s.out_dtypes, opts_.pool, s.implicit_ptrs);
-  std::chrono::steady_clock::time_point t0;
-  if (profiler_) t0 = std::chrono::steady_clock::now();
-  Status st = s.kernel->run(ctx);
-  if (!st.is_ok()) return st.with_context(s.node->describe());
-  if (profiler_) {
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    profiler_(*s.node, s.kernel->impl_name(), ms);
+  if (profiler_) [[unlikely]] {
+    auto t0 = std::chrono::steady_clock::now();
+    Status st = s.kernel->run(ctx);
+    auto t1 = std::chrono::steady_clock::now();
+    if (!st.is_ok()) return st.with_context(s.node->describe());
+    profiler_(ProfileEvent{*s.node, s.kernel->impl_name(), t0, t1, s.in_ptrs, s.out_ptrs});
+  } else {
+    Status st = s.kernel->run(ctx);
+    if (!st.is_ok()) return st.with_context(s.node->describe());
   }
   for (size_t o = 0; o < s.out.size(); ++o)
     if (!s.out_ptrs[o]->defined())
@@ -346,7 +364,7 @@ Status Executor::run_step(Step& s) {
   return Status::ok();
 }
 
-Status Executor::run(std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs) {
+Status Executor::check_and_plan(std::span<const Tensor* const> inputs) {
   if (inputs.size() != input_slots_.size())
     return core::invalid_argument(str_cat("graph '", graph_.name(), "' takes ", input_slots_.size(), " inputs, got ",
                                           inputs.size()));
@@ -364,21 +382,49 @@ Status Executor::run(std::span<const Tensor* const> inputs, std::vector<Tensor>&
   for (size_t k = 0; same && k < outer_slots_.size(); ++k)
     if (slots_[static_cast<size_t>(outer_slots_[k])].tensor.dims() != planned_dims_[inputs.size() + k]) same = false;
   if (!same) KESTREL_RETURN_IF_ERROR(plan(inputs));
+  return Status::ok();
+}
 
-  for (size_t i = 0; i < inputs.size(); ++i) slots_[static_cast<size_t>(input_slots_[i])].tensor = *inputs[i];
+Status Executor::prepare(std::span<const Tensor* const> inputs) { return check_and_plan(inputs); }
+
+void Executor::bind_slot(int id, const Tensor* read, Tensor* write) {
+  Slot& sl = slots_[static_cast<size_t>(id)];
+  const Tensor* r = read ? read : &sl.tensor;
+  Tensor* w = write ? write : &sl.tensor;
+  for (const Tensor** p : sl.readers) *p = r;
+  for (Tensor** p : sl.writers) *p = w;
+  sl.bound = read;
+}
+
+void Executor::unbind_caller_tensors() {
+  for (int id : input_slots_)
+    if (slots_[static_cast<size_t>(id)].bound) bind_slot(id, nullptr, nullptr);
+  for (int id : output_slots_)
+    if (slots_[static_cast<size_t>(id)].bound) bind_slot(id, nullptr, nullptr);
+}
+
+Status Executor::run(std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs) {
+  KESTREL_RETURN_IF_ERROR(check_and_plan(inputs));
+  // Kernel arguments point at caller tensors only while this call runs, whatever way it returns.
+  struct Unbind {
+    Executor* ex;
+    ~Unbind() { ex->unbind_caller_tensors(); }
+  } unbind{this};
+  for (size_t i = 0; i < inputs.size(); ++i) bind_slot(input_slots_[i], inputs[i], nullptr);
   outputs.resize(output_slots_.size());
+  auto first_index = [&](size_t k) {
+    return static_cast<size_t>(std::find(output_slots_.begin(), output_slots_.end(), output_slots_[k]) -
+                               output_slots_.begin());
+  };
   // Static graph outputs: the caller's tensor if it already has the right type, else a new one.
   for (size_t k = 0; k < output_slots_.size(); ++k) {
     Slot& sl = slots_[static_cast<size_t>(output_slots_[k])];
-    if (sl.state != SlotState::kOutput) continue;
-    bool first = std::find(output_slots_.begin(), output_slots_.begin() + static_cast<long>(k), output_slots_[k]) ==
-                 output_slots_.begin() + static_cast<long>(k);
-    if (!first) continue;
-    core::Dims dims = sl.type.shape.concrete();
-    if (outputs[k].defined() && outputs[k].dtype() == sl.dtype && outputs[k].dims() == dims) {
-      sl.tensor = outputs[k];
+    if (sl.state != SlotState::kOutput || first_index(k) != k) continue;
+    if (outputs[k].defined() && outputs[k].dtype() == sl.dtype && outputs[k].dims() == sl.out_dims &&
+        (outputs[k].raw_data() || outputs[k].num_elements() == 0)) {
+      bind_slot(output_slots_[k], &outputs[k], &outputs[k]);
     } else {
-      KESTREL_ASSIGN_OR_RETURN(sl.tensor, Tensor::allocate(sl.dtype, dims));
+      KESTREL_ASSIGN_OR_RETURN(sl.tensor, Tensor::allocate(sl.dtype, sl.out_dims));
     }
   }
   for (auto& s : steps_) {
@@ -387,21 +433,17 @@ Status Executor::run(std::span<const Tensor* const> inputs, std::vector<Tensor>&
   }
   for (size_t k = 0; k < output_slots_.size(); ++k) {
     Slot& sl = slots_[static_cast<size_t>(output_slots_[k])];
-    bool first = std::find(output_slots_.begin(), output_slots_.begin() + static_cast<long>(k), output_slots_[k]) ==
-                 output_slots_.begin() + static_cast<long>(k);
-    if ((sl.state == SlotState::kOutput || sl.state == SlotState::kDynamic) && first) {
-      if (outputs[k].raw_data() != sl.tensor.raw_data()) outputs[k] = sl.tensor;
-      if (sl.state == SlotState::kDynamic) sl.tensor = Tensor();
+    size_t first = first_index(k);
+    if ((sl.state == SlotState::kOutput || sl.state == SlotState::kDynamic) && first == k) {
+      if (sl.bound) continue;  // written in place
+      outputs[k] = sl.tensor;
+      sl.tensor = Tensor();  // the caller holds it now
     } else {
       // An input, constant or folded value, or a repeated output: the caller gets its own copy.
-      KESTREL_ASSIGN_OR_RETURN(outputs[k], (sl.tensor.defined() ? sl.tensor : outputs[static_cast<size_t>(
-          std::find(output_slots_.begin(), output_slots_.end(), output_slots_[k]) - output_slots_.begin())]).clone());
+      const Tensor& src = first < k ? outputs[first] : sl.bound ? *sl.bound : sl.tensor;
+      KESTREL_ASSIGN_OR_RETURN(outputs[k], src.clone());
     }
   }
-  // Drop references to caller memory.
-  for (int id : input_slots_) slots_[static_cast<size_t>(id)].tensor = Tensor();
-  for (int id : output_slots_)
-    if (slots_[static_cast<size_t>(id)].state == SlotState::kOutput) slots_[static_cast<size_t>(id)].tensor = Tensor();
   return Status::ok();
 }
 

@@ -3,6 +3,8 @@
 // activations in one arena by lifetime; run() then walks a flat list of bound kernels.
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -38,7 +40,11 @@ class Executor {
 
   // inputs: one per graph input, in order. outputs: resized to the graph outputs, in order.
   // Outer-scope values (for subgraphs) are read through `outer` by name when given.
+  // Kernels read the caller's input tensors and write into output tensors that already have the
+  // planned dtype and shape, in place: for static shapes, once planned, run() allocates nothing.
   Status run(std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs);
+  // Plans for these input shapes now (run() does it when they change); nothing is run.
+  Status prepare(std::span<const Tensor* const> inputs);
 
   // Values an enclosing executor provides to a subgraph (by name). Set before run().
   void bind_outer(const std::string& name, const Tensor* t);
@@ -49,8 +55,19 @@ class Executor {
   void set_pool(core::ThreadPool* pool) { opts_.pool = pool; }
   const ir::Graph& graph() const { return graph_; }
 
-  // Per-step profile hook (op type, node name, impl, milliseconds); null to disable.
-  using ProfileFn = std::function<void(const ir::Node&, const char* impl, double ms)>;
+  // One kernel call, as seen by the profiler. Shapes are those of this call (inputs may be null
+  // where an optional input is absent).
+  struct ProfileEvent {
+    const ir::Node& node;
+    const char* impl;
+    std::chrono::steady_clock::time_point start, end;
+    std::span<const Tensor* const> inputs;
+    std::span<Tensor* const> outputs;
+  };
+  // Per-step profile hook, called after every kernel run (not for steps computed at plan time);
+  // empty to disable, which costs one test per step. Subgraph steps (If/Loop bodies) are part of
+  // their node's time.
+  using ProfileFn = std::function<void(const ProfileEvent&)>;
   void set_profiler(ProfileFn fn) { profiler_ = std::move(fn); }
 
  private:
@@ -61,6 +78,11 @@ class Executor {
   Status plan(std::span<const Tensor* const> inputs);
   Status run_step(Step& s);
   Status infer_step(const Step& s, std::vector<ir::ValueType>& out_types, bool use_values);
+  Status check_and_plan(std::span<const Tensor* const> inputs);
+  // Points every kernel argument that refers to slot `id` at a caller's tensor (`write` for the
+  // producing step, `read` for the consumers), or back at the slot's own tensor with nulls.
+  void bind_slot(int id, const Tensor* read, Tensor* write);
+  void unbind_caller_tensors();
 
   const ir::Graph& graph_;
   ExecutorOptions opts_;

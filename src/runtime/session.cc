@@ -97,6 +97,7 @@ Status Session::init_graph() {
       return core::invalid_argument(str_cat("unknown isa '", opts_.isa, "' (scalar, avx2, avx512)"));
     if (want < eo.kernel.isa) eo.kernel.isa = want;
   }
+  isa_ = eo.kernel.isa;
   KESTREL_ASSIGN_OR_RETURN(executor_, Executor::create(*model_.graph, eo));
   return Status::ok();
 }
@@ -123,14 +124,24 @@ Status Session::check_input(size_t i, const Tensor& t) const {
   return Status::ok();
 }
 
-Status Session::run(std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs) {
+Status Session::check_inputs(std::span<const Tensor* const> inputs) const {
   if (inputs.size() != inputs_.size())
     return core::invalid_argument(str_cat("model takes ", inputs_.size(), " inputs, got ", inputs.size()));
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i]) return core::invalid_argument(str_cat("input '", inputs_[i].name, "' is missing"));
     KESTREL_RETURN_IF_ERROR(check_input(i, *inputs[i]));
   }
+  return Status::ok();
+}
+
+Status Session::run(std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs) {
+  KESTREL_RETURN_IF_ERROR(check_inputs(inputs));
   return executor_->run(inputs, outputs);
+}
+
+Status Session::prepare(std::span<const Tensor* const> inputs) {
+  KESTREL_RETURN_IF_ERROR(check_inputs(inputs));
+  return executor_->prepare(inputs);
 }
 
 Status Session::run(const std::vector<std::pair<std::string, Tensor>>& inputs, std::vector<Tensor>& outputs) {

@@ -43,23 +43,29 @@ class Session {
   Status run(std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs);
   // Named inputs (any order, all required); returns outputs in the order of outputs().
   Status run(const std::vector<std::pair<std::string, Tensor>>& inputs, std::vector<Tensor>& outputs);
+  // Checks the inputs and plans for their shapes without running (run() plans when shapes change).
+  Status prepare(std::span<const Tensor* const> inputs);
 
   const ir::Graph& graph() const { return *model_.graph; }
   const PlanStats& plan_stats() const { return executor_->plan_stats(); }
   Executor& executor() { return *executor_; }
   const SessionOptions& options() const { return opts_; }
+  // The instruction set the kernels were created for (the CPU's, capped by KESTREL_ISA and isa).
+  core::Isa isa() const { return isa_; }
 
  private:
   Session() = default;
   Status init();
   Status init_graph();
   Status check_input(size_t i, const Tensor& t) const;
+  Status check_inputs(std::span<const Tensor* const> inputs) const;
 
   SessionOptions opts_;
   LoadedModel model_;
   std::unique_ptr<core::ThreadPool> pool_;
   std::unique_ptr<Executor> executor_;
   std::vector<IoInfo> inputs_, outputs_;
+  core::Isa isa_ = core::Isa::kScalar;
 };
 
 // Verifies and infers a graph the way a Session does (used by tools that do not run it).
