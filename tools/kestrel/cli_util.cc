@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <random>
 
 #include "api/convert.h"
@@ -136,6 +137,90 @@ std::pair<std::string, std::string> split_assignment(const std::string& text, co
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
     fail(ErrorCode::kInvalidArgument, core::str_cat(option, " expects ", form, ", got '", text, "'"));
   return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+namespace {
+
+const TensorInfo* find_input(const std::vector<TensorInfo>& infos, const std::string& name) {
+  for (const auto& in : infos)
+    if (in.name == name) return &in;
+  return nullptr;
+}
+
+[[noreturn]] void fail_no_such_input(const std::vector<TensorInfo>& infos, const std::string& name,
+                                     const std::string& what) {
+  std::vector<std::string> names;
+  for (const auto& in : infos) names.push_back("'" + in.name + "'");
+  fail(ErrorCode::kInvalidArgument, core::str_cat(what, ": the model has no input named '", name, "' (inputs: ",
+                                                  names.empty() ? std::string("none") : core::join(names, ", "), ")"));
+}
+
+// The CLI checks what it can before running so that errors name the file the tensor came from.
+void check_against_model(const TensorInfo& info, const Tensor& t, const std::string& file) {
+  if (info.dtype != DType::kUndefined && t.dtype() != info.dtype)
+    fail(ErrorCode::kInvalidArgument,
+         core::str_cat("input '", info.name, "' from ", file, ": the model expects ", dtype_name(info.dtype),
+                       info.shape_string(), ", the file holds ", t.type_string()));
+  if (!info.rank_known) return;
+  bool ok = info.shape.size() == t.shape().size();
+  for (size_t d = 0; ok && d < info.shape.size(); ++d)
+    if (info.shape[d] >= 0 && info.shape[d] != t.shape()[d]) ok = false;
+  if (!ok)
+    fail(ErrorCode::kInvalidArgument, core::str_cat("input '", info.name, "' from ", file, ": the model expects shape ",
+                                                    info.shape_string(), ", the file holds ", t.type_string()));
+}
+
+}  // namespace
+
+ModelInputs make_inputs(const std::vector<TensorInfo>& infos, const std::vector<std::string>& input_args,
+                        const std::vector<std::string>& shape_args, uint64_t seed) {
+  using core::str_cat;
+  std::map<std::string, Tensor> feeds;
+  std::map<std::string, std::string> sources;  // input name -> where its data came from
+  for (const std::string& arg : input_args) {
+    auto [name, file] = split_assignment(arg, "--input", "NAME=FILE.npy");
+    const TensorInfo* info = find_input(infos, name);
+    if (!info) fail_no_such_input(infos, name, str_cat("--input ", arg));
+    if (feeds.count(name)) fail(ErrorCode::kInvalidArgument, str_cat("--input: input '", name, "' given twice"));
+    Tensor t = read_npy(file);
+    check_against_model(*info, t, file);
+    feeds[name] = t;
+    sources[name] = file;
+  }
+
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const std::string& arg : shape_args) {
+    auto [name, text] = split_assignment(arg, "--shape", "NAME=DIMS (e.g. x=1x3x224x224)");
+    if (!find_input(infos, name)) fail_no_such_input(infos, name, str_cat("--shape ", arg));
+    if (feeds.count(name))
+      fail(ErrorCode::kInvalidArgument, str_cat("--shape ", arg, ": input '", name, "' already comes from a file"));
+    shapes[name] = parse_dims(text, str_cat("--shape ", arg));
+  }
+
+  // Inputs without a file get deterministic random data; symbolic or unknown dims default to 1.
+  ModelInputs r;
+  uint64_t index = 0;
+  for (const TensorInfo& info : infos) {
+    ++index;
+    if (!feeds.count(info.name)) {
+      std::vector<int64_t> dims;
+      if (auto it = shapes.find(info.name); it != shapes.end()) {
+        dims = it->second;
+      } else {
+        if (!info.rank_known)
+          fail(ErrorCode::kInvalidArgument, str_cat("input '", info.name,
+                                                    "' has an unknown rank: give its data with --input or its "
+                                                    "shape with --shape ",
+                                                    info.name, "=DIMS"));
+        for (int64_t d : info.shape) dims.push_back(d >= 0 ? d : 1);
+      }
+      feeds[info.name] = random_tensor(info.dtype, dims, seed * 1000003 + index);
+      sources[info.name] = "random";
+    }
+    r.tensors.push_back(feeds[info.name]);
+    r.sources.push_back(sources[info.name]);
+  }
+  return r;
 }
 
 std::string format_bytes(uint64_t bytes) {

@@ -42,6 +42,17 @@ std::vector<int64_t> parse_dims(const std::string& text, const std::string& what
 std::pair<std::string, std::string> split_assignment(const std::string& text, const std::string& option,
                                                      const std::string& form);
 
+// The inputs of a model, in the order of `infos`, from `--input NAME=FILE.npy` and
+// `--shape NAME=DIMS` arguments. Inputs without a file get deterministic random data (see
+// random_tensor) of the --shape dims, else of their declared shape with symbolic dims as 1.
+// Files are checked against the declared dtype and shape so errors name the file.
+struct ModelInputs {
+  std::vector<Tensor> tensors;
+  std::vector<std::string> sources;  // the file each came from, or "random"
+};
+ModelInputs make_inputs(const std::vector<TensorInfo>& infos, const std::vector<std::string>& input_args,
+                        const std::vector<std::string>& shape_args, uint64_t seed);
+
 // "1.2 MB" style sizes.
 std::string format_bytes(uint64_t bytes);
 // "1,234,567"

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   app.fallthrough(false);
   kestrel::cli::add_run_command(app);
   kestrel::cli::add_inspect_command(app);
+  kestrel::cli::add_bench_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
