@@ -4,9 +4,19 @@
 namespace kestrel::ir {
 
 void register_elementwise_ops(OpRegistry& r);
+void register_conv_ops(OpRegistry& r);
+void register_matmul_ops(OpRegistry& r);
+void register_pool_ops(OpRegistry& r);
+void register_normalization_ops(OpRegistry& r);
+void register_softmax_ops(OpRegistry& r);
 
 void register_all_ops(OpRegistry& r) {
   register_elementwise_ops(r);
+  register_conv_ops(r);
+  register_matmul_ops(r);
+  register_pool_ops(r);
+  register_normalization_ops(r);
+  register_softmax_ops(r);
 }
 
 }  // namespace kestrel::ir

@@ -4,9 +4,19 @@
 namespace kestrel::runtime {
 
 void register_elementwise_kernels(KernelRegistry& r);
+void register_conv_kernels(KernelRegistry& r);
+void register_matmul_kernels(KernelRegistry& r);
+void register_pool_kernels(KernelRegistry& r);
+void register_normalization_kernels(KernelRegistry& r);
+void register_softmax_kernels(KernelRegistry& r);
 
 void register_all_kernels(KernelRegistry& r) {
   register_elementwise_kernels(r);
+  register_conv_kernels(r);
+  register_matmul_kernels(r);
+  register_pool_kernels(r);
+  register_normalization_kernels(r);
+  register_softmax_kernels(r);
 }
 
 }  // namespace kestrel::runtime
