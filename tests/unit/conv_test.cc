@@ -203,6 +203,8 @@ TEST(WindowGeometry, TransposeSizesAndPads) {
   EXPECT_EQ(bigger->out, 10);
   EXPECT_EQ(bigger->pad_begin, 0);
   EXPECT_FALSE(ir::transpose_window(attrs({1}, {1}, {1}, {2, 2}), 0, 3, 0, std::nullopt).is_ok());
+  // Sizes whose product would overflow are rejected, not wrapped.
+  EXPECT_FALSE(ir::transpose_window(attrs({1}, {int64_t{1} << 31}, {1}, {0, 0}), 0, int64_t{1} << 40, 0, std::nullopt).is_ok());
 }
 
 TEST(ConvReference, HandCheckedPaddedAndUnpadded) {
@@ -394,6 +396,8 @@ TEST(ConvSession, ShapeErrorsNameTheNode) {
   EXPECT_TRUE(testing::contains(testing::open_error(strides, "the_conv"), "strides"));
   auto zero_stride = conv_model("Conv", {1, 3, 8, 8}, w, nullptr, {{"strides", {1, 0}}});
   EXPECT_FALSE(testing::open_error(zero_stride, "the_conv").is_ok());
+  auto huge = conv_model("Conv", {1, 3, 8, 8}, w, nullptr, {{"strides", {int64_t{1} << 40, 1}}});
+  EXPECT_FALSE(testing::open_error(huge, "the_conv").is_ok());
   auto neg_pad = conv_model("Conv", {1, 3, 8, 8}, w, nullptr, {{"pads", {0, -1, 0, 0}}});
   EXPECT_FALSE(testing::open_error(neg_pad, "the_conv").is_ok());
   auto ap = conv_model("Conv", {1, 3, 8, 8}, w, nullptr, {}, "SAME");

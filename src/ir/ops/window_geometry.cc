@@ -92,6 +92,8 @@ Result<AxisWindow> transpose_window(const WindowAttrs& a, size_t axis, int64_t i
   const int64_t k = a.dilated_kernel(axis);
   AxisWindow w;
   if (in < 0) return core::invalid_argument(str_cat("negative input size ", in));
+  if (in > 0 && in - 1 > core::kMaxElements / s)
+    return core::invalid_argument(str_cat("output along spatial axis ", axis, " would be too large"));
   const int64_t full = in == 0 ? 0 : s * (in - 1) + output_padding + k;  // output before cropping
   const bool same = a.auto_pad == AutoPad::kSameUpper || a.auto_pad == AutoPad::kSameLower;
   if (output_shape || same) {

@@ -56,11 +56,14 @@ Status check_dims(const char* op, const ConvParams& p, const Tensor& x, const Te
   if (b && b->num_elements() != d->m)
     return core::invalid_argument(str_cat(op, ": bias ", b->type_string(), " must have ", d->m, " elements"));
   for (size_t i = 0; i < d->spatial; ++i) {
-    if (p.strides[i] < 1 || p.dilations[i] < 1 || p.pads_begin[i] < 0)
-      return core::invalid_argument(str_cat(op, ": bad stride/dilation/pad on spatial axis ", i));
     d->in.push_back(x.dim(static_cast<int64_t>(i) + 2));
     d->k.push_back(w.dim(static_cast<int64_t>(i) + 2));
     d->out.push_back(y.dim(static_cast<int64_t>(i) + 2));
+    // Keeps every position product (index * stride, tap * dilation) far from int64 overflow.
+    const int64_t reach = transpose ? d->in[i] : d->out[i];
+    if (p.strides[i] < 1 || p.dilations[i] < 1 || p.pads_begin[i] < 0 || p.pads_begin[i] > core::kMaxElements ||
+        reach > core::kMaxElements / p.strides[i] || d->k[i] > core::kMaxElements / p.dilations[i])
+      return core::invalid_argument(str_cat(op, ": bad stride/dilation/pad on spatial axis ", i));
   }
   d->in_size = core::num_elements(d->in);
   d->k_size = core::num_elements(d->k);

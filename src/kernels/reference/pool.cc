@@ -34,10 +34,13 @@ Status check_pool(const char* op, const PoolParams& p, const Tensor& x, const Te
     return core::invalid_argument(str_cat(op, ": output ", y.type_string(), " does not match input ", x.type_string()));
   if (y.dtype() != x.dtype()) return core::invalid_argument(str_cat(op, ": output dtype differs from input"));
   for (size_t i = 0; i < d->spatial; ++i) {
-    if (p.kernel[i] < 1 || p.strides[i] < 1 || p.dilations[i] < 1 || p.pads_begin[i] < 0 || p.pads_end[i] < 0)
-      return core::invalid_argument(str_cat(op, ": bad window parameters on spatial axis ", i));
     d->in.push_back(x.dim(static_cast<int64_t>(i) + 2));
     d->out.push_back(y.dim(static_cast<int64_t>(i) + 2));
+    // Keeps every position product (index * stride, tap * dilation) far from int64 overflow.
+    if (p.kernel[i] < 1 || p.strides[i] < 1 || p.dilations[i] < 1 || p.pads_begin[i] < 0 || p.pads_end[i] < 0 ||
+        p.pads_begin[i] > core::kMaxElements || p.pads_end[i] > core::kMaxElements ||
+        d->out[i] > core::kMaxElements / p.strides[i] || p.kernel[i] > core::kMaxElements / p.dilations[i])
+      return core::invalid_argument(str_cat(op, ": bad window parameters on spatial axis ", i));
   }
   d->planes = x.dim(0) * x.dim(1);
   d->in_size = core::num_elements(d->in);
