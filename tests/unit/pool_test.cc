@@ -308,6 +308,24 @@ TEST(PoolSession, GlobalPoolShapes) {
   }
 }
 
+TEST(PoolSession, LegacyFloatPIsAccepted) {
+  Tensor x = Tensor::from_vector<float>({3, 4, 1, 1}, {1, 1, 4});
+  OnnxBuilder m;
+  m.input("x", 1, x.dims());
+  auto& n = m.node("GlobalLpPool", {"x"}, {"y"}, "pool");
+  OnnxBuilder::attr(n, "p", 2.0f);
+  m.output("y");
+  auto out = testing::run_model(m, {x});
+  ASSERT_EQ(out.size(), 1u);
+  testing::expect_close(out[0], {std::sqrt(27.0)});
+  OnnxBuilder bad;
+  bad.input("x", 1, x.dims());
+  auto& nb = bad.node("GlobalLpPool", {"x"}, {"y"}, "pool");
+  OnnxBuilder::attr(nb, "p", 1.5f);
+  bad.output("y");
+  EXPECT_EQ(testing::open_error(bad, "pool").code(), core::StatusCode::kUnsupported);
+}
+
 TEST(PoolSession, ShapeErrorsNameTheNode) {
   EXPECT_TRUE(testing::contains(
       testing::open_error(pool_model("MaxPool", {1, 1, 3, 3}, {{"kernel_shape", {4, 4}}}), "pool"), "larger"));

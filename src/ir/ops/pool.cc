@@ -50,17 +50,13 @@ Status infer_average_pool(InferContext& ctx) {
 }
 
 Status infer_lp_pool(InferContext& ctx) {
-  KESTREL_ASSIGN_OR_RETURN(int64_t p, ctx.attr_int("p", 2));
-  if (p < 1) return ctx.fail("p must be >= 1, got ", p);
+  KESTREL_RETURN_IF_ERROR(read_lp_pool_p(ctx.node()).status());
   return infer_window_pool(ctx, false);
 }
 
 Status infer_global_pool(InferContext& ctx) {
   KESTREL_RETURN_IF_ERROR(expect_float(ctx, 0));
-  if (ctx.node().op_type() == "GlobalLpPool") {
-    KESTREL_ASSIGN_OR_RETURN(int64_t p, ctx.attr_int("p", 2));
-    if (p < 1) return ctx.fail("p must be >= 1, got ", p);
-  }
+  if (ctx.node().op_type() == "GlobalLpPool") KESTREL_RETURN_IF_ERROR(read_lp_pool_p(ctx.node()).status());
   const Shape& xs = ctx.input_shape(0);
   if (!xs.rank_known()) {
     ctx.set_output(0, ctx.input_dtype(0), Shape::unknown_rank());

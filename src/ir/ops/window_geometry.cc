@@ -57,6 +57,21 @@ Result<WindowAttrs> read_window_attrs(const Node& n, std::vector<int64_t> kernel
   return a;
 }
 
+Result<int64_t> read_lp_pool_p(const Node& n) {
+  int64_t p = 2;
+  const Attribute* a = n.attr("p");
+  if (a && a->is<float>()) {
+    float f = a->get<float>();
+    if (!(f >= 1.0f && f <= 64.0f) || f != static_cast<float>(static_cast<int64_t>(f)))
+      return core::unsupported(str_cat(n.describe(), ": p = ", f, " is not supported (integers 1..64)"));
+    p = static_cast<int64_t>(f);
+  } else {
+    KESTREL_ASSIGN_OR_RETURN(p, n.attr_int("p", 2));
+  }
+  if (p < 1) return fail(n, str_cat("p must be >= 1, got ", p));
+  return p;
+}
+
 Result<AxisWindow> forward_window(const WindowAttrs& a, size_t axis, int64_t in) {
   const int64_t s = a.strides[axis];
   const int64_t k = a.dilated_kernel(axis);

@@ -52,6 +52,10 @@ core::Result<AxisWindow> forward_window(const WindowAttrs& a, size_t axis, int64
 core::Result<AxisWindow> transpose_window(const WindowAttrs& a, size_t axis, int64_t in, int64_t output_padding,
                                           std::optional<int64_t> output_shape);
 
+// LpPool / GlobalLpPool's `p` (default 2, must be >= 1). Opsets before 11 stored it as a float;
+// an integral float is accepted, anything else is Unsupported.
+core::Result<int64_t> read_lp_pool_p(const Node& n);
+
 // ConvTranspose's output_padding (default zeros) and output_shape (spatial sizes; a full
 // N, C, spatial... list is accepted too), checked against the spatial rank. Defined in conv.cc.
 core::Status read_conv_transpose_extras(const Node& n, size_t spatial, std::vector<int64_t>* output_padding,

@@ -61,7 +61,7 @@ void register_pool_kernels(KernelRegistry& r) {
   });
   r.add("LpPool", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
     KESTREL_ASSIGN_OR_RETURN(ir::WindowAttrs a, window_attrs(info));
-    KESTREL_ASSIGN_OR_RETURN(int64_t lp, info.node.attr_int("p", 2));
+    KESTREL_ASSIGN_OR_RETURN(int64_t lp, ir::read_lp_pool_p(info.node));
     return make_kernel([a, lp](KernelContext& ctx) -> Status {
       ref::PoolParams p;
       KESTREL_RETURN_IF_ERROR(resolve(a, ctx.input(0), ctx.output(0), &p));
@@ -75,7 +75,7 @@ void register_pool_kernels(KernelRegistry& r) {
     r.add(name, [kind = kind](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
       int64_t lp = 2;
       if (kind == ref::GlobalPoolKind::kLp) {
-        KESTREL_ASSIGN_OR_RETURN(lp, info.node.attr_int("p", 2));
+        KESTREL_ASSIGN_OR_RETURN(lp, ir::read_lp_pool_p(info.node));
       }
       return make_kernel([kind, lp](KernelContext& ctx) { return ref::global_pool(kind, lp, ctx.input(0), ctx.output(0)); });
     });
