@@ -1,6 +1,7 @@
 // Reference Conv and ConvTranspose.
 #include "kernels/reference/conv.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "core/str_util.h"
@@ -101,30 +102,56 @@ void conv_typed(const ConvParams& p, const ConvDims& d, const Tensor& xt, const 
   const T* w = wt.data<T>();
   T* y = yt.data<T>();
   const std::vector<int64_t> taps = tap_offsets(d, p);
+  const core::Dims in_strides = core::row_major_strides(d.in);
+  // Linear input offset of each tap, and per output position the window's base offset and
+  // whether the whole window lies inside the input (then no per-tap bounds checks are needed).
+  std::vector<int64_t> tap_lin(static_cast<size_t>(d.k_size), 0);
+  for (int64_t t = 0; t < d.k_size; ++t)
+    for (size_t i = 0; i < d.spatial; ++i)
+      tap_lin[static_cast<size_t>(t)] += taps[static_cast<size_t>(t) * d.spatial + i] * in_strides[i];
   std::vector<int64_t> opos(d.spatial), ibase(d.spatial);
+  std::vector<int64_t> base_lin(static_cast<size_t>(d.out_size), 0);
+  std::vector<uint8_t> interior(static_cast<size_t>(d.out_size), 1);
+  for (int64_t o = 0; o < d.out_size; ++o) {
+    unflatten(o, d.out, opos);
+    for (size_t i = 0; i < d.spatial; ++i) {
+      const int64_t b = opos[i] * p.strides[i] - p.pads_begin[i];
+      if (b < 0 || b + (d.k[i] - 1) * p.dilations[i] >= d.in[i]) interior[static_cast<size_t>(o)] = 0;
+      base_lin[static_cast<size_t>(o)] += b * in_strides[i];
+    }
+  }
+  std::vector<A> acc(static_cast<size_t>(d.out_size));
   for (int64_t n = 0; n < d.n; ++n) {
     for (int64_t m = 0; m < d.m; ++m) {
       const int64_t g = m / d.mg;
-      const T* xg = x + (n * d.c + g * d.cg) * d.in_size;
-      const T* wm = w + m * d.cg * d.k_size;
-      T* ym = y + (n * d.m + m) * d.out_size;
-      for (int64_t o = 0; o < d.out_size; ++o) {
-        unflatten(o, d.out, opos);
-        for (size_t i = 0; i < d.spatial; ++i) ibase[i] = opos[i] * p.strides[i] - p.pads_begin[i];
-        A acc = bt ? to_acc(bt->data<T>()[m]) : A(0);
-        for (int64_t t = 0; t < d.k_size; ++t) {
-          int64_t off = 0;
-          bool inside = true;
-          for (size_t i = 0; i < d.spatial && inside; ++i) {
-            int64_t ip = ibase[i] + taps[static_cast<size_t>(t) * d.spatial + i];
-            inside = ip >= 0 && ip < d.in[i];
-            off = off * d.in[i] + ip;
+      std::fill(acc.begin(), acc.end(), bt ? to_acc(bt->data<T>()[m]) : A(0));
+      for (int64_t c = 0; c < d.cg; ++c) {
+        const T* xc = x + (n * d.c + g * d.cg + c) * d.in_size;
+        const T* wc = w + (m * d.cg + c) * d.k_size;
+        for (int64_t o = 0; o < d.out_size; ++o) {
+          A sum = 0;
+          if (interior[static_cast<size_t>(o)]) {
+            const T* xb = xc + base_lin[static_cast<size_t>(o)];
+            for (int64_t t = 0; t < d.k_size; ++t) sum += to_acc(xb[tap_lin[static_cast<size_t>(t)]]) * to_acc(wc[t]);
+          } else {
+            unflatten(o, d.out, opos);
+            for (size_t i = 0; i < d.spatial; ++i) ibase[i] = opos[i] * p.strides[i] - p.pads_begin[i];
+            for (int64_t t = 0; t < d.k_size; ++t) {
+              int64_t off = 0;
+              bool inside = true;
+              for (size_t i = 0; i < d.spatial && inside; ++i) {
+                int64_t ip = ibase[i] + taps[static_cast<size_t>(t) * d.spatial + i];
+                inside = ip >= 0 && ip < d.in[i];
+                off = off * d.in[i] + ip;
+              }
+              if (inside) sum += to_acc(xc[off]) * to_acc(wc[t]);
+            }
           }
-          if (!inside) continue;
-          for (int64_t c = 0; c < d.cg; ++c) acc += to_acc(xg[c * d.in_size + off]) * to_acc(wm[c * d.k_size + t]);
+          acc[static_cast<size_t>(o)] += sum;
         }
-        ym[o] = from_acc<T>(acc);
       }
+      T* ym = y + (n * d.m + m) * d.out_size;
+      for (int64_t o = 0; o < d.out_size; ++o) ym[o] = from_acc<T>(acc[static_cast<size_t>(o)]);
     }
   }
 }
