@@ -33,17 +33,28 @@ inline core::Tensor to_dtype(const core::Tensor& t, core::DType d) {
   for (int64_t i = 0; i < t.num_elements(); ++i) {
     double v = t.element_as_double(i);
     switch (d) {
-      case core::DType::kF32: out.data<float>()[i] = static_cast<float>(v); break;
-      case core::DType::kF64: out.data<double>()[i] = v; break;
-      case core::DType::kF16: out.data<core::Float16>()[i] = core::Float16(static_cast<float>(v)); break;
-      case core::DType::kBF16: out.data<core::BFloat16>()[i] = core::BFloat16(static_cast<float>(v)); break;
-      default: ADD_FAILURE() << "to_dtype: unsupported dtype";
+      case core::DType::kF32:
+        out.data<float>()[i] = static_cast<float>(v);
+        break;
+      case core::DType::kF64:
+        out.data<double>()[i] = v;
+        break;
+      case core::DType::kF16:
+        out.data<core::Float16>()[i] = core::Float16(static_cast<float>(v));
+        break;
+      case core::DType::kBF16:
+        out.data<core::BFloat16>()[i] = core::BFloat16(static_cast<float>(v));
+        break;
+      default:
+        ADD_FAILURE() << "to_dtype: unsupported dtype";
     }
   }
   return out;
 }
 
-inline std::vector<double> values(const core::Tensor& t) { return core::tensor_to_doubles(t); }
+inline std::vector<double> values(const core::Tensor& t) {
+  return core::tensor_to_doubles(t);
+}
 
 // |got - want| <= atol + rtol * |want| element-wise; NaN matches NaN.
 inline void expect_close(const std::vector<double>& got, const std::vector<double>& want, double atol = 1e-5,

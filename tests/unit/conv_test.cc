@@ -1,13 +1,14 @@
 // Tests of Conv and ConvTranspose: window geometry, hand-checked cases, a sweep of the reference
 // kernels against naive loops written here (explicit zero padding / full scatter then crop), the
 // attribute handling of the bindings through Session, and load-time shape errors.
+#include "kernels/reference/conv.h"
+
 #include <gtest/gtest.h>
 
 #include <functional>
 
 #include "common/nn_test_util.h"
 #include "ir/ops/window_geometry.h"
-#include "kernels/reference/conv.h"
 
 namespace kestrel {
 namespace {
@@ -43,7 +44,8 @@ std::vector<double> naive_conv(const Tensor& x, const Tensor& w, const Tensor* b
     padded[i] = in[i] + p.pads_begin[i] + p.pads_end[i];
     out[i] = (padded[i] - ((k[i] - 1) * p.dilations[i] + 1)) / p.strides[i] + 1;
   }
-  std::vector<double> xv = testing::values(x), wv = testing::values(w), bv = b ? testing::values(*b) : std::vector<double>();
+  std::vector<double> xv = testing::values(x), wv = testing::values(w),
+                      bv = b ? testing::values(*b) : std::vector<double>();
   const int64_t psize = core::num_elements(padded), isize = core::num_elements(in), osize = core::num_elements(out),
                 ksize = core::num_elements(k);
   std::vector<double> xp(static_cast<size_t>(n * c * psize), 0.0);
@@ -110,7 +112,8 @@ std::vector<double> naive_conv_transpose(const Tensor& x, const Tensor& w, const
       std::vector<int64_t> q(s);
       for (size_t i = 0; i < s; ++i) q[i] = o[i] + p.pads_begin[i];
       y[static_cast<size_t>(plane * osize + testing::flat_index(o, out_spatial))] =
-          yf[static_cast<size_t>(plane * fsize + testing::flat_index(q, full))] + (b ? bv[static_cast<size_t>(plane % m)] : 0.0);
+          yf[static_cast<size_t>(plane * fsize + testing::flat_index(q, full))] +
+          (b ? bv[static_cast<size_t>(plane % m)] : 0.0);
     });
   return y;
 }
@@ -204,7 +207,8 @@ TEST(WindowGeometry, TransposeSizesAndPads) {
   EXPECT_EQ(bigger->pad_begin, 0);
   EXPECT_FALSE(ir::transpose_window(attrs({1}, {1}, {1}, {2, 2}), 0, 3, 0, std::nullopt).is_ok());
   // Sizes whose product would overflow are rejected, not wrapped.
-  EXPECT_FALSE(ir::transpose_window(attrs({1}, {int64_t{1} << 31}, {1}, {0, 0}), 0, int64_t{1} << 40, 0, std::nullopt).is_ok());
+  EXPECT_FALSE(
+      ir::transpose_window(attrs({1}, {int64_t{1} << 31}, {1}, {0, 0}), 0, int64_t{1} << 40, 0, std::nullopt).is_ok());
 }
 
 TEST(ConvReference, HandCheckedPaddedAndUnpadded) {
@@ -214,8 +218,8 @@ TEST(ConvReference, HandCheckedPaddedAndUnpadded) {
   Tensor w = Tensor::from_vector<float>(std::vector<float>(9, 1.f), {1, 1, 3, 3});
   Tensor y = *Tensor::allocate(DType::kF32, {1, 1, 5, 5});
   ASSERT_TRUE(kernels::ref::conv({{1, 1}, {1, 1}, {1, 1}, 1}, x, w, nullptr, y).is_ok());
-  testing::expect_close(y, {12, 21, 27, 33, 24, 33, 54, 63, 72, 51, 63, 99, 108, 117, 81,
-                            93, 144, 153, 162, 111, 72, 111, 117, 123, 84});
+  testing::expect_close(
+      y, {12, 21, 27, 33, 24, 33, 54, 63, 72, 51, 63, 99, 108, 117, 81, 93, 144, 153, 162, 111, 72, 111, 117, 123, 84});
   Tensor y2 = *Tensor::allocate(DType::kF32, {1, 1, 3, 3});
   ASSERT_TRUE(kernels::ref::conv({{1, 1}, {1, 1}, {0, 0}, 1}, x, w, nullptr, y2).is_ok());
   testing::expect_close(y2, {54, 63, 72, 99, 108, 117, 144, 153, 162});
@@ -246,15 +250,15 @@ struct ConvCase {
 TEST(ConvReference, MatchesNaiveOverSweep) {
   const std::vector<ConvCase> cases = {
       {{1, 1, 7}, {1, 1, 3}, {{1}, {1}, {0}, {0}, 1}, false},
-      {{2, 3, 11}, {4, 3, 2}, {{2}, {3}, {2}, {1}, 1}, true},                          // 1-D, stride, dilation, asym pads
-      {{1, 3, 5, 7}, {2, 3, 3, 3}, {{1, 2}, {1, 1}, {1, 0}, {0, 2}, 1}, true},        // 2-D asym
-      {{2, 4, 6, 5}, {6, 2, 3, 2}, {{2, 1}, {1, 2}, {1, 1}, {1, 1}, 2}, true},        // groups
-      {{1, 6, 7, 7}, {6, 1, 3, 3}, {{2, 2}, {1, 1}, {1, 1}, {1, 1}, 6}, true},        // depthwise
-      {{1, 4, 9, 8}, {8, 1, 3, 3}, {{1, 1}, {2, 3}, {2, 3}, {2, 3}, 4}, false},       // depthwise multiplier 2, dilated
+      {{2, 3, 11}, {4, 3, 2}, {{2}, {3}, {2}, {1}, 1}, true},                    // 1-D, stride, dilation, asym pads
+      {{1, 3, 5, 7}, {2, 3, 3, 3}, {{1, 2}, {1, 1}, {1, 0}, {0, 2}, 1}, true},   // 2-D asym
+      {{2, 4, 6, 5}, {6, 2, 3, 2}, {{2, 1}, {1, 2}, {1, 1}, {1, 1}, 2}, true},   // groups
+      {{1, 6, 7, 7}, {6, 1, 3, 3}, {{2, 2}, {1, 1}, {1, 1}, {1, 1}, 6}, true},   // depthwise
+      {{1, 4, 9, 8}, {8, 1, 3, 3}, {{1, 1}, {2, 3}, {2, 3}, {2, 3}, 4}, false},  // depthwise multiplier 2, dilated
       {{1, 2, 5, 6, 4}, {3, 2, 2, 3, 2}, {{1, 2, 1}, {1, 1, 2}, {0, 1, 1}, {1, 0, 0}, 1}, true},  // 3-D
-      {{3, 5, 13}, {7, 5, 1}, {{3}, {1}, {0}, {0}, 1}, true},                          // 1x1 strided, primes
+      {{3, 5, 13}, {7, 5, 1}, {{3}, {1}, {0}, {0}, 1}, true},                                     // 1x1 strided, primes
       {{1, 1, 1, 1}, {1, 1, 1, 1}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}, 1}, true},
-      {{1, 2, 3, 3}, {2, 2, 3, 3}, {{1, 1}, {1, 1}, {2, 2}, {2, 2}, 1}, false},       // pads wider than input
+      {{1, 2, 3, 3}, {2, 2, 3, 3}, {{1, 1}, {1, 1}, {2, 2}, {2, 2}, 1}, false},  // pads wider than input
   };
   uint32_t seed = 1;
   for (const auto& c : cases) {
@@ -269,7 +273,8 @@ TEST(ConvReference, MatchesNaiveOverSweep) {
       kernels::ref::ConvParams p{c.p.strides, c.p.dilations, c.p.pads_begin, c.p.group};
       ASSERT_TRUE(kernels::ref::conv(p, xt, wt, c.bias ? &bt : nullptr, y).is_ok());
       double tol = dt == DType::kF16 ? 2e-2 : 1e-5;
-      testing::expect_close(y, ref, tol, tol, core::str_cat("case x", core::dims_to_string(c.x), " ", core::dtype_name(dt)));
+      testing::expect_close(y, ref, tol, tol,
+                            core::str_cat("case x", core::dims_to_string(c.x), " ", core::dtype_name(dt)));
     }
   }
 }
@@ -430,8 +435,12 @@ TEST(ConvTransposeReference, MatchesNaiveOverSweep) {
   const std::vector<TransposeCase> cases = {
       {{1, 2, 5}, {2, 3, 3}, {{2}, {1}, {1}, {0}, 1}, {10}, true},
       {{2, 3, 4, 3}, {3, 2, 3, 2}, {{2, 3}, {1, 2}, {0, 1}, {1, 0}, 1}, {8, 8}, true},
-      {{1, 4, 3, 5}, {4, 1, 2, 3}, {{1, 2}, {2, 1}, {1, 1}, {0, 0}, 2}, {3, 11}, false},   // groups
-      {{1, 3, 4, 4}, {3, 2, 3, 3}, {{2, 2}, {1, 1}, {0, 0}, {0, 0}, 3}, {10, 9}, true},   // depthwise, output_padding-like
+      {{1, 4, 3, 5}, {4, 1, 2, 3}, {{1, 2}, {2, 1}, {1, 1}, {0, 0}, 2}, {3, 11}, false},  // groups
+      {{1, 3, 4, 4},
+       {3, 2, 3, 3},
+       {{2, 2}, {1, 1}, {0, 0}, {0, 0}, 3},
+       {10, 9},
+       true},  // depthwise, output_padding-like
       {{1, 1, 2, 3, 2}, {1, 2, 2, 2, 3}, {{1, 2, 1}, {1, 1, 2}, {0, 1, 0}, {0, 0, 0}, 1}, {3, 6, 6}, true},  // 3-D
       {{1, 2, 3}, {2, 1, 2}, {{3}, {1}, {0}, {0}, 1}, {11}, false},  // output larger than the full result
   };
@@ -446,9 +455,9 @@ TEST(ConvTransposeReference, MatchesNaiveOverSweep) {
       Tensor y = *Tensor::allocate(dt, yd);
       Tensor bt = testing::to_dtype(b, dt);
       kernels::ref::ConvParams p{c.p.strides, c.p.dilations, c.p.pads_begin, c.p.group};
-      ASSERT_TRUE(kernels::ref::conv_transpose(p, testing::to_dtype(x, dt), testing::to_dtype(w, dt),
-                                               c.bias ? &bt : nullptr, y)
-                      .is_ok());
+      ASSERT_TRUE(
+          kernels::ref::conv_transpose(p, testing::to_dtype(x, dt), testing::to_dtype(w, dt), c.bias ? &bt : nullptr, y)
+              .is_ok());
       testing::expect_close(y, want, 1e-5, 1e-5, core::str_cat("case x", core::dims_to_string(c.x)));
     }
   }
@@ -472,7 +481,10 @@ TEST(ConvTransposeSession, AttributesResolveLikeTheSpec) {
       {{{"strides", {2, 2}}}, "SAME_UPPER", {{2, 2}, {1, 1}, {0, 0}, {}, 1}, {6, 8}},
       {{{"strides", {2, 2}}}, "SAME_LOWER", {{2, 2}, {1, 1}, {1, 1}, {}, 1}, {6, 8}},
       // output_shape: total pad 7 - 6 = 1 -> begin 1 (not SAME_UPPER); W: 9 - 9 = 0.
-      {{{"strides", {2, 2}}, {"output_shape", {6, 9}}, {"pads", {5, 5, 5, 5}}}, "", {{2, 2}, {1, 1}, {1, 0}, {}, 1}, {6, 9}},
+      {{{"strides", {2, 2}}, {"output_shape", {6, 9}}, {"pads", {5, 5, 5, 5}}},
+       "",
+       {{2, 2}, {1, 1}, {1, 0}, {}, 1},
+       {6, 9}},
       // output_shape given as the full N, C, spatial list, with dilations.
       {{{"dilations", {2, 1}}, {"output_shape", {1, 3, 5, 6}}}, "", {{1, 1}, {2, 1}, {1, 0}, {}, 1}, {5, 6}},
   };

@@ -1,9 +1,10 @@
 // Tests of Gemm and MatMul against naive loops written here: every transA/transB combination,
 // alpha/beta, each broadcastable C shape, integer types, numpy 1-D and batch-broadcast rules.
+#include "kernels/reference/matmul.h"
+
 #include <gtest/gtest.h>
 
 #include "common/nn_test_util.h"
-#include "kernels/reference/matmul.h"
 
 namespace kestrel {
 namespace {
@@ -32,8 +33,10 @@ std::vector<double> naive_gemm(const Tensor& a, const Tensor& b, const Tensor* c
       if (c) {
         // Unidirectional broadcast of C (rank 0..2) to [m, n].
         int64_t ci = 0;
-        if (c->rank() == 2) ci = (c->dim(0) == 1 ? 0 : i) * c->dim(1) + (c->dim(1) == 1 ? 0 : j);
-        else if (c->rank() == 1) ci = c->dim(0) == 1 ? 0 : j;
+        if (c->rank() == 2)
+          ci = (c->dim(0) == 1 ? 0 : i) * c->dim(1) + (c->dim(1) == 1 ? 0 : j);
+        else if (c->rank() == 1)
+          ci = c->dim(0) == 1 ? 0 : j;
         cij = cv[static_cast<size_t>(ci)];
       }
       y[static_cast<size_t>(i * n + j)] = alpha * s + beta * cij;
@@ -69,8 +72,9 @@ TEST(GemmReference, MatchesNaiveForEveryTransposeAndBiasShape) {
             Tensor y = *Tensor::allocate(dt, {m, n});
             ASSERT_TRUE(kernels::ref::gemm({ta, tb, alpha, beta}, at, bt, has_c ? &ct : nullptr, y).is_ok());
             double tol = dt == DType::kF16 ? 1e-2 : 1e-5;
-            testing::expect_close(y, ref, tol, tol,
-                                  core::str_cat("ta=", ta, " tb=", tb, " C", core::dims_to_string(cd), " ", core::dtype_name(dt)));
+            testing::expect_close(
+                y, ref, tol, tol,
+                core::str_cat("ta=", ta, " tb=", tb, " C", core::dims_to_string(cd), " ", core::dtype_name(dt)));
           }
         }
       }
@@ -100,7 +104,8 @@ TEST(GemmReference, RejectsBadShapes) {
   EXPECT_FALSE(kernels::ref::gemm({}, a, b2, &c, y).is_ok());  // C does not broadcast
 }
 
-OnnxBuilder gemm_model(const Dims& ad, const Dims& bd, const Dims* cd, int64_t ta, int64_t tb, float alpha, float beta) {
+OnnxBuilder gemm_model(const Dims& ad, const Dims& bd, const Dims* cd, int64_t ta, int64_t tb, float alpha,
+                       float beta) {
   OnnxBuilder m;
   m.input("a", 1, ad).input("b", 1, bd);
   std::vector<std::string> ins = {"a", "b"};
@@ -118,7 +123,8 @@ OnnxBuilder gemm_model(const Dims& ad, const Dims& bd, const Dims* cd, int64_t t
 }
 
 TEST(GemmSession, AttributesAndInference) {
-  Tensor a = testing::random_tensor({4, 3}, 11), b = testing::random_tensor({5, 4}, 12), c = testing::random_tensor({5}, 13);
+  Tensor a = testing::random_tensor({4, 3}, 11), b = testing::random_tensor({5, 4}, 12),
+         c = testing::random_tensor({5}, 13);
   Dims cd = {5};
   auto m = gemm_model(a.dims(), b.dims(), &cd, 1, 1, 0.25f, 3.0f);
   auto s = testing::open_model(m);
@@ -138,7 +144,8 @@ TEST(GemmSession, AttributesAndInference) {
 TEST(GemmSession, ShapeErrors) {
   Dims c_bad = {3, 2};
   EXPECT_TRUE(testing::contains(testing::open_error(gemm_model({2, 3}, {4, 5}, nullptr, 0, 0, 1, 1), "gemm"), "inner"));
-  EXPECT_TRUE(testing::contains(testing::open_error(gemm_model({2, 3}, {3, 5}, &c_bad, 0, 0, 1, 1), "gemm"), "broadcast"));
+  EXPECT_TRUE(
+      testing::contains(testing::open_error(gemm_model({2, 3}, {3, 5}, &c_bad, 0, 0, 1, 1), "gemm"), "broadcast"));
   EXPECT_FALSE(testing::open_error(gemm_model({2, 3, 1}, {3, 5}, nullptr, 0, 0, 1, 1), "gemm").is_ok());
 }
 
@@ -197,9 +204,10 @@ TEST(MatMulReference, HandChecked) {
 
 TEST(MatMulSession, NumpyShapesAndBroadcasting) {
   const std::vector<std::pair<Dims, Dims>> cases = {
-      {{3, 4}, {4, 5}},       {{2, 3, 4}, {4, 5}},       {{4}, {2, 4, 3}},       {{2, 3, 4}, {4}},
-      {{5}, {5}},             {{2, 1, 3, 4}, {5, 4, 2}}, {{1, 2, 3}, {7, 3, 1}}, {{1, 1}, {1, 1}},
-      {{3, 1, 2, 7}, {1, 4, 7, 3}}, {{0, 3}, {3, 2}},
+      {{3, 4}, {4, 5}},       {{2, 3, 4}, {4, 5}}, {{4}, {2, 4, 3}},
+      {{2, 3, 4}, {4}},       {{5}, {5}},          {{2, 1, 3, 4}, {5, 4, 2}},
+      {{1, 2, 3}, {7, 3, 1}}, {{1, 1}, {1, 1}},    {{3, 1, 2, 7}, {1, 4, 7, 3}},
+      {{0, 3}, {3, 2}},
   };
   uint32_t seed = 30;
   for (const auto& [ad, bd] : cases) {

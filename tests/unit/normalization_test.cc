@@ -1,13 +1,14 @@
 // Tests of the normalization ops against hand-checked values and naive computations written here:
 // BatchNormalization (inference, mixed parameter dtypes, training_mode error), Instance-, Layer-
 // (axes, statistics outputs, broadcast scale), Group- (per channel / per group), LRN, Lp and MVN.
+#include "kernels/reference/normalization.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <map>
 
 #include "common/nn_test_util.h"
-#include "kernels/reference/normalization.h"
 
 namespace kestrel {
 namespace {
@@ -165,7 +166,8 @@ TEST(GroupNormReference, PerChannelAndPerGroupScale) {
     testing::expect_close(y, want, 1e-5, 1e-4, per_group ? "per group" : "per channel");
   }
   Tensor y = *Tensor::allocate(DType::kF32, x.dims());
-  EXPECT_FALSE(kernels::ref::group_norm(x, testing::random_tensor({6}, 1), testing::random_tensor({6}, 2), 4, 1e-5f, y).is_ok());
+  EXPECT_FALSE(
+      kernels::ref::group_norm(x, testing::random_tensor({6}, 1), testing::random_tensor({6}, 2), 4, 1e-5f, y).is_ok());
 }
 
 TEST(LrnReference, HandCheckedWindow) {
@@ -197,7 +199,8 @@ TEST(LpNormSession, NegativeAxisP1P2AndZeroNorm) {
       std::vector<double> want;
       if (axis == -1 && p == 2) want = {0.6, 0.8, 0, 0, -std::sqrt(0.5), std::sqrt(0.5)};
       if (axis == -1 && p == 1) want = {3.0 / 7, 4.0 / 7, 0, 0, -0.5, 0.5};
-      if (axis == 0 && p == 2) want = {3 / std::sqrt(10.0), 4 / std::sqrt(17.0), 0, 0, -1 / std::sqrt(10.0), 1 / std::sqrt(17.0)};
+      if (axis == 0 && p == 2)
+        want = {3 / std::sqrt(10.0), 4 / std::sqrt(17.0), 0, 0, -1 / std::sqrt(10.0), 1 / std::sqrt(17.0)};
       if (axis == 0 && p == 1) want = {0.75, 0.8, 0, 0, -0.25, 0.2};
       testing::expect_close(out[0], want, 1e-6, 1e-6, core::str_cat("p", p, " axis ", axis));
     }
@@ -206,7 +209,8 @@ TEST(LpNormSession, NegativeAxisP1P2AndZeroNorm) {
 TEST(MvnReference, DefaultAndCustomAxes) {
   Tensor x = testing::random_tensor({2, 3, 2, 2}, 41, 0.f, 5.f);
   auto xv = testing::values(x);
-  for (const std::vector<int64_t>& axes : {std::vector<int64_t>{0, 2, 3}, std::vector<int64_t>{-1}, std::vector<int64_t>{1, 3}}) {
+  for (const std::vector<int64_t>& axes :
+       {std::vector<int64_t>{0, 2, 3}, std::vector<int64_t>{-1}, std::vector<int64_t>{1, 3}}) {
     OnnxBuilder m;
     m.input("x", 1, x.dims());
     auto& n = m.node("MeanVarianceNormalization", {"x"}, {"y"});

@@ -1,6 +1,8 @@
 // Tests of MaxPool, AveragePool, LpPool and the global pools: hand-checked windows (ceil_mode,
 // count_include_pad, indices in both storage orders), a sweep against naive loops over an
 // explicitly padded input, attribute handling through Session, and load-time errors.
+#include "kernels/reference/pool.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,7 +10,6 @@
 #include <limits>
 
 #include "common/nn_test_util.h"
-#include "kernels/reference/pool.h"
 
 namespace kestrel {
 namespace {
@@ -40,7 +41,8 @@ struct Pool {
 Dims out_dims(const Dims& in, const Pool& p) {
   Dims out(in.size());
   for (size_t i = 0; i < in.size(); ++i) {
-    double span = static_cast<double>(in[i] + p.pads_begin[i] + p.pads_end[i] - ((p.kernel[i] - 1) * p.dilations[i] + 1));
+    double span =
+        static_cast<double>(in[i] + p.pads_begin[i] + p.pads_end[i] - ((p.kernel[i] - 1) * p.dilations[i] + 1));
     double q = span / static_cast<double>(p.strides[i]);
     out[i] = static_cast<int64_t>(p.ceil ? std::ceil(q) : std::floor(q)) + 1;
     if (p.ceil && (out[i] - 1) * p.strides[i] >= in[i] + p.pads_begin[i]) --out[i];
@@ -82,17 +84,30 @@ std::vector<double> naive_pool(const Tensor& x, const Pool& p, Kind kind, Dims* 
           best = v;
           best_at = pl * isize + flat;
         }
-        if (kind == Kind::kLp2) sum += v * v;
-        else if (kind == Kind::kLp3) sum += std::pow(std::fabs(v), 3.0);
-        else sum += v;
+        if (kind == Kind::kLp2)
+          sum += v * v;
+        else if (kind == Kind::kLp3)
+          sum += std::pow(std::fabs(v), 3.0);
+        else
+          sum += v;
       });
       double r = 0;
       switch (kind) {
-        case Kind::kMax: r = best; break;
-        case Kind::kAvgExclude: r = sum / static_cast<double>(count); break;
-        case Kind::kAvgInclude: r = sum / static_cast<double>(count_padded); break;
-        case Kind::kLp2: r = std::sqrt(sum); break;
-        case Kind::kLp3: r = std::cbrt(sum); break;
+        case Kind::kMax:
+          r = best;
+          break;
+        case Kind::kAvgExclude:
+          r = sum / static_cast<double>(count);
+          break;
+        case Kind::kAvgInclude:
+          r = sum / static_cast<double>(count_padded);
+          break;
+        case Kind::kLp2:
+          r = std::sqrt(sum);
+          break;
+        case Kind::kLp3:
+          r = std::cbrt(sum);
+          break;
       }
       size_t at = static_cast<size_t>(pl * osize + testing::flat_index(o, out));
       y[at] = r;
@@ -172,15 +187,26 @@ TEST(PoolReference, MatchesNaiveOverSweep) {
         Tensor y = *Tensor::allocate(dt, yd), ind = *Tensor::allocate(DType::kI64, yd);
         core::Status st;
         switch (kind) {
-          case Kind::kMax: st = kernels::ref::max_pool(params(c.p), xt, y, &ind, false); break;
-          case Kind::kAvgExclude: st = kernels::ref::average_pool(params(c.p), false, xt, y); break;
-          case Kind::kAvgInclude: st = kernels::ref::average_pool(params(c.p), true, xt, y); break;
-          case Kind::kLp2: st = kernels::ref::lp_pool(params(c.p), 2, xt, y); break;
-          case Kind::kLp3: st = kernels::ref::lp_pool(params(c.p), 3, xt, y); break;
+          case Kind::kMax:
+            st = kernels::ref::max_pool(params(c.p), xt, y, &ind, false);
+            break;
+          case Kind::kAvgExclude:
+            st = kernels::ref::average_pool(params(c.p), false, xt, y);
+            break;
+          case Kind::kAvgInclude:
+            st = kernels::ref::average_pool(params(c.p), true, xt, y);
+            break;
+          case Kind::kLp2:
+            st = kernels::ref::lp_pool(params(c.p), 2, xt, y);
+            break;
+          case Kind::kLp3:
+            st = kernels::ref::lp_pool(params(c.p), 3, xt, y);
+            break;
         }
         ASSERT_TRUE(st.is_ok()) << st.to_string();
         testing::expect_close(y, want, 1e-5, 1e-5, core::str_cat(what, " kind ", static_cast<int>(kind)));
-        if (kind == Kind::kMax) testing::expect_close(testing::values(ind), std::vector<double>(argmax.begin(), argmax.end()), 0, 0, what);
+        if (kind == Kind::kMax)
+          testing::expect_close(testing::values(ind), std::vector<double>(argmax.begin(), argmax.end()), 0, 0, what);
       }
     }
   }
@@ -231,8 +257,8 @@ TEST(PoolReference, GlobalPools) {
 
 OnnxBuilder pool_model(const std::string& op, const Dims& xd,
                        const std::vector<std::pair<std::string, std::vector<int64_t>>>& ints,
-                       const std::vector<std::pair<std::string, int64_t>>& scalars = {}, const std::string& auto_pad = "",
-                       bool indices = false) {
+                       const std::vector<std::pair<std::string, int64_t>>& scalars = {},
+                       const std::string& auto_pad = "", bool indices = false) {
   OnnxBuilder m;
   m.input("x", 1, xd);
   std::vector<std::string> outs = {"y"};
@@ -260,7 +286,9 @@ TEST(PoolSession, AutoPadCeilModeAndIndices) {
       {"SAME_LOWER", {{"strides", {2, 2}}}, 0, {{3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 0}}},
       {"VALID", {{"strides", {2, 2}}, {"pads", {1, 1, 1, 1}}}, 0, {{3, 3}, {2, 2}, {1, 1}, {0, 0}, {0, 0}}},
       {"", {{"strides", {2, 2}}, {"pads", {0, 1, 1, 0}}}, 1, {{3, 3}, {2, 2}, {1, 1}, {0, 1}, {1, 0}, true}},
-      {"", {{"strides", {1, 2}}, {"dilations", {2, 2}}, {"pads", {1, 1, 1, 1}}}, 1,
+      {"",
+       {{"strides", {1, 2}}, {"dilations", {2, 2}}, {"pads", {1, 1, 1, 1}}},
+       1,
        {{3, 3}, {1, 2}, {2, 2}, {1, 1}, {1, 1}, true}},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -302,8 +330,9 @@ TEST(PoolSession, GlobalPoolShapes) {
     EXPECT_EQ(out[0].dims(), (Dims{2, 3, 1, 1})) << op;
     // Same as the windowed pool with the kernel covering the whole plane.
     Dims yd;
-    Kind kind = std::string(op) == "GlobalMaxPool" ? Kind::kMax
-                                                    : (std::string(op) == "GlobalLpPool" ? Kind::kLp2 : Kind::kAvgExclude);
+    Kind kind = std::string(op) == "GlobalMaxPool"
+                    ? Kind::kMax
+                    : (std::string(op) == "GlobalLpPool" ? Kind::kLp2 : Kind::kAvgExclude);
     testing::expect_close(out[0], naive_pool(x, {{4, 5}, {1, 1}, {1, 1}, {0, 0}, {0, 0}}, kind, &yd), 1e-5, 1e-5, op);
   }
 }
@@ -329,17 +358,17 @@ TEST(PoolSession, LegacyFloatPIsAccepted) {
 TEST(PoolSession, ShapeErrorsNameTheNode) {
   EXPECT_TRUE(testing::contains(
       testing::open_error(pool_model("MaxPool", {1, 1, 3, 3}, {{"kernel_shape", {4, 4}}}), "pool"), "larger"));
-  EXPECT_TRUE(testing::contains(testing::open_error(pool_model("MaxPool", {1, 1, 8}, {{"kernel_shape", {2, 2}}}), "pool"),
-                                "rank"));
+  EXPECT_TRUE(testing::contains(
+      testing::open_error(pool_model("MaxPool", {1, 1, 8}, {{"kernel_shape", {2, 2}}}), "pool"), "rank"));
   EXPECT_FALSE(testing::open_error(pool_model("AveragePool", {1, 1, 8, 8}, {}), "pool").is_ok());  // no kernel_shape
-  EXPECT_FALSE(testing::open_error(pool_model("MaxPool", {1, 1, 8, 8}, {{"kernel_shape", {2, 2}}}, {{"storage_order", 2}}),
-                                   "pool")
+  EXPECT_FALSE(testing::open_error(
+                   pool_model("MaxPool", {1, 1, 8, 8}, {{"kernel_shape", {2, 2}}}, {{"storage_order", 2}}), "pool")
                    .is_ok());
   EXPECT_FALSE(
       testing::open_error(pool_model("LpPool", {1, 1, 8, 8}, {{"kernel_shape", {2, 2}}}, {{"p", 0}}), "pool").is_ok());
-  EXPECT_FALSE(testing::open_error(pool_model("AveragePool", {1, 1, 8, 8}, {{"kernel_shape", {2, 2}}, {"pads", {1, 1}}}),
-                                   "pool")
-                   .is_ok());
+  EXPECT_FALSE(
+      testing::open_error(pool_model("AveragePool", {1, 1, 8, 8}, {{"kernel_shape", {2, 2}}, {"pads", {1, 1}}}), "pool")
+          .is_ok());
   EXPECT_FALSE(testing::open_error(pool_model("GlobalMaxPool", {4}, {}), "pool").is_ok());
 }
 

@@ -1,11 +1,12 @@
 // Tests of Softmax, LogSoftmax and Hardmax (opset 13): every axis including negative ones, huge
 // inputs (max subtraction), ties in Hardmax, half/double precision, and axis errors.
+#include "kernels/reference/softmax.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "common/nn_test_util.h"
-#include "kernels/reference/softmax.h"
 
 namespace kestrel {
 namespace {
@@ -33,9 +34,12 @@ std::vector<double> naive(const std::string& op, const Tensor& x, int64_t axis) 
       for (int64_t k = 0; k < len; ++k) sum += std::exp(static_cast<long double>(xv[idx(k)]) - mx);
       for (int64_t k = 0; k < len; ++k) {
         long double e = std::exp(static_cast<long double>(xv[idx(k)]) - mx);
-        if (op == "Softmax") y[idx(k)] = static_cast<double>(e / sum);
-        else if (op == "LogSoftmax") y[idx(k)] = static_cast<double>(xv[idx(k)] - mx - std::log(sum));
-        else y[idx(k)] = k == arg ? 1.0 : 0.0;
+        if (op == "Softmax")
+          y[idx(k)] = static_cast<double>(e / sum);
+        else if (op == "LogSoftmax")
+          y[idx(k)] = static_cast<double>(xv[idx(k)] - mx - std::log(sum));
+        else
+          y[idx(k)] = k == arg ? 1.0 : 0.0;
       }
     }
   return y;
@@ -48,10 +52,12 @@ TEST(SoftmaxReference, HandChecked) {
   const double e = std::exp(1.0), s = 1 + e + e * e;
   testing::expect_close(y, {1 / s, e / s, e * e / s, 1 / s, e / s, e * e / s}, 1e-6, 1e-6);
   ASSERT_TRUE(kernels::ref::softmax(kernels::ref::SoftmaxKind::kLogSoftmax, 1, x, y).is_ok());
-  testing::expect_close(y, {-2 - std::log1p(std::exp(-1.0) + std::exp(-2.0)) + 0, -1 - std::log(1 + std::exp(-1.0) + std::exp(-2.0)),
-                            -std::log(1 + std::exp(-1.0) + std::exp(-2.0)), -2 - std::log(1 + std::exp(-1.0) + std::exp(-2.0)),
-                            -1 - std::log(1 + std::exp(-1.0) + std::exp(-2.0)), -std::log(1 + std::exp(-1.0) + std::exp(-2.0))},
-                        1e-5, 1e-5);
+  testing::expect_close(
+      y,
+      {-2 - std::log1p(std::exp(-1.0) + std::exp(-2.0)) + 0, -1 - std::log(1 + std::exp(-1.0) + std::exp(-2.0)),
+       -std::log(1 + std::exp(-1.0) + std::exp(-2.0)), -2 - std::log(1 + std::exp(-1.0) + std::exp(-2.0)),
+       -1 - std::log(1 + std::exp(-1.0) + std::exp(-2.0)), -std::log(1 + std::exp(-1.0) + std::exp(-2.0))},
+      1e-5, 1e-5);
   Tensor t = Tensor::from_vector<float>({3, 7, 7, 1}, {4});
   Tensor ty = *Tensor::allocate(DType::kF32, {4});
   ASSERT_TRUE(kernels::ref::softmax(kernels::ref::SoftmaxKind::kHardmax, 0, t, ty).is_ok());
@@ -69,7 +75,8 @@ TEST(SoftmaxSession, EveryAxisAndOp) {
       m.output("y");
       auto out = testing::run_model(m, {x});
       ASSERT_EQ(out.size(), 1u);
-      testing::expect_close(out[0], naive(op, x, axis < 0 ? axis + 4 : axis), 1e-6, 1e-5, core::str_cat(op, " axis ", axis));
+      testing::expect_close(out[0], naive(op, x, axis < 0 ? axis + 4 : axis), 1e-6, 1e-5,
+                            core::str_cat(op, " axis ", axis));
     }
 }
 

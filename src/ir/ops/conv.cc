@@ -25,7 +25,7 @@ Status check_same_dtypes(const InferContext& ctx) {
 
 // What Conv and ConvTranspose share: rank, spatial count, window attributes and kernel shape.
 struct ConvSetup {
-  int64_t rank = -1;             // -1: unknown
+  int64_t rank = -1;                  // -1: unknown
   std::optional<WindowAttrs> window;  // nullopt when the kernel shape is unknown
   int64_t group = 1;
 };
@@ -35,7 +35,8 @@ core::Result<ConvSetup> conv_setup(const InferContext& ctx) {
   KESTREL_RETURN_IF_ERROR(check_same_dtypes(ctx));
   const Shape& xs = ctx.input_shape(0);
   const Shape& ws = ctx.input_shape(1);
-  if (xs.rank_known() && xs.rank() < 3) return ctx.fail("input X must have rank >= 3 (N, C, spatial...), is ", xs.to_string());
+  if (xs.rank_known() && xs.rank() < 3)
+    return ctx.fail("input X must have rank >= 3 (N, C, spatial...), is ", xs.to_string());
   if (ws.rank_known() && ws.rank() < 3) return ctx.fail("weight W must have rank >= 3, is ", ws.to_string());
   if (xs.rank_known() && ws.rank_known() && xs.rank() != ws.rank())
     return ctx.fail("X ", xs.to_string(), " and W ", ws.to_string(), " must have the same rank");
@@ -67,7 +68,8 @@ core::Result<ConvSetup> conv_setup(const InferContext& ctx) {
   if (s.rank < 0) return s;
   const size_t spatial = static_cast<size_t>(s.rank - 2);
   // Validate the other attributes even when the kernel is unknown (with a stand-in kernel).
-  KESTREL_ASSIGN_OR_RETURN(WindowAttrs a, read_window_attrs(ctx.node(), kernel ? *kernel : std::vector<int64_t>(spatial, 1), false));
+  KESTREL_ASSIGN_OR_RETURN(WindowAttrs a,
+                           read_window_attrs(ctx.node(), kernel ? *kernel : std::vector<int64_t>(spatial, 1), false));
   if (kernel) s.window = std::move(a);
   return s;
 }
@@ -115,8 +117,8 @@ core::Status read_conv_transpose_extras(const Node& n, size_t spatial, std::vect
                                         std::optional<std::vector<int64_t>>* output_shape) {
   KESTREL_ASSIGN_OR_RETURN(*output_padding, n.attr_ints("output_padding", std::vector<int64_t>(spatial, 0)));
   if (output_padding->size() != spatial)
-    return core::invalid_model(core::str_cat(n.describe(), ": output_padding has ", output_padding->size(),
-                                             " values, expected ", spatial));
+    return core::invalid_model(
+        core::str_cat(n.describe(), ": output_padding has ", output_padding->size(), " values, expected ", spatial));
   for (int64_t v : *output_padding)
     if (v < 0 || v > (int64_t{1} << 31))
       return core::invalid_model(core::str_cat(n.describe(), ": output_padding value ", v, " is out of range"));
@@ -126,8 +128,8 @@ core::Status read_conv_transpose_extras(const Node& n, size_t spatial, std::vect
     // Exporters write either the spatial sizes or the full N, C, spatial... shape.
     if (os.size() == spatial + 2) os.erase(os.begin(), os.begin() + 2);
     if (os.size() != spatial)
-      return core::invalid_model(core::str_cat(n.describe(), ": output_shape has ", os.size(), " values, expected ",
-                                               spatial));
+      return core::invalid_model(
+          core::str_cat(n.describe(), ": output_shape has ", os.size(), " values, expected ", spatial));
     for (int64_t v : os)
       if (v < 0 || v > (int64_t{1} << 40))
         return core::invalid_model(core::str_cat(n.describe(), ": output_shape value ", v, " is out of range"));

@@ -83,7 +83,8 @@ Status infer_matmul(InferContext& ctx) {
   (void)k;
   Shape abatch(std::vector<Dim>(ad.begin(), ad.end() - 2)), bbatch(std::vector<Dim>(bd.begin(), bd.end() - 2));
   auto batch = broadcast_shapes({&abatch, &bbatch});
-  if (!batch.is_ok()) return ctx.fail("batch dims of ", as.to_string(), " and ", bs.to_string(), ": ", batch.status().message());
+  if (!batch.is_ok())
+    return ctx.fail("batch dims of ", as.to_string(), " and ", bs.to_string(), ": ", batch.status().message());
   std::vector<Dim> out = *batch->dims;
   if (as.rank() > 1) out.push_back(ad[ad.size() - 2]);
   if (bs.rank() > 1) out.push_back(bd.back());

@@ -64,7 +64,8 @@ Status infer_group_norm(InferContext& ctx) {
   KESTREL_ASSIGN_OR_RETURN(int64_t groups, ctx.attr_int("num_groups"));
   if (groups < 1) return ctx.fail("num_groups must be >= 1, is ", groups);
   const Dim c = channels(ctx);
-  if (c.known() && c.value % groups != 0) return ctx.fail("num_groups ", groups, " does not divide ", c.value, " channels");
+  if (c.known() && c.value % groups != 0)
+    return ctx.fail("num_groups ", groups, " does not divide ", c.value, " channels");
   // Opset 21 has one scale/bias per channel, opset 18 one per group: both are accepted.
   for (size_t i : {size_t{1}, size_t{2}}) {
     const char* name = i == 1 ? "scale" : "bias";
@@ -73,7 +74,8 @@ Status infer_group_norm(InferContext& ctx) {
     if (!s.rank_known()) continue;
     if (s.rank() != 1) return ctx.fail(name, " must be 1-D, is ", s.to_string());
     if (s[0].known() && c.known() && s[0].value != c.value && s[0].value != groups)
-      return ctx.fail(name, " ", s.to_string(), " must have ", c.value, " (channels) or ", groups, " (groups) elements");
+      return ctx.fail(name, " ", s.to_string(), " must have ", c.value, " (channels) or ", groups,
+                      " (groups) elements");
   }
   return same_as_input(ctx);
 }

@@ -16,11 +16,12 @@ namespace {
 // product below int64 overflow.
 constexpr int64_t kMaxWindowValue = int64_t{1} << 31;
 
-core::Status fail(const Node& n, const std::string& msg) { return core::invalid_model(n.describe() + ": " + msg); }
+core::Status fail(const Node& n, const std::string& msg) {
+  return core::invalid_model(n.describe() + ": " + msg);
+}
 
 core::Status check_list(const Node& n, const char* name, const std::vector<int64_t>& v, size_t want, int64_t min) {
-  if (v.size() != want)
-    return fail(n, str_cat("attribute '", name, "' has ", v.size(), " values, expected ", want));
+  if (v.size() != want) return fail(n, str_cat("attribute '", name, "' has ", v.size(), " values, expected ", want));
   for (int64_t x : v)
     if (x < min || x > kMaxWindowValue)
       return fail(n, str_cat("attribute '", name, "' has value ", x, ", expected ", min, "..", kMaxWindowValue));
@@ -35,11 +36,16 @@ Result<WindowAttrs> read_window_attrs(const Node& n, std::vector<int64_t> kernel
   KESTREL_RETURN_IF_ERROR(check_list(n, "kernel_shape", kernel, s, 1));
   a.kernel = std::move(kernel);
   KESTREL_ASSIGN_OR_RETURN(std::string ap, n.attr_string("auto_pad", std::string("NOTSET")));
-  if (ap == "NOTSET" || ap.empty()) a.auto_pad = AutoPad::kNotSet;
-  else if (ap == "SAME_UPPER") a.auto_pad = AutoPad::kSameUpper;
-  else if (ap == "SAME_LOWER") a.auto_pad = AutoPad::kSameLower;
-  else if (ap == "VALID") a.auto_pad = AutoPad::kValid;
-  else return fail(n, str_cat("auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, got '", ap, "'"));
+  if (ap == "NOTSET" || ap.empty())
+    a.auto_pad = AutoPad::kNotSet;
+  else if (ap == "SAME_UPPER")
+    a.auto_pad = AutoPad::kSameUpper;
+  else if (ap == "SAME_LOWER")
+    a.auto_pad = AutoPad::kSameLower;
+  else if (ap == "VALID")
+    a.auto_pad = AutoPad::kValid;
+  else
+    return fail(n, str_cat("auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, got '", ap, "'"));
   KESTREL_ASSIGN_OR_RETURN(a.strides, n.attr_ints("strides", std::vector<int64_t>(s, 1)));
   KESTREL_RETURN_IF_ERROR(check_list(n, "strides", a.strides, s, 1));
   KESTREL_ASSIGN_OR_RETURN(a.dilations, n.attr_ints("dilations", std::vector<int64_t>(s, 1)));

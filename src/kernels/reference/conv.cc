@@ -157,8 +157,8 @@ void conv_typed(const ConvParams& p, const ConvDims& d, const Tensor& xt, const 
 }
 
 template <class T>
-void conv_transpose_typed(const ConvParams& p, const ConvDims& d, const Tensor& xt, const Tensor& wt,
-                          const Tensor* bt, Tensor& yt) {
+void conv_transpose_typed(const ConvParams& p, const ConvDims& d, const Tensor& xt, const Tensor& wt, const Tensor* bt,
+                          Tensor& yt) {
   using A = AccT<T>;
   const T* x = xt.data<T>();
   const T* w = wt.data<T>();

@@ -24,25 +24,38 @@ using MatAcc = std::conditional_t<kIsInt<T>, uint64_t, AccT<T>>;
 
 template <class T>
 MatAcc<T> acc_of(T v) {
-  if constexpr (kIsInt<T>) return static_cast<uint64_t>(static_cast<int64_t>(v));
-  else return to_acc(v);
+  if constexpr (kIsInt<T>)
+    return static_cast<uint64_t>(static_cast<int64_t>(v));
+  else
+    return to_acc(v);
 }
 
 template <class T>
 T value_of(MatAcc<T> v) {
-  if constexpr (kIsInt<T>) return static_cast<T>(v);
-  else return from_acc<T>(v);
+  if constexpr (kIsInt<T>)
+    return static_cast<T>(v);
+  else
+    return from_acc<T>(v);
 }
 
 // Calls f(T{}) for the dtypes Gemm and MatMul accept.
 template <class F>
 bool visit_matmul_dtype(DType t, F&& f) {
   switch (t) {
-    case DType::kI32: f(int32_t{}); return true;
-    case DType::kI64: f(int64_t{}); return true;
-    case DType::kU32: f(uint32_t{}); return true;
-    case DType::kU64: f(uint64_t{}); return true;
-    default: return visit_float(t, f);
+    case DType::kI32:
+      f(int32_t{});
+      return true;
+    case DType::kI64:
+      f(int64_t{});
+      return true;
+    case DType::kU32:
+      f(uint32_t{});
+      return true;
+    case DType::kU64:
+      f(uint64_t{});
+      return true;
+    default:
+      return visit_float(t, f);
   }
 }
 
@@ -92,7 +105,8 @@ void gemm_typed(const GemmParams& p, int64_t m, int64_t n, int64_t k, const Tens
 
 Status gemm(const GemmParams& p, const Tensor& a, const Tensor& b, const Tensor* c, Tensor& y) {
   if (a.rank() != 2 || b.rank() != 2)
-    return core::invalid_argument(str_cat("Gemm: A and B must be 2-D, are ", a.type_string(), " and ", b.type_string()));
+    return core::invalid_argument(
+        str_cat("Gemm: A and B must be 2-D, are ", a.type_string(), " and ", b.type_string()));
   if (b.dtype() != a.dtype() || y.dtype() != a.dtype() || (c && c->dtype() != a.dtype()))
     return core::invalid_argument("Gemm: inputs and output must share one dtype");
   const int64_t m = p.trans_a ? a.dim(1) : a.dim(0), k = p.trans_a ? a.dim(0) : a.dim(1);
@@ -106,7 +120,8 @@ Status gemm(const GemmParams& p, const Tensor& a, const Tensor& b, const Tensor*
     for (int64_t i = 0; i < c->rank(); ++i) {
       int64_t d = c->dim(i), w = want[static_cast<size_t>(2 - c->rank() + i)];
       if (d != 1 && d != w)
-        return core::invalid_argument(str_cat("Gemm: C ", c->type_string(), " does not broadcast to [", m, ",", n, "]"));
+        return core::invalid_argument(
+            str_cat("Gemm: C ", c->type_string(), " does not broadcast to [", m, ",", n, "]"));
     }
   }
   bool ok = visit_matmul_dtype(a.dtype(), [&](auto tag) { gemm_typed<decltype(tag)>(p, m, n, k, a, b, c, y); });
@@ -122,7 +137,8 @@ Status matmul(const Tensor& a, const Tensor& b, Tensor& y) {
   if (bd.size() == 1) bd.push_back(1);
   const int64_t m = ad[ad.size() - 2], k = ad.back(), kb = bd[bd.size() - 2], n = bd.back();
   if (k != kb)
-    return core::invalid_argument(str_cat("MatMul: inner dimensions differ: ", a.type_string(), " x ", b.type_string()));
+    return core::invalid_argument(
+        str_cat("MatMul: inner dimensions differ: ", a.type_string(), " x ", b.type_string()));
   core::Dims abatch(ad.begin(), ad.end() - 2), bbatch(bd.begin(), bd.end() - 2), obatch;
   if (!broadcast_dims({&abatch, &bbatch}, &obatch))
     return core::invalid_argument(

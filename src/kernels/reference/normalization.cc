@@ -23,8 +23,8 @@ Status check_same(const char* op, const Tensor& x, const Tensor& y) {
 
 Status check_param(const char* op, const char* name, const Tensor& t, int64_t n) {
   if (!core::is_float(t.dtype()) || t.num_elements() != n)
-    return core::invalid_argument(str_cat(op, ": ", name, " ", t.type_string(), " must be a float tensor of ", n,
-                                          " elements"));
+    return core::invalid_argument(
+        str_cat(op, ": ", name, " ", t.type_string(), " must be a float tensor of ", n, " elements"));
   return Status::ok();
 }
 
@@ -57,7 +57,8 @@ void moments(int64_t n, Get&& get, A* mean, A* var) {
 
 Status batch_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& mean, const Tensor& var,
                   float epsilon, Tensor& y) {
-  if (x.rank() < 2) return core::invalid_argument(str_cat("BatchNormalization: input must have rank >= 2, is ", x.type_string()));
+  if (x.rank() < 2)
+    return core::invalid_argument(str_cat("BatchNormalization: input must have rank >= 2, is ", x.type_string()));
   KESTREL_RETURN_IF_ERROR(check_same("BatchNormalization", x, y));
   const int64_t n = x.dim(0), c = x.dim(1), inner = c == 0 || n == 0 ? 0 : x.num_elements() / (n * c);
   KESTREL_RETURN_IF_ERROR(check_param("BatchNormalization", "scale", scale, c));
@@ -75,14 +76,16 @@ Status batch_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, cons
         const size_t k = static_cast<size_t>(ch);
         const A inv = A(1) / std::sqrt(v[k] + static_cast<A>(epsilon));
         const int64_t base = (i * c + ch) * inner;
-        for (int64_t j = 0; j < inner; ++j) yp[base + j] = from_acc<T>((to_acc(xp[base + j]) - m[k]) * inv * s[k] + b[k]);
+        for (int64_t j = 0; j < inner; ++j)
+          yp[base + j] = from_acc<T>((to_acc(xp[base + j]) - m[k]) * inv * s[k] + b[k]);
       }
   });
   return ok ? Status::ok() : bad_dtype("BatchNormalization", x);
 }
 
 Status instance_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, float epsilon, Tensor& y) {
-  if (x.rank() < 2) return core::invalid_argument(str_cat("InstanceNormalization: input must have rank >= 2, is ", x.type_string()));
+  if (x.rank() < 2)
+    return core::invalid_argument(str_cat("InstanceNormalization: input must have rank >= 2, is ", x.type_string()));
   KESTREL_RETURN_IF_ERROR(check_same("InstanceNormalization", x, y));
   const int64_t n = x.dim(0), c = x.dim(1), inner = c == 0 || n == 0 ? 0 : x.num_elements() / (n * c);
   KESTREL_RETURN_IF_ERROR(check_param("InstanceNormalization", "scale", scale, c));
@@ -96,7 +99,8 @@ Status instance_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, f
       T* yp = y.data<T>() + i * inner;
       const size_t ch = static_cast<size_t>(i % c);
       A mean, var;
-      moments<A>(inner, [&](int64_t j) { return to_acc(xp[j]); }, &mean, &var);
+      moments<A>(
+          inner, [&](int64_t j) { return to_acc(xp[j]); }, &mean, &var);
       const A inv = A(1) / std::sqrt(var + static_cast<A>(epsilon));
       for (int64_t j = 0; j < inner; ++j) yp[j] = from_acc<T>(s[ch] * (to_acc(xp[j]) - mean) * inv + b[ch]);
     }
@@ -120,7 +124,8 @@ Status layer_norm(const Tensor& x, const Tensor& scale, const Tensor* bias, int6
     if (!core::is_float(t->dtype()) || t->rank() > static_cast<int64_t>(norm_dims.size()) ||
         !broadcast_dims({&t->dims(), &norm_dims}, &out) || out != norm_dims)
       return core::invalid_argument(str_cat("LayerNormalization: ", t->type_string(),
-                                            " does not broadcast to the normalized shape ", core::dims_to_string(norm_dims)));
+                                            " does not broadcast to the normalized shape ",
+                                            core::dims_to_string(norm_dims)));
     std::vector<double> v = core::tensor_to_doubles(*t);
     std::array<core::Dims, 1> st = {broadcast_strides(t->dims(), norm_dims)};
     for_each_broadcast<1>(norm_dims, st, [&](int64_t i, const std::array<int64_t, 1>& off) {
@@ -129,8 +134,8 @@ Status layer_norm(const Tensor& x, const Tensor& scale, const Tensor* bias, int6
   }
   for (Tensor* t : {mean, inv_std_dev})
     if (t && (!core::is_float(t->dtype()) || t->num_elements() != outer))
-      return core::invalid_argument(str_cat("LayerNormalization: statistics output ", t->type_string(), " must have ",
-                                            outer, " float elements"));
+      return core::invalid_argument(
+          str_cat("LayerNormalization: statistics output ", t->type_string(), " must have ", outer, " float elements"));
   bool ok = visit_float(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     using A = AccT<T>;
@@ -138,7 +143,8 @@ Status layer_norm(const Tensor& x, const Tensor& scale, const Tensor* bias, int6
       const T* xp = x.data<T>() + i * norm;
       T* yp = y.data<T>() + i * norm;
       A m, var;
-      moments<A>(norm, [&](int64_t j) { return to_acc(xp[j]); }, &m, &var);
+      moments<A>(
+          norm, [&](int64_t j) { return to_acc(xp[j]); }, &m, &var);
       const A inv = A(1) / std::sqrt(var + static_cast<A>(epsilon));
       for (int64_t j = 0; j < norm; ++j) {
         const size_t k = static_cast<size_t>(j);
@@ -158,11 +164,13 @@ Status layer_norm(const Tensor& x, const Tensor& scale, const Tensor* bias, int6
 
 Status group_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, int64_t num_groups, float epsilon,
                   Tensor& y) {
-  if (x.rank() < 2) return core::invalid_argument(str_cat("GroupNormalization: input must have rank >= 2, is ", x.type_string()));
+  if (x.rank() < 2)
+    return core::invalid_argument(str_cat("GroupNormalization: input must have rank >= 2, is ", x.type_string()));
   KESTREL_RETURN_IF_ERROR(check_same("GroupNormalization", x, y));
   const int64_t n = x.dim(0), c = x.dim(1);
   if (num_groups < 1 || c % num_groups != 0)
-    return core::invalid_argument(str_cat("GroupNormalization: num_groups ", num_groups, " does not divide ", c, " channels"));
+    return core::invalid_argument(
+        str_cat("GroupNormalization: num_groups ", num_groups, " does not divide ", c, " channels"));
   const int64_t inner = c == 0 || n == 0 ? 0 : x.num_elements() / (n * c);
   const int64_t cpg = c / num_groups;
   const bool per_group = scale.num_elements() == num_groups && num_groups != c;
@@ -179,7 +187,8 @@ Status group_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, int6
       T* yp = y.data<T>() + i * gsize;
       const int64_t g = i % num_groups;
       A m, var;
-      moments<A>(gsize, [&](int64_t j) { return to_acc(xp[j]); }, &m, &var);
+      moments<A>(
+          gsize, [&](int64_t j) { return to_acc(xp[j]); }, &m, &var);
       const A inv = A(1) / std::sqrt(var + static_cast<A>(epsilon));
       for (int64_t j = 0; j < gsize; ++j) {
         const size_t k = static_cast<size_t>(per_group ? g : g * cpg + j / inner);
@@ -208,7 +217,8 @@ Status lrn(const Tensor& x, int64_t size, float alpha, float beta, float bias, T
             sq += v * v;
           }
           const int64_t at = (i * c + ch) * inner + j;
-          A d = std::pow(static_cast<A>(bias) + static_cast<A>(alpha) / static_cast<A>(size) * sq, static_cast<A>(beta));
+          A d =
+              std::pow(static_cast<A>(bias) + static_cast<A>(alpha) / static_cast<A>(size) * sq, static_cast<A>(beta));
           y.data<T>()[at] = from_acc<T>(to_acc(x.data<T>()[at]) / d);
         }
   });
@@ -251,7 +261,8 @@ Status mean_variance_norm(const Tensor& x, const std::vector<int64_t>& axes, Ten
   std::vector<bool> seen(static_cast<size_t>(x.rank()), false);
   for (int64_t a : axes) {
     if (a < 0 || a >= x.rank() || seen[static_cast<size_t>(a)])
-      return core::invalid_argument(str_cat("MeanVarianceNormalization: bad or repeated axis ", a, " for ", x.type_string()));
+      return core::invalid_argument(
+          str_cat("MeanVarianceNormalization: bad or repeated axis ", a, " for ", x.type_string()));
     seen[static_cast<size_t>(a)] = true;
     kept[static_cast<size_t>(a)] = 1;
   }
@@ -260,15 +271,15 @@ Status mean_variance_norm(const Tensor& x, const std::vector<int64_t>& axes, Ten
   // Strides of the kept index seen from x's dims: reduced axes contribute nothing.
   const std::array<core::Dims, 1> st = {broadcast_strides(kept, x.dims())};
   std::vector<int64_t> group_of(static_cast<size_t>(x.num_elements()));
-  for_each_broadcast<1>(x.dims(), st, [&](int64_t i, const std::array<int64_t, 1>& off) {
-    group_of[static_cast<size_t>(i)] = off[0];
-  });
+  for_each_broadcast<1>(
+      x.dims(), st, [&](int64_t i, const std::array<int64_t, 1>& off) { group_of[static_cast<size_t>(i)] = off[0]; });
   bool ok = visit_float(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     using A = AccT<T>;
     const T* xp = x.data<T>();
     std::vector<A> mean(static_cast<size_t>(groups), A(0)), var(static_cast<size_t>(groups), A(0));
-    for (int64_t i = 0; i < x.num_elements(); ++i) mean[static_cast<size_t>(group_of[static_cast<size_t>(i)])] += to_acc(xp[i]);
+    for (int64_t i = 0; i < x.num_elements(); ++i)
+      mean[static_cast<size_t>(group_of[static_cast<size_t>(i)])] += to_acc(xp[i]);
     for (auto& m : mean) m /= static_cast<A>(per);
     for (int64_t i = 0; i < x.num_elements(); ++i) {
       const size_t g = static_cast<size_t>(group_of[static_cast<size_t>(i)]);

@@ -28,8 +28,8 @@ Status check_pool(const char* op, const PoolParams& p, const Tensor& x, const Te
   d->spatial = static_cast<size_t>(x.rank() - 2);
   if (p.kernel.size() != d->spatial || p.strides.size() != d->spatial || p.dilations.size() != d->spatial ||
       p.pads_begin.size() != d->spatial || p.pads_end.size() != d->spatial)
-    return core::invalid_argument(str_cat(op, ": window parameters must have one value per spatial axis (",
-                                          d->spatial, ")"));
+    return core::invalid_argument(
+        str_cat(op, ": window parameters must have one value per spatial axis (", d->spatial, ")"));
   if (y.rank() != x.rank() || y.dim(0) != x.dim(0) || y.dim(1) != x.dim(1))
     return core::invalid_argument(str_cat(op, ": output ", y.type_string(), " does not match input ", x.type_string()));
   if (y.dtype() != x.dtype()) return core::invalid_argument(str_cat(op, ": output dtype differs from input"));
@@ -115,8 +115,10 @@ void max_pool_typed(const PoolParams& p, const PoolDims& d, const Tensor& xt, Te
         [&](int64_t off, bool) {
           if (off < 0) return;
           V v;
-          if constexpr (kFloat) v = to_acc(x[off]);
-          else v = static_cast<V>(x[off]);
+          if constexpr (kFloat)
+            v = to_acc(x[off]);
+          else
+            v = static_cast<V>(x[off]);
           bool take = best_off < 0 || v > best;
           if constexpr (kFloat) take = take || (std::isnan(v) && !std::isnan(best));
           if (take) {
@@ -125,11 +127,13 @@ void max_pool_typed(const PoolParams& p, const PoolDims& d, const Tensor& xt, Te
           }
         },
         [&](int64_t o) {
-          if constexpr (kFloat) y[o] = from_acc<T>(best);
-          else y[o] = static_cast<T>(best);
+          if constexpr (kFloat)
+            y[o] = from_acc<T>(best);
+          else
+            y[o] = static_cast<T>(best);
           if (ind) {
-            ind[o] = best_off < 0 ? -1
-                                  : plane * d.in_size + (column_major ? to_column_major(best_off, d.in) : best_off);
+            ind[o] =
+                best_off < 0 ? -1 : plane * d.in_size + (column_major ? to_column_major(best_off, d.in) : best_off);
           }
           best = lowest;
           best_off = -1;
@@ -181,7 +185,10 @@ void lp_pool_typed(const PoolParams& p, const PoolDims& d, int64_t lp, const Ten
     T* y = yt.data<T>() + plane * d.out_size;
     A sum = 0;
     for_each_window(
-        p, d, [&](int64_t off, bool) { if (off >= 0) sum += lp_term(to_acc(x[off]), lp); },
+        p, d,
+        [&](int64_t off, bool) {
+          if (off >= 0) sum += lp_term(to_acc(x[off]), lp);
+        },
         [&](int64_t o) {
           y[o] = from_acc<T>(lp_root(sum, lp));
           sum = 0;
@@ -198,12 +205,17 @@ Status max_pool(const PoolParams& p, const Tensor& x, Tensor& y, Tensor* indices
     return core::invalid_argument(str_cat("MaxPool: indices ", indices->type_string(), " must be i64 shaped like Y"));
   bool ok = true;
   switch (x.dtype()) {
-    case DType::kI8: max_pool_typed<int8_t>(p, d, x, y, indices, column_major); break;
-    case DType::kU8: max_pool_typed<uint8_t>(p, d, x, y, indices, column_major); break;
+    case DType::kI8:
+      max_pool_typed<int8_t>(p, d, x, y, indices, column_major);
+      break;
+    case DType::kU8:
+      max_pool_typed<uint8_t>(p, d, x, y, indices, column_major);
+      break;
     default:
       ok = visit_float(x.dtype(), [&](auto tag) { max_pool_typed<decltype(tag)>(p, d, x, y, indices, column_major); });
   }
-  return ok ? Status::ok() : core::invalid_argument(str_cat("MaxPool: unsupported dtype ", core::dtype_name(x.dtype())));
+  return ok ? Status::ok()
+            : core::invalid_argument(str_cat("MaxPool: unsupported dtype ", core::dtype_name(x.dtype())));
 }
 
 Status average_pool(const PoolParams& p, bool count_include_pad, const Tensor& x, Tensor& y) {
@@ -223,10 +235,12 @@ Status lp_pool(const PoolParams& p, int64_t lp, const Tensor& x, Tensor& y) {
 }
 
 Status global_pool(GlobalPoolKind kind, int64_t lp, const Tensor& x, Tensor& y) {
-  if (x.rank() < 2) return core::invalid_argument(str_cat("global pool: input must have rank >= 2, is ", x.type_string()));
+  if (x.rank() < 2)
+    return core::invalid_argument(str_cat("global pool: input must have rank >= 2, is ", x.type_string()));
   if (y.dtype() != x.dtype() || y.rank() != x.rank() || y.dim(0) != x.dim(0) || y.dim(1) != x.dim(1) ||
       y.num_elements() != x.dim(0) * x.dim(1))
-    return core::invalid_argument(str_cat("global pool: output ", y.type_string(), " does not match ", x.type_string()));
+    return core::invalid_argument(
+        str_cat("global pool: output ", y.type_string(), " does not match ", x.type_string()));
   if (kind == GlobalPoolKind::kLp && lp < 1) return core::invalid_argument("GlobalLpPool: p must be >= 1");
   const int64_t planes = x.dim(0) * x.dim(1);
   const int64_t size = planes == 0 ? 0 : x.num_elements() / planes;
@@ -238,16 +252,21 @@ Status global_pool(GlobalPoolKind kind, int64_t lp, const Tensor& x, Tensor& y) 
       A r = kind == GlobalPoolKind::kMax ? -std::numeric_limits<A>::infinity() : A(0);
       for (int64_t i = 0; i < size; ++i) {
         A v = to_acc(xp[i]);
-        if (kind == GlobalPoolKind::kAverage) r += v;
-        else if (kind == GlobalPoolKind::kLp) r += lp_term(v, lp);
-        else if (v > r || (std::isnan(v) && !std::isnan(r))) r = v;
+        if (kind == GlobalPoolKind::kAverage)
+          r += v;
+        else if (kind == GlobalPoolKind::kLp)
+          r += lp_term(v, lp);
+        else if (v > r || (std::isnan(v) && !std::isnan(r)))
+          r = v;
       }
-      if (kind == GlobalPoolKind::kAverage) r = size > 0 ? r / static_cast<A>(size) : std::numeric_limits<A>::quiet_NaN();
+      if (kind == GlobalPoolKind::kAverage)
+        r = size > 0 ? r / static_cast<A>(size) : std::numeric_limits<A>::quiet_NaN();
       if (kind == GlobalPoolKind::kLp) r = lp_root(r, lp);
       y.data<T>()[pl] = from_acc<T>(r);
     }
   });
-  return ok ? Status::ok() : core::invalid_argument(str_cat("global pool: unsupported dtype ", core::dtype_name(x.dtype())));
+  return ok ? Status::ok()
+            : core::invalid_argument(str_cat("global pool: unsupported dtype ", core::dtype_name(x.dtype())));
 }
 
 }  // namespace kestrel::kernels::ref

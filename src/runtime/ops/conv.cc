@@ -1,9 +1,10 @@
 // Kernel bindings for Conv and ConvTranspose: window attributes read once at creation; pads and
 // output sizes resolved from the actual input shape at run time (auto_pad depends on it).
+#include "kernels/reference/conv.h"
+
 #include <optional>
 
 #include "ir/ops/window_geometry.h"
-#include "kernels/reference/conv.h"
 #include "runtime/kernel.h"
 
 namespace kestrel::runtime {
@@ -14,7 +15,7 @@ using core::str_cat;
 namespace {
 
 struct ConvBinding {
-  ir::WindowAttrs window;     // kernel is a stand-in when kernel_from_w
+  ir::WindowAttrs window;      // kernel is a stand-in when kernel_from_w
   bool kernel_from_w = false;  // no kernel_shape attribute: W's spatial dims are the kernel
   int64_t group = 1;
   bool transpose = false;
@@ -38,10 +39,12 @@ Result<ConvBinding> read_binding(const KernelCreateInfo& info, bool transpose) {
   if (rank < 3) return info.unsupported("the rank of X and W must be known (>= 3) when the session is created");
   const size_t spatial = static_cast<size_t>(rank - 2);
   b.kernel_from_w = !kernel;
-  KESTREL_ASSIGN_OR_RETURN(b.window, ir::read_window_attrs(n, kernel ? *kernel : std::vector<int64_t>(spatial, 1), false));
+  KESTREL_ASSIGN_OR_RETURN(b.window,
+                           ir::read_window_attrs(n, kernel ? *kernel : std::vector<int64_t>(spatial, 1), false));
   KESTREL_ASSIGN_OR_RETURN(b.group, n.attr_int("group", 1));
   if (b.group < 1) return info.fail("group must be >= 1, is ", b.group);
-  if (transpose) KESTREL_RETURN_IF_ERROR(ir::read_conv_transpose_extras(n, spatial, &b.output_padding, &b.output_shape));
+  if (transpose)
+    KESTREL_RETURN_IF_ERROR(ir::read_conv_transpose_extras(n, spatial, &b.output_padding, &b.output_shape));
   return b;
 }
 
@@ -49,13 +52,14 @@ Result<ConvBinding> read_binding(const KernelCreateInfo& info, bool transpose) {
 Status resolve(const ConvBinding& b, const Tensor& x, const Tensor& w, const Tensor& y, ref::ConvParams* p) {
   const size_t spatial = b.window.spatial();
   if (x.rank() != static_cast<int64_t>(spatial) + 2 || w.rank() != x.rank())
-    return core::invalid_argument(str_cat("X ", x.type_string(), " and W ", w.type_string(), " must have rank ",
-                                          spatial + 2));
+    return core::invalid_argument(
+        str_cat("X ", x.type_string(), " and W ", w.type_string(), " must have rank ", spatial + 2));
   ir::WindowAttrs a = b.window;
   for (size_t i = 0; i < spatial; ++i) {
     int64_t k = w.dim(static_cast<int64_t>(i) + 2);
     if (b.kernel_from_w) {
-      if (k < 1 || k > (int64_t{1} << 31)) return core::invalid_argument(str_cat("W ", w.type_string(), " has a bad kernel size"));
+      if (k < 1 || k > (int64_t{1} << 31))
+        return core::invalid_argument(str_cat("W ", w.type_string(), " has a bad kernel size"));
       a.kernel[i] = k;
       if (a.dilated_kernel(i) > (int64_t{1} << 31)) return core::invalid_argument("dilated kernel is too large");
     } else if (k != a.kernel[i]) {
@@ -74,8 +78,8 @@ Status resolve(const ConvBinding& b, const Tensor& x, const Tensor& w, const Ten
                     : ir::forward_window(a, i, in);
     if (!r.is_ok()) return r.status();
     if (y.rank() != x.rank() || y.dim(static_cast<int64_t>(i) + 2) != r->out)
-      return core::internal_error(str_cat("output ", y.type_string(), " has the wrong size on spatial axis ", i,
-                                          " (expected ", r->out, ")"));
+      return core::internal_error(
+          str_cat("output ", y.type_string(), " has the wrong size on spatial axis ", i, " (expected ", r->out, ")"));
     p->pads_begin[i] = r->pad_begin;
   }
   return Status::ok();

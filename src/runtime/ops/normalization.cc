@@ -1,5 +1,6 @@
 // Kernel bindings for the normalization ops.
 #include "kernels/reference/normalization.h"
+
 #include "runtime/kernel.h"
 
 namespace kestrel::runtime {
@@ -8,7 +9,9 @@ namespace ref = kernels::ref;
 
 namespace {
 
-Tensor* optional_output(KernelContext& ctx, size_t i) { return i < ctx.num_outputs() ? &ctx.output(i) : nullptr; }
+Tensor* optional_output(KernelContext& ctx, size_t i) {
+  return i < ctx.num_outputs() ? &ctx.output(i) : nullptr;
+}
 
 }  // namespace
 
@@ -18,10 +21,11 @@ void register_normalization_kernels(KernelRegistry& r) {
     if (training != 0) return info.unsupported("training_mode=1 is not supported (inference only)");
     KESTREL_ASSIGN_OR_RETURN(float eps, info.node.attr_float("epsilon", 1e-5f));
     return make_kernel([eps](KernelContext& ctx) -> Status {
-      KESTREL_RETURN_IF_ERROR(ref::batch_norm(ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3), ctx.input(4), eps,
-                                              ctx.output(0)));
+      KESTREL_RETURN_IF_ERROR(
+          ref::batch_norm(ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3), ctx.input(4), eps, ctx.output(0)));
       // Inference: running statistics pass through unchanged.
-      for (size_t o = 1; o < ctx.num_outputs(); ++o) KESTREL_RETURN_IF_ERROR(core::copy_tensor_data(ctx.input(o + 2), ctx.output(o)));
+      for (size_t o = 1; o < ctx.num_outputs(); ++o)
+        KESTREL_RETURN_IF_ERROR(core::copy_tensor_data(ctx.input(o + 2), ctx.output(o)));
       return Status::ok();
     });
   });
@@ -36,7 +40,8 @@ void register_normalization_kernels(KernelRegistry& r) {
     KESTREL_ASSIGN_OR_RETURN(int64_t axis, info.node.attr_int("axis", -1));
     return make_kernel([eps, axis](KernelContext& ctx) -> Status {
       const int64_t r = ctx.input(0).rank();
-      if (axis < -r || axis > r) return core::invalid_argument(core::str_cat("axis ", axis, " is out of range for rank ", r));
+      if (axis < -r || axis > r)
+        return core::invalid_argument(core::str_cat("axis ", axis, " is out of range for rank ", r));
       return ref::layer_norm(ctx.input(0), ctx.input(1), ctx.input_or_null(2), axis < 0 ? axis + r : axis, eps,
                              ctx.output(0), optional_output(ctx, 1), optional_output(ctx, 2));
     });
@@ -53,7 +58,8 @@ void register_normalization_kernels(KernelRegistry& r) {
     KESTREL_ASSIGN_OR_RETURN(float alpha, info.node.attr_float("alpha", 1e-4f));
     KESTREL_ASSIGN_OR_RETURN(float beta, info.node.attr_float("beta", 0.75f));
     KESTREL_ASSIGN_OR_RETURN(float bias, info.node.attr_float("bias", 1.0f));
-    return make_kernel([=](KernelContext& ctx) { return ref::lrn(ctx.input(0), size, alpha, beta, bias, ctx.output(0)); });
+    return make_kernel(
+        [=](KernelContext& ctx) { return ref::lrn(ctx.input(0), size, alpha, beta, bias, ctx.output(0)); });
   });
   r.add("LpNormalization", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
     KESTREL_ASSIGN_OR_RETURN(int64_t axis, info.node.attr_int("axis", -1));

@@ -1,7 +1,8 @@
 // Kernel bindings for the pooling ops: window attributes read at creation, pads resolved from the
 // actual input shape at run time.
-#include "ir/ops/window_geometry.h"
 #include "kernels/reference/pool.h"
+
+#include "ir/ops/window_geometry.h"
 #include "runtime/kernel.h"
 
 namespace kestrel::runtime {
@@ -23,8 +24,8 @@ Status resolve(const ir::WindowAttrs& a, const Tensor& x, const Tensor& y, ref::
   for (size_t i = 0; i < spatial; ++i) {
     KESTREL_ASSIGN_OR_RETURN(ir::AxisWindow w, ir::forward_window(a, i, x.dim(static_cast<int64_t>(i) + 2)));
     if (y.rank() != x.rank() || y.dim(static_cast<int64_t>(i) + 2) != w.out)
-      return core::internal_error(str_cat("output ", y.type_string(), " has the wrong size on spatial axis ", i,
-                                          " (expected ", w.out, ")"));
+      return core::internal_error(
+          str_cat("output ", y.type_string(), " has the wrong size on spatial axis ", i, " (expected ", w.out, ")"));
     p->pads_begin[i] = w.pad_begin;
     p->pads_end[i] = w.pad_end;
   }
@@ -77,7 +78,8 @@ void register_pool_kernels(KernelRegistry& r) {
       if (kind == ref::GlobalPoolKind::kLp) {
         KESTREL_ASSIGN_OR_RETURN(lp, ir::read_lp_pool_p(info.node));
       }
-      return make_kernel([kind, lp](KernelContext& ctx) { return ref::global_pool(kind, lp, ctx.input(0), ctx.output(0)); });
+      return make_kernel(
+          [kind, lp](KernelContext& ctx) { return ref::global_pool(kind, lp, ctx.input(0), ctx.output(0)); });
     });
   }
 }

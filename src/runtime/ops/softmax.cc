@@ -1,5 +1,6 @@
 // Kernel bindings for Softmax, LogSoftmax and Hardmax.
 #include "kernels/reference/softmax.h"
+
 #include "runtime/kernel.h"
 
 namespace kestrel::runtime {
