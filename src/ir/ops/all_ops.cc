@@ -6,12 +6,14 @@ namespace kestrel::ir {
 void register_control_flow_ops(OpRegistry& r);
 void register_elementwise_ops(OpRegistry& r);
 void register_loss_ops(OpRegistry& r);
+void register_quantize_ops(OpRegistry& r);
 void register_reduce_ops(OpRegistry& r);
 
 void register_all_ops(OpRegistry& r) {
   register_control_flow_ops(r);
   register_elementwise_ops(r);
   register_loss_ops(r);
+  register_quantize_ops(r);
   register_reduce_ops(r);
 }
 

@@ -6,12 +6,14 @@ namespace kestrel::runtime {
 void register_control_flow_kernels(KernelRegistry& r);
 void register_elementwise_kernels(KernelRegistry& r);
 void register_loss_kernels(KernelRegistry& r);
+void register_quantize_kernels(KernelRegistry& r);
 void register_reduce_kernels(KernelRegistry& r);
 
 void register_all_kernels(KernelRegistry& r) {
   register_control_flow_kernels(r);
   register_elementwise_kernels(r);
   register_loss_kernels(r);
+  register_quantize_kernels(r);
   register_reduce_kernels(r);
 }
 
