@@ -8,6 +8,7 @@ void register_elementwise_ops(OpRegistry& r);
 void register_loss_ops(OpRegistry& r);
 void register_quantize_ops(OpRegistry& r);
 void register_reduce_ops(OpRegistry& r);
+void register_signal_ops(OpRegistry& r);
 
 void register_all_ops(OpRegistry& r) {
   register_control_flow_ops(r);
@@ -15,6 +16,7 @@ void register_all_ops(OpRegistry& r) {
   register_loss_ops(r);
   register_quantize_ops(r);
   register_reduce_ops(r);
+  register_signal_ops(r);
 }
 
 }  // namespace kestrel::ir
