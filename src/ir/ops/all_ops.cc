@@ -7,6 +7,7 @@ void register_control_flow_ops(OpRegistry& r);
 void register_elementwise_ops(OpRegistry& r);
 void register_loss_ops(OpRegistry& r);
 void register_quantize_ops(OpRegistry& r);
+void register_random_ops(OpRegistry& r);
 void register_reduce_ops(OpRegistry& r);
 void register_signal_ops(OpRegistry& r);
 
@@ -15,6 +16,7 @@ void register_all_ops(OpRegistry& r) {
   register_elementwise_ops(r);
   register_loss_ops(r);
   register_quantize_ops(r);
+  register_random_ops(r);
   register_reduce_ops(r);
   register_signal_ops(r);
 }

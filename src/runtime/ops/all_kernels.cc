@@ -7,6 +7,7 @@ void register_control_flow_kernels(KernelRegistry& r);
 void register_elementwise_kernels(KernelRegistry& r);
 void register_loss_kernels(KernelRegistry& r);
 void register_quantize_kernels(KernelRegistry& r);
+void register_random_kernels(KernelRegistry& r);
 void register_reduce_kernels(KernelRegistry& r);
 void register_signal_kernels(KernelRegistry& r);
 
@@ -15,6 +16,7 @@ void register_all_kernels(KernelRegistry& r) {
   register_elementwise_kernels(r);
   register_loss_kernels(r);
   register_quantize_kernels(r);
+  register_random_kernels(r);
   register_reduce_kernels(r);
   register_signal_kernels(r);
 }
