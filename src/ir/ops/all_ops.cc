@@ -10,6 +10,7 @@ void register_quantize_ops(OpRegistry& r);
 void register_random_ops(OpRegistry& r);
 void register_reduce_ops(OpRegistry& r);
 void register_signal_ops(OpRegistry& r);
+void register_text_ops(OpRegistry& r);
 
 void register_all_ops(OpRegistry& r) {
   register_control_flow_ops(r);
@@ -19,6 +20,7 @@ void register_all_ops(OpRegistry& r) {
   register_random_ops(r);
   register_reduce_ops(r);
   register_signal_ops(r);
+  register_text_ops(r);
 }
 
 }  // namespace kestrel::ir

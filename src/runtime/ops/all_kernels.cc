@@ -10,6 +10,7 @@ void register_quantize_kernels(KernelRegistry& r);
 void register_random_kernels(KernelRegistry& r);
 void register_reduce_kernels(KernelRegistry& r);
 void register_signal_kernels(KernelRegistry& r);
+void register_text_kernels(KernelRegistry& r);
 
 void register_all_kernels(KernelRegistry& r) {
   register_control_flow_kernels(r);
@@ -19,6 +20,7 @@ void register_all_kernels(KernelRegistry& r) {
   register_random_kernels(r);
   register_reduce_kernels(r);
   register_signal_kernels(r);
+  register_text_kernels(r);
 }
 
 }  // namespace kestrel::runtime
