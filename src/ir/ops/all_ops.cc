@@ -9,6 +9,10 @@ void register_loss_ops(OpRegistry& r);
 void register_quantize_ops(OpRegistry& r);
 void register_random_ops(OpRegistry& r);
 void register_reduce_ops(OpRegistry& r);
+void register_recurrent_ops(OpRegistry& r);
+void register_shape_ops(OpRegistry& r);
+void register_transform_ops(OpRegistry& r);
+void register_gather_scatter_ops(OpRegistry& r);
 void register_signal_ops(OpRegistry& r);
 void register_text_ops(OpRegistry& r);
 
@@ -19,6 +23,10 @@ void register_all_ops(OpRegistry& r) {
   register_quantize_ops(r);
   register_random_ops(r);
   register_reduce_ops(r);
+  register_recurrent_ops(r);
+  register_shape_ops(r);
+  register_transform_ops(r);
+  register_gather_scatter_ops(r);
   register_signal_ops(r);
   register_text_ops(r);
 }

@@ -9,6 +9,10 @@ void register_loss_kernels(KernelRegistry& r);
 void register_quantize_kernels(KernelRegistry& r);
 void register_random_kernels(KernelRegistry& r);
 void register_reduce_kernels(KernelRegistry& r);
+void register_recurrent_kernels(KernelRegistry& r);
+void register_shape_kernels(KernelRegistry& r);
+void register_transform_kernels(KernelRegistry& r);
+void register_gather_scatter_kernels(KernelRegistry& r);
 void register_signal_kernels(KernelRegistry& r);
 void register_text_kernels(KernelRegistry& r);
 
@@ -19,6 +23,10 @@ void register_all_kernels(KernelRegistry& r) {
   register_quantize_kernels(r);
   register_random_kernels(r);
   register_reduce_kernels(r);
+  register_recurrent_kernels(r);
+  register_shape_kernels(r);
+  register_transform_kernels(r);
+  register_gather_scatter_kernels(r);
   register_signal_kernels(r);
   register_text_kernels(r);
 }
