@@ -92,6 +92,13 @@ TEST(QuantizeKernel, HandComputedPerTensor) {
   ASSERT_TRUE(ref::quantize_linear({1, 0}, x, scale, nullptr, y).is_ok());
   EXPECT_EQ(y.data<uint8_t>()[4], 0);
   EXPECT_EQ(y.data<uint8_t>()[2], 2);
+  // int32 input with an int32 scale (opset 21 types both as T1).
+  Tensor xi = Tensor::from_vector<int32_t>({7, -9, 100, 1000}, {4});
+  Tensor yi = Tensor::allocate(DType::kI8, {4}).value();
+  Tensor zi = Tensor::allocate(DType::kI8, {}).value();
+  ASSERT_TRUE(ref::quantize_linear({1, 0}, xi, Tensor::scalar<int32_t>(2), &zi, yi).is_ok());
+  const int8_t want_i[] = {4, -4, 50, 127};  // 3.5 -> 4, -4.5 -> -4
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(yi.data<int8_t>()[i], want_i[i]) << i;
 }
 
 // Naive Q/DQ: finds each element's parameter index from its coordinates.

@@ -74,7 +74,9 @@ Status infer_quantize_linear(InferContext& ctx) {
   DType xt = ctx.input_dtype(0);
   if (xt != DType::kUndefined && !core::is_float(xt) && xt != DType::kI32)
     return ctx.fail("x must be a float or int32 tensor, is ", core::dtype_name(xt));
-  KESTREL_RETURN_IF_ERROR(expect_dtype(ctx, 1, "y_scale", core::is_float, "a float tensor"));
+  // Opset 21 types the scale like x, so an int32 x may come with an int32 scale.
+  if (xt != DType::kI32 || ctx.input_dtype(1) != DType::kI32)
+    KESTREL_RETURN_IF_ERROR(expect_dtype(ctx, 1, "y_scale", core::is_float, "a float tensor"));
   DType out = DType::kU8;
   if (output_dtype != 0) {
     out = dtype_from_onnx(output_dtype);

@@ -34,7 +34,7 @@ struct QuantAxisParams {
   int64_t block_size = 0;
 };
 
-// y = saturate(round(x / scale) + zero_point). x: f32/f16/bf16/f64/i32; scale: float dtype;
+// y = saturate(round(x / scale) + zero_point). x: f32/f16/bf16/f64/i32; scale: float dtype (or i32 for i32 x);
 // zero_point: y's dtype or null (0); y: u8/i8/u16/i16 with x's shape. The division is done in float
 // for 32-bit-and-narrower floats (as ONNX Runtime and the ONNX reference do) and in double otherwise.
 Status quantize_linear(const QuantAxisParams& p, const Tensor& x, const Tensor& scale, const Tensor* zero_point,
