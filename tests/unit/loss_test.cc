@@ -1,6 +1,8 @@
 // Tests of the loss ops: reference kernels against a naive computation written here (every
 // reduction, with and without weights and ignore_index, N-d shapes, f32/f64/f16), hand-computed
 // values, bad targets, and the ONNX path through Session (log_prob output, shape errors).
+#include "kernels/reference/loss.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,7 +11,6 @@
 
 #include "common/onnx_builder.h"
 #include "core/tensor.h"
-#include "kernels/reference/loss.h"
 #include "runtime/session.h"
 
 namespace kestrel {
@@ -46,7 +47,8 @@ NaiveLoss naive_loss(const Tensor& x, const std::vector<int64_t>& target, const 
   for (int64_t n = 0; n < n_dim; ++n) {
     for (int64_t k = 0; k < rest; ++k) {
       std::vector<double> v(static_cast<size_t>(c_dim));
-      for (int64_t c = 0; c < c_dim; ++c) v[static_cast<size_t>(c)] = x.element_as_double(n * c_dim * rest + c * rest + k);
+      for (int64_t c = 0; c < c_dim; ++c)
+        v[static_cast<size_t>(c)] = x.element_as_double(n * c_dim * rest + c * rest + k);
       if (logsm) {
         double s = 0;
         for (double e : v) s += std::exp(e);
@@ -94,12 +96,12 @@ TEST(LossKernel, MatchesNaiveOverShapesWeightsIgnoreAndReductions) {
             LossParams p{red, ignore};
             Tensor loss = Tensor::allocate(DType::kF32, red == LossReduction::kNone ? ts : Dims{}).value();
             Tensor log_prob = Tensor::allocate(DType::kF32, xs).value();
-            auto st = sce ? kernels::ref::softmax_cross_entropy_loss(p, x, target, use_weight ? &weight : nullptr,
-                                                                     loss, &log_prob)
+            auto st = sce ? kernels::ref::softmax_cross_entropy_loss(p, x, target, use_weight ? &weight : nullptr, loss,
+                                                                     &log_prob)
                           : kernels::ref::nll_loss(p, x, target, use_weight ? &weight : nullptr, loss);
             ASSERT_TRUE(st.is_ok()) << st.to_string();
-            std::string what = core::str_cat(core::dims_to_string(xs), " w=", use_weight, " ii=",
-                                             ignore ? std::to_string(*ignore) : "none", " sce=", sce);
+            std::string what = core::str_cat(core::dims_to_string(xs), " w=", use_weight,
+                                             " ii=", ignore ? std::to_string(*ignore) : "none", " sce=", sce);
             if (red == LossReduction::kNone) {
               for (size_t i = 0; i < want.per_sample.size(); ++i)
                 EXPECT_NEAR(loss.data<float>()[i], want.per_sample[i], 1e-5) << what << " i=" << i;
@@ -129,7 +131,8 @@ TEST(LossKernel, HandComputedSoftmaxCrossEntropy) {
   // Large scores do not overflow.
   Tensor big = Tensor::from_vector<float>({1000, 0}, {1, 2});
   Tensor t0 = Tensor::from_vector<int64_t>({1}, {1});
-  ASSERT_TRUE(kernels::ref::softmax_cross_entropy_loss({LossReduction::kSum, {}}, big, t0, nullptr, loss, nullptr).is_ok());
+  ASSERT_TRUE(
+      kernels::ref::softmax_cross_entropy_loss({LossReduction::kSum, {}}, big, t0, nullptr, loss, nullptr).is_ok());
   EXPECT_NEAR(loss.data<float>()[0], 1000.f, 1e-3);
 }
 

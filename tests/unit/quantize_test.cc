@@ -4,6 +4,8 @@
 // written here (batch broadcasting, per-row/column/channel zero points, groups, strides,
 // dilations, padding, int32 wrap-around), and the ONNX path through Session (auto_pad,
 // output_dtype, bad attributes).
+#include "kernels/reference/quantize.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,7 +14,6 @@
 
 #include "common/onnx_builder.h"
 #include "core/tensor.h"
-#include "kernels/reference/quantize.h"
 #include "runtime/session.h"
 
 namespace kestrel {
@@ -37,16 +38,20 @@ Tensor random_q(DType t, const Dims& dims, uint32_t seed) {
   std::mt19937 rng(seed);
   for (int64_t i = 0; i < x.num_elements(); ++i) {
     int v = static_cast<int>(rng() % 256);
-    if (t == DType::kU8) x.data<uint8_t>()[i] = static_cast<uint8_t>(v);
-    else x.data<int8_t>()[i] = static_cast<int8_t>(v - 128);
+    if (t == DType::kU8)
+      x.data<uint8_t>()[i] = static_cast<uint8_t>(v);
+    else
+      x.data<int8_t>()[i] = static_cast<int8_t>(v - 128);
   }
   return x;
 }
 
 Tensor q_scalar(DType t, int v) {
   Tensor x = Tensor::allocate(t, {}).value();
-  if (t == DType::kU8) x.data<uint8_t>()[0] = static_cast<uint8_t>(v);
-  else x.data<int8_t>()[0] = static_cast<int8_t>(v);
+  if (t == DType::kU8)
+    x.data<uint8_t>()[0] = static_cast<uint8_t>(v);
+  else
+    x.data<int8_t>()[0] = static_cast<int8_t>(v);
   return x;
 }
 
@@ -74,8 +79,8 @@ TEST(QuantizeKernel, RoundingIsHalfToEvenAndSaturates) {
   EXPECT_EQ(ref::quantize_value(std::numeric_limits<double>::infinity(), 0, 0, 255), 255);
   EXPECT_EQ(ref::quantize_value(-std::numeric_limits<double>::infinity(), 0, -128, 127), -128);
   EXPECT_EQ(ref::quantize_value(std::nan(""), 7, 0, 255), 7);
-  EXPECT_EQ(ref::requantize(5, 0.5, 0, 0, 255), 2);   // 2.5 -> 2
-  EXPECT_EQ(ref::requantize(7, 0.5, 0, 0, 255), 4);   // 3.5 -> 4
+  EXPECT_EQ(ref::requantize(5, 0.5, 0, 0, 255), 2);       // 2.5 -> 2
+  EXPECT_EQ(ref::requantize(7, 0.5, 0, 0, 255), 4);       // 3.5 -> 4
   EXPECT_EQ(ref::requantize(-3, 0.5, 1, -128, 127), -1);  // -1.5 -> -2, + 1
 }
 
@@ -135,10 +140,18 @@ TEST(QuantizeKernel, QuantizeDequantizeMatchNaivePerTensorAxisAndBlock) {
           for (int64_t i = 0; i < zp.num_elements(); ++i) {
             int v = static_cast<int>(rng() % 100);
             switch (qt) {
-              case DType::kU8: zp.data<uint8_t>()[i] = static_cast<uint8_t>(v + 50); break;
-              case DType::kI8: zp.data<int8_t>()[i] = static_cast<int8_t>(v - 50); break;
-              case DType::kU16: zp.data<uint16_t>()[i] = static_cast<uint16_t>(v * 300); break;
-              default: zp.data<int16_t>()[i] = static_cast<int16_t>(v * 300 - 15000); break;
+              case DType::kU8:
+                zp.data<uint8_t>()[i] = static_cast<uint8_t>(v + 50);
+                break;
+              case DType::kI8:
+                zp.data<int8_t>()[i] = static_cast<int8_t>(v - 50);
+                break;
+              case DType::kU16:
+                zp.data<uint16_t>()[i] = static_cast<uint16_t>(v * 300);
+                break;
+              default:
+                zp.data<int16_t>()[i] = static_cast<int16_t>(v * 300 - 15000);
+                break;
             }
           }
           Tensor y = Tensor::allocate(qt, xs).value();
@@ -269,7 +282,7 @@ std::vector<int64_t> naive_matmul(const Tensor& a, const Tensor& b, const std::v
 }
 
 TEST(QuantizeKernel, MatMulIntegerMatchesNaive) {
-  const MatMulCase cases[] = {{{3, 4}, {4, 5}}, {{1, 1}, {1, 1}}, {{2, 3, 7}, {7, 2}}, {{7}, {7, 3}},
+  const MatMulCase cases[] = {{{3, 4}, {4, 5}}, {{1, 1}, {1, 1}}, {{2, 3, 7}, {7, 2}},       {{7}, {7, 3}},
                               {{2, 5}, {5}},    {{4}, {4}},       {{2, 1, 3, 2}, {3, 2, 5}}, {{1, 2, 3}, {4, 3, 1}}};
   uint32_t seed = 100;
   for (const auto& c : cases) {
@@ -338,8 +351,8 @@ TEST(QuantizeKernel, QLinearMatMulSpecExampleAndPerColumnScales) {
   Tensor sb = Tensor::from_vector<float>({0.05f, 0.01f, 0.02f, 0.04f}, {4});
   Tensor zb = random_q(DType::kU8, {4}, 4);
   Tensor y2 = Tensor::allocate(DType::kI8, {3, 4}).value();
-  ASSERT_TRUE(ref::qlinear_matmul(a2, sa, za, b2, sb, zb, Tensor::scalar<float>(0.1f), q_scalar(DType::kI8, -3), y2)
-                  .is_ok());
+  ASSERT_TRUE(
+      ref::qlinear_matmul(a2, sa, za, b2, sb, zb, Tensor::scalar<float>(0.1f), q_scalar(DType::kI8, -3), y2).is_ok());
   Dims yd;
   auto acc = naive_matmul(a2, b2, core::tensor_to_int64s(za), core::tensor_to_int64s(zb), &yd);
   for (int64_t i = 0; i < 3; ++i)
@@ -390,7 +403,8 @@ std::vector<int64_t> naive_conv(const ConvCase& c, const Tensor& x, const Tensor
         int64_t off = n * padded[1] + g * cg + ci;
         for (size_t d = 0; d < sp; ++d) off = off * padded[d + 2] + oi[d + 2] * c.strides[d] + ki[d] * c.dilations[d];
         int64_t woff = (m * cg + ci) * core::num_elements(kspatial) + k;
-        s += px[static_cast<size_t>(off)] * (w.element_as_int64(woff) - wzp[static_cast<size_t>(wzp.size() == 1 ? 0 : m)]);
+        s += px[static_cast<size_t>(off)] *
+             (w.element_as_int64(woff) - wzp[static_cast<size_t>(wzp.size() == 1 ? 0 : m)]);
       }
     y.push_back(s);
   }

@@ -1,6 +1,8 @@
 // Tests of the random ops: shapes, dtypes and ranges, distribution moments on large samples (fixed
 // seeds, so not flaky), seeded reproducibility across sessions and runs, unseeded sessions that
 // differ, and that the optimizer neither folds nor merges random nodes.
+#include "kernels/reference/random.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,7 +10,6 @@
 
 #include "common/onnx_builder.h"
 #include "core/tensor.h"
-#include "kernels/reference/random.h"
 #include "runtime/session.h"
 
 namespace kestrel {
@@ -20,7 +21,9 @@ using core::Tensor;
 namespace ref = kernels::ref;
 using testing::OnnxBuilder;
 
-std::vector<double> values(const Tensor& t) { return core::tensor_to_doubles(t); }
+std::vector<double> values(const Tensor& t) {
+  return core::tensor_to_doubles(t);
+}
 
 TEST(RandomKernel, UniformRangeAndMomentsForEveryFloatType) {
   for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kF64}) {

@@ -3,6 +3,8 @@
 // f64 / f16), STFT against per-frame transforms, hand-computed windows and the ONNX
 // MelWeightMatrix example, and the ONNX path through Session (opset-17 axis attribute, run-time
 // dft_length, bad axes).
+#include "kernels/reference/signal.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,7 +14,6 @@
 
 #include "common/onnx_builder.h"
 #include "core/tensor.h"
-#include "kernels/reference/signal.h"
 #include "runtime/session.h"
 
 namespace kestrel {
@@ -31,9 +32,12 @@ Tensor random_tensor(DType t, const Dims& dims, uint32_t seed) {
   std::uniform_real_distribution<double> dist(-2, 2);
   for (int64_t i = 0; i < x.num_elements(); ++i) {
     double v = dist(rng);
-    if (t == DType::kF32) x.data<float>()[i] = static_cast<float>(v);
-    else if (t == DType::kF64) x.data<double>()[i] = v;
-    else x.data<core::Float16>()[i] = core::Float16(static_cast<float>(v));
+    if (t == DType::kF32)
+      x.data<float>()[i] = static_cast<float>(v);
+    else if (t == DType::kF64)
+      x.data<double>()[i] = v;
+    else
+      x.data<core::Float16>()[i] = core::Float16(static_cast<float>(v));
   }
   return x;
 }
@@ -75,7 +79,8 @@ std::vector<Complex> naive_dft(const Tensor& x, int64_t axis, int64_t length, bo
         xi.back() = 1;
         v.imag(x.element_as_double(ravel(xi, xd)));
       }
-      const double ang = (inverse ? 2 : -2) * std::numbers::pi * static_cast<double>(k * t) / static_cast<double>(length);
+      const double ang =
+          (inverse ? 2 : -2) * std::numbers::pi * static_cast<double>(k * t) / static_cast<double>(length);
       s += v * std::polar(1.0, ang);
     }
     out.push_back(inverse ? s / static_cast<double>(length) : s);
@@ -158,7 +163,8 @@ TEST(SignalKernel, DftFloat16AndErrors) {
   ASSERT_TRUE(ref::dft({0, 6, false, false}, x, y).is_ok());
   Dims nd;
   auto want = naive_dft(x, 0, 6, false, &nd);
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(static_cast<float>(y.data<core::Float16>()[2 * i]), want[i].real(), 1e-2);
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_NEAR(static_cast<float>(y.data<core::Float16>()[2 * i]), want[i].real(), 1e-2);
   Tensor z = random_tensor(DType::kF32, {4, 2}, 4);
   Tensor y3 = Tensor::allocate(DType::kF32, {3, 2}).value();
   EXPECT_FALSE(ref::dft({0, 4, false, true}, z, y3).is_ok());  // one-sided forward of complex input

@@ -2,6 +2,8 @@
 // [1, C] inputs), TfIdfVectorizer against a naive n-gram enumeration written here (skips, modes,
 // weights, int and string pools, batches) and bad pools; and string values between ops in a
 // Session (they cannot live in the arena).
+#include "kernels/reference/text.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -9,7 +11,6 @@
 
 #include "common/onnx_builder.h"
 #include "core/tensor.h"
-#include "kernels/reference/text.h"
 #include "runtime/session.h"
 
 namespace kestrel {
@@ -165,7 +166,8 @@ TEST(TextKernel, TfIdfMatchesNaiveOnRandomRows) {
       auto counts = naive_ngrams(row, a.min_gram_length, a.max_gram_length, a.max_skip_count);
       for (size_t i = 0; i < grams.size(); ++i) {
         double want = counts.count(grams[i]) ? static_cast<double>(counts[grams[i]]) : 0.0;
-        EXPECT_EQ(y.data<float>()[r * m->output_size() + a.ngram_indexes[i]], want) << "trial " << trial << " gram " << i;
+        EXPECT_EQ(y.data<float>()[r * m->output_size() + a.ngram_indexes[i]], want)
+            << "trial " << trial << " gram " << i;
       }
     }
   }
@@ -184,7 +186,7 @@ TEST(TextKernel, TfIdfStringPoolAndBadPools) {
   Tensor y = Tensor::allocate(DType::kF32, {3}).value();
   ASSERT_TRUE(m->run(strings({"the", "big", "cat", "the", "cat"}), y).is_ok());
   EXPECT_EQ(core::tensor_to_doubles(y), (std::vector<double>{2, 2, 2}));  // [the _ cat] and [the cat]
-  EXPECT_FALSE(m->run(Tensor::from_vector<int64_t>({1, 2}), y).is_ok());   // ints against a string pool
+  EXPECT_FALSE(m->run(Tensor::from_vector<int64_t>({1, 2}), y).is_ok());  // ints against a string pool
 
   ref::TfIdfModel::Attributes bad = a;
   bad.pool_strings = {"the", "cat", "the"};  // the bigram section has 1 item

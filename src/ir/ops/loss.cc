@@ -29,7 +29,8 @@ Status infer_loss(InferContext& ctx) {
     return ctx.fail("target (input 1) must be int32 or int64, is ", core::dtype_name(tdtype));
   const Shape& x = ctx.input_shape(0);
   const Shape& t = ctx.input_shape(1);
-  if (x.rank_known() && x.rank() < 2) return ctx.fail("input 0 must have rank >= 2 ([N, C, d...]), has shape ", x.to_string());
+  if (x.rank_known() && x.rank() < 2)
+    return ctx.fail("input 0 must have rank >= 2 ([N, C, d...]), has shape ", x.to_string());
   if (x.rank_known() && t.rank_known()) {
     if (t.rank() != x.rank() - 1)
       return ctx.fail("target shape ", t.to_string(), " does not match input shape ", x.to_string(),

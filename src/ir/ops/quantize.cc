@@ -16,7 +16,9 @@ namespace {
 bool is_quantized_type(DType t) {
   return t == DType::kU8 || t == DType::kI8 || t == DType::kU16 || t == DType::kI16;
 }
-bool is_8bit(DType t) { return t == DType::kU8 || t == DType::kI8; }
+bool is_8bit(DType t) {
+  return t == DType::kU8 || t == DType::kI8;
+}
 
 Status expect_dtype(const InferContext& ctx, size_t i, const char* what, bool (*ok)(DType), const char* allowed) {
   if (!ctx.has_input(i)) return Status::ok();
@@ -221,7 +223,8 @@ Status infer_qlinear_conv(InferContext& ctx) {
   for (size_t i : {1, 4, 6}) KESTREL_RETURN_IF_ERROR(expect_dtype(ctx, i, "scale", core::is_float, "a float tensor"));
   KESTREL_RETURN_IF_ERROR(expect_same_dtype(ctx, 0, 2));
   KESTREL_RETURN_IF_ERROR(expect_same_dtype(ctx, 3, 5));
-  KESTREL_RETURN_IF_ERROR(expect_dtype(ctx, 8, "B", [](DType t) { return t == DType::kI32; }, "int32"));
+  KESTREL_RETURN_IF_ERROR(expect_dtype(
+      ctx, 8, "B", [](DType t) { return t == DType::kI32; }, "int32"));
   KESTREL_ASSIGN_OR_RETURN(Shape s, conv_shape(ctx, 0, 3));
   ctx.set_output(0, ctx.input_dtype(7), std::move(s));
   return Status::ok();
@@ -239,8 +242,8 @@ core::Result<IntConvAttrs> read_int_conv_attrs(const Node& n) {
   KESTREL_ASSIGN_OR_RETURN(a.pads, n.attr_ints("pads", std::vector<int64_t>{}));
   if (a.group < 1) return core::invalid_model(core::str_cat(n.describe(), ": group must be >= 1, is ", a.group));
   if (a.auto_pad != "NOTSET" && a.auto_pad != "VALID" && a.auto_pad != "SAME_UPPER" && a.auto_pad != "SAME_LOWER")
-    return core::invalid_model(core::str_cat(n.describe(), ": auto_pad must be NOTSET, VALID, SAME_UPPER or SAME_LOWER, is '",
-                                             a.auto_pad, "'"));
+    return core::invalid_model(core::str_cat(
+        n.describe(), ": auto_pad must be NOTSET, VALID, SAME_UPPER or SAME_LOWER, is '", a.auto_pad, "'"));
   return a;
 }
 
@@ -254,7 +257,8 @@ core::Result<IntConvGeometry> int_conv_geometry(const IntConvAttrs& a, const cor
   g.dilations = a.dilations.empty() ? std::vector<int64_t>(sp, 1) : a.dilations;
   std::vector<int64_t> pads = a.pads.empty() ? std::vector<int64_t>(2 * sp, 0) : a.pads;
   if (!a.kernel_shape.empty() && a.kernel_shape != std::vector<int64_t>(kernel))
-    return fail("kernel_shape [", core::join(a.kernel_shape), "] does not match the weights' [", core::join(kernel), "]");
+    return fail("kernel_shape [", core::join(a.kernel_shape), "] does not match the weights' [", core::join(kernel),
+                "]");
   if (g.strides.size() != sp || g.dilations.size() != sp || pads.size() != 2 * sp)
     return fail("strides, dilations and pads must have ", sp, ", ", sp, " and ", 2 * sp, " entries");
   const std::string& auto_pad = a.auto_pad;
@@ -298,7 +302,8 @@ void register_quantize_ops(OpRegistry& r) {
          "u8 quantization of x with scale and zero point from its range (including 0)");
   add_op(r, "MatMulInteger", 2, 4, 1, 1, infer_matmul_integer,
          "int32 numpy-matmul of (a - a_zero_point) and (b - b_zero_point)");
-  add_op(r, "QLinearMatMul", 8, 8, 1, 1, infer_qlinear_matmul, "quantized matmul, requantized to y's scale and zero point");
+  add_op(r, "QLinearMatMul", 8, 8, 1, 1, infer_qlinear_matmul,
+         "quantized matmul, requantized to y's scale and zero point");
   add_op(r, "ConvInteger", 2, 4, 1, 1, infer_conv_integer,
          "int32 convolution of (x - x_zero_point) and (w - w_zero_point)");
   add_op(r, "QLinearConv", 8, 9, 1, 1, infer_qlinear_conv,

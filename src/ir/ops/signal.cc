@@ -15,7 +15,9 @@ constexpr uint64_t kInput1Value = uint64_t{1} << 1;
 constexpr uint64_t kInput2Value = uint64_t{1} << 2;
 constexpr uint64_t kInput3Value = uint64_t{1} << 3;
 
-bool is_int_index(DType t) { return t == DType::kI32 || t == DType::kI64; }
+bool is_int_index(DType t) {
+  return t == DType::kI32 || t == DType::kI64;
+}
 
 // One integer from a scalar (or one-element) input whose value is known; nullopt if unknown.
 core::Result<std::optional<int64_t>> scalar_int(const InferContext& ctx, size_t i, const char* what) {
@@ -64,7 +66,8 @@ Status infer_dft(InferContext& ctx) {
   const bool irfft = onesided && inverse;
   if (last.known() && onesided && !inverse && last.value == 2)
     return ctx.fail("a one-sided forward DFT needs a real input ([..., 1])");
-  if (last.known() && irfft && last.value == 1) return ctx.fail("a one-sided inverse DFT needs a complex input ([..., 2])");
+  if (last.known() && irfft && last.value == 1)
+    return ctx.fail("a one-sided inverse DFT needs a complex input ([..., 2])");
   Shape out = x;
   out[rank - 1] = Dim(irfft ? 1 : 2);
   if (!axis) {
@@ -117,7 +120,8 @@ Status infer_stft(InferContext& ctx) {
   if (len.known() && len.value < 1) return ctx.fail("frame_length must be >= 1, is ", len.value);
   Dim frames = Dim::unknown();
   if (s.rank_known() && s[1].known() && len.known() && step) {
-    if (len.value > s[1].value) return ctx.fail("frame_length ", len.value, " is longer than the signal (", s[1].value, ")");
+    if (len.value > s[1].value)
+      return ctx.fail("frame_length ", len.value, " is longer than the signal (", s[1].value, ")");
     frames = Dim((s[1].value - len.value) / *step + 1);
   }
   Dim bins = len.known() ? Dim(onesided ? len.value / 2 + 1 : len.value) : Dim::unknown();
@@ -145,8 +149,9 @@ Status infer_mel_weight_matrix(InferContext& ctx) {
   KESTREL_RETURN_IF_ERROR(expect_float(ctx, 4));
   if (bins && *bins < 1) return ctx.fail("num_mel_bins must be >= 1, is ", *bins);
   if (length && *length < 1) return ctx.fail("dft_length must be >= 1, is ", *length);
-  ctx.set_output(0, t, Shape(std::vector<Dim>{length ? Dim(*length / 2 + 1) : Dim::unknown(),
-                                              bins ? Dim(*bins) : Dim::unknown()}));
+  ctx.set_output(
+      0, t,
+      Shape(std::vector<Dim>{length ? Dim(*length / 2 + 1) : Dim::unknown(), bins ? Dim(*bins) : Dim::unknown()}));
   return Status::ok();
 }
 

@@ -18,7 +18,8 @@ Status infer_string_normalizer(InferContext& ctx) {
     return ctx.fail("case_change_action must be NONE, LOWER or UPPER, is '", action, "'");
   KESTREL_ASSIGN_OR_RETURN(std::string locale, ctx.attr_string("locale", ""));
   if (!locale.empty() && locale != "en_US" && locale != "en_US.UTF-8" && locale != "C" && locale != "en")
-    return core::unsupported(core::str_cat(ctx.node().describe(), ": locale '", locale, "' is not supported (en_US only)"));
+    return core::unsupported(
+        core::str_cat(ctx.node().describe(), ": locale '", locale, "' is not supported (en_US only)"));
   const Shape& x = ctx.input_shape(0);
   if (x.rank_known() && !(x.rank() == 1 || (x.rank() == 2 && (!x[0].known() || x[0].value == 1))))
     return ctx.fail("input must be [C] or [1, C], has shape ", x.to_string());
@@ -33,7 +34,8 @@ Status infer_tfidf_vectorizer(InferContext& ctx) {
   if (t != DType::kUndefined && t != DType::kString && t != DType::kI32 && t != DType::kI64)
     return ctx.fail("input must be string, int32 or int64, is ", core::dtype_name(t));
   KESTREL_ASSIGN_OR_RETURN(std::string mode, ctx.attr_string("mode"));
-  if (mode != "TF" && mode != "IDF" && mode != "TFIDF") return ctx.fail("mode must be TF, IDF or TFIDF, is '", mode, "'");
+  if (mode != "TF" && mode != "IDF" && mode != "TFIDF")
+    return ctx.fail("mode must be TF, IDF or TFIDF, is '", mode, "'");
   KESTREL_ASSIGN_OR_RETURN(std::vector<int64_t> indexes, ctx.attr_ints("ngram_indexes"));
   int64_t out = 0;
   for (int64_t i : indexes) {
@@ -46,8 +48,9 @@ Status infer_tfidf_vectorizer(InferContext& ctx) {
   const Shape& x = ctx.input_shape(0);
   if (x.rank_known() && x.rank() != 1 && x.rank() != 2)
     return ctx.fail("input must be [C] or [N, C], has shape ", x.to_string());
-  Shape y = !x.rank_known() ? Shape::unknown_rank()
-                            : (x.rank() == 1 ? Shape(std::vector<Dim>{Dim(out)}) : Shape(std::vector<Dim>{x[0], Dim(out)}));
+  Shape y = !x.rank_known()
+                ? Shape::unknown_rank()
+                : (x.rank() == 1 ? Shape(std::vector<Dim>{Dim(out)}) : Shape(std::vector<Dim>{x[0], Dim(out)}));
   ctx.set_output(0, DType::kF32, std::move(y));
   return Status::ok();
 }

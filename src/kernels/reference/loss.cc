@@ -77,7 +77,9 @@ Status nll_core(const LossParams& p, const LossGeometry& g, LogProb&& lp, const 
       case LossReduction::kNone:
         for (int64_t s = 0; s < samples; ++s) out[s] = store_double<T>(per_sample[static_cast<size_t>(s)]);
         break;
-      case LossReduction::kSum: out[0] = store_double<T>(sum); break;
+      case LossReduction::kSum:
+        out[0] = store_double<T>(sum);
+        break;
       case LossReduction::kMean:
         out[0] = store_double<T>(weight_sum == 0 ? std::numeric_limits<double>::quiet_NaN() : sum / weight_sum);
         break;
@@ -104,8 +106,8 @@ Status nll_loss(const LossParams& p, const Tensor& x, const Tensor& target, cons
   return st;
 }
 
-Status softmax_cross_entropy_loss(const LossParams& p, const Tensor& scores, const Tensor& target,
-                                  const Tensor* weight, Tensor& loss, Tensor* log_prob) {
+Status softmax_cross_entropy_loss(const LossParams& p, const Tensor& scores, const Tensor& target, const Tensor* weight,
+                                  Tensor& loss, Tensor* log_prob) {
   KESTREL_ASSIGN_OR_RETURN(LossGeometry g, loss_geometry(scores, target, weight));
   if (loss.dtype() != scores.dtype())
     return core::invalid_argument(str_cat("loss must have the input's dtype, is ", loss.type_string()));

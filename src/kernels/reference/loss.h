@@ -30,7 +30,7 @@ Status nll_loss(const LossParams& p, const Tensor& x, const Tensor& target, cons
 
 // Same loss on log_softmax(scores) over axis 1; log_prob (scores' shape and dtype) receives
 // log_softmax(scores) when not null.
-Status softmax_cross_entropy_loss(const LossParams& p, const Tensor& scores, const Tensor& target,
-                                  const Tensor* weight, Tensor& loss, Tensor* log_prob);
+Status softmax_cross_entropy_loss(const LossParams& p, const Tensor& scores, const Tensor& target, const Tensor* weight,
+                                  Tensor& loss, Tensor* log_prob);
 
 }  // namespace kestrel::kernels::ref

@@ -11,24 +11,37 @@
 
 namespace kestrel::kernels::ref {
 
-using core::DType;
 using core::Dims;
+using core::DType;
 using core::str_cat;
 
 namespace {
 
-bool is_quantized_8bit(DType t) { return t == DType::kU8 || t == DType::kI8; }
+bool is_quantized_8bit(DType t) {
+  return t == DType::kU8 || t == DType::kI8;
+}
 
 // Calls f(T{}) for the integer dtypes quantized tensors use.
 template <class F>
 bool visit_quant_dtype(DType t, F&& f) {
   switch (t) {
-    case DType::kU8: f(uint8_t{}); return true;
-    case DType::kI8: f(int8_t{}); return true;
-    case DType::kU16: f(uint16_t{}); return true;
-    case DType::kI16: f(int16_t{}); return true;
-    case DType::kI32: f(int32_t{}); return true;
-    default: return false;
+    case DType::kU8:
+      f(uint8_t{});
+      return true;
+    case DType::kI8:
+      f(int8_t{});
+      return true;
+    case DType::kU16:
+      f(uint16_t{});
+      return true;
+    case DType::kI16:
+      f(int16_t{});
+      return true;
+    case DType::kI32:
+      f(int32_t{});
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -58,8 +71,9 @@ core::Result<ParamIndexer> make_indexer(const QuantAxisParams& p, const Tensor& 
   for (int64_t d = axis + 1; d < x.rank(); ++d) ix.inner *= x.dim(d);
   if (p.block_size == 0) {
     if (param.rank() != 1 || param.dim(0) != ix.axis_dim)
-      return core::invalid_argument(str_cat(what, " ", param.type_string(), " must have one element or one per index of axis ",
-                                            axis, " (", ix.axis_dim, ") of ", x.type_string()));
+      return core::invalid_argument(str_cat(what, " ", param.type_string(),
+                                            " must have one element or one per index of axis ", axis, " (", ix.axis_dim,
+                                            ") of ", x.type_string()));
     ix.mode = ParamIndexer::Mode::kAxis;
     return ix;
   }
@@ -87,16 +101,16 @@ Status check_zero_point(const Tensor* zp, const Tensor& scale, DType want) {
 // --- numpy-matmul geometry shared by MatMulInteger and QLinearMatMul
 
 struct MatMulGeom {
-  Dims batch;          // broadcast batch dims
-  Dims a_bs, b_bs;     // batch strides of a and b (in matrices)
+  Dims batch;       // broadcast batch dims
+  Dims a_bs, b_bs;  // batch strides of a and b (in matrices)
   int64_t m = 1, k = 1, n = 1;
   int64_t batch_count = 1;
 };
 
 core::Result<MatMulGeom> matmul_geometry(const Tensor& a, const Tensor& b, const Tensor& y) {
   if (a.rank() < 1 || b.rank() < 1)
-    return core::invalid_argument(str_cat("matmul inputs must have rank >= 1, are ", a.type_string(), " and ",
-                                          b.type_string()));
+    return core::invalid_argument(
+        str_cat("matmul inputs must have rank >= 1, are ", a.type_string(), " and ", b.type_string()));
   Dims ad = a.dims(), bd = b.dims();
   const bool a_vec = ad.size() == 1, b_vec = bd.size() == 1;
   if (a_vec) ad.insert(ad.begin(), 1);
@@ -109,7 +123,8 @@ core::Result<MatMulGeom> matmul_geometry(const Tensor& a, const Tensor& b, const
     return core::invalid_argument(str_cat("matmul inner dimensions differ: ", a.type_string(), " x ", b.type_string()));
   Dims ab(ad.begin(), ad.end() - 2), bb(bd.begin(), bd.end() - 2);
   if (!broadcast_dims({&ab, &bb}, &g.batch))
-    return core::invalid_argument(str_cat("matmul batch dims do not broadcast: ", a.type_string(), " x ", b.type_string()));
+    return core::invalid_argument(
+        str_cat("matmul batch dims do not broadcast: ", a.type_string(), " x ", b.type_string()));
   g.a_bs = broadcast_strides(ab, g.batch);
   g.b_bs = broadcast_strides(bb, g.batch);
   g.batch_count = core::num_elements(g.batch);
@@ -117,8 +132,8 @@ core::Result<MatMulGeom> matmul_geometry(const Tensor& a, const Tensor& b, const
   if (!a_vec) yd.push_back(g.m);
   if (!b_vec) yd.push_back(g.n);
   if (y.dims() != yd)
-    return core::invalid_argument(str_cat("matmul output must have shape ", core::dims_to_string(yd), ", has ",
-                                          core::dims_to_string(y.dims())));
+    return core::invalid_argument(
+        str_cat("matmul output must have shape ", core::dims_to_string(yd), ", has ", core::dims_to_string(y.dims())));
   return g;
 }
 
@@ -141,11 +156,12 @@ core::Result<std::vector<double>> expand_param(const Tensor& p, const Dims& batc
     ok = have == want || have == 1;
   }
   if (!ok)
-    return core::invalid_argument(str_cat(what, " ", p.type_string(), " does not broadcast to ",
-                                          core::dims_to_string(grid)));
+    return core::invalid_argument(
+        str_cat(what, " ", p.type_string(), " does not broadcast to ", core::dims_to_string(grid)));
   std::vector<double> out(static_cast<size_t>(total));
-  for_each_broadcast<1>(grid, {broadcast_strides(pd, grid)},
-                        [&](int64_t i, const std::array<int64_t, 1>& o) { out[static_cast<size_t>(i)] = v[static_cast<size_t>(o[0])]; });
+  for_each_broadcast<1>(grid, {broadcast_strides(pd, grid)}, [&](int64_t i, const std::array<int64_t, 1>& o) {
+    out[static_cast<size_t>(i)] = v[static_cast<size_t>(o[0])];
+  });
   return out;
 }
 
@@ -163,8 +179,8 @@ std::vector<int32_t> as_int32(const Tensor& t) {
 core::Result<std::vector<int64_t>> integer_matmul(const MatMulGeom& g, const Tensor& a, const Tensor& b,
                                                   const std::vector<double>& za, const std::vector<double>& zb) {
   if (!is_quantized_8bit(a.dtype()) || !is_quantized_8bit(b.dtype()))
-    return core::invalid_argument(str_cat("matmul inputs must be u8 or i8, are ", a.type_string(), " and ",
-                                          b.type_string()));
+    return core::invalid_argument(
+        str_cat("matmul inputs must be u8 or i8, are ", a.type_string(), " and ", b.type_string()));
   const std::vector<int32_t> av = as_int32(a), bv = as_int32(b);
   std::vector<int64_t> acc(static_cast<size_t>(g.batch_count * g.m * g.n), 0);
   for_each_broadcast<2>(g.batch, {g.a_bs, g.b_bs}, [&](int64_t bi, const std::array<int64_t, 2>& off) {
@@ -183,7 +199,9 @@ core::Result<std::vector<int64_t>> integer_matmul(const MatMulGeom& g, const Ten
   return acc;
 }
 
-int32_t wrap_int32(int64_t v) { return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v))); }
+int32_t wrap_int32(int64_t v) {
+  return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v)));
+}
 
 Status store_quantized(Tensor& y, int64_t i, int64_t v) {
   bool ok = visit_quant_dtype(y.dtype(), [&](auto tag) { y.data<decltype(tag)>()[i] = static_cast<decltype(tag)>(v); });
@@ -201,8 +219,8 @@ struct ConvGeom {
 
 core::Result<ConvGeom> conv_geometry(const IntConvParams& p, const Tensor& x, const Tensor& w, const Tensor& y) {
   if (!is_quantized_8bit(x.dtype()) || !is_quantized_8bit(w.dtype()))
-    return core::invalid_argument(str_cat("conv inputs must be u8 or i8, are ", x.type_string(), " and ",
-                                          w.type_string()));
+    return core::invalid_argument(
+        str_cat("conv inputs must be u8 or i8, are ", x.type_string(), " and ", w.type_string()));
   if (x.rank() < 3 || w.rank() != x.rank() || y.rank() != x.rank())
     return core::invalid_argument(str_cat("conv needs x [N, C, D...], w [M, C/group, K...] of the same rank, got ",
                                           x.type_string(), " and ", w.type_string()));
@@ -215,8 +233,8 @@ core::Result<ConvGeom> conv_geometry(const IntConvParams& p, const Tensor& x, co
   g.m = w.dim(0);
   g.group = p.group;
   if (g.group < 1 || g.c % g.group != 0 || g.m % g.group != 0 || w.dim(1) * g.group != g.c)
-    return core::invalid_argument(str_cat("group ", g.group, " does not fit x ", x.type_string(), " and w ",
-                                          w.type_string()));
+    return core::invalid_argument(
+        str_cat("group ", g.group, " does not fit x ", x.type_string(), " and w ", w.type_string()));
   g.cg = g.c / g.group;
   g.mg = g.m / g.group;
   if (y.dim(0) != g.n || y.dim(1) != g.m)
@@ -295,8 +313,8 @@ core::Result<std::vector<double>> per_channel(const Tensor* t, int64_t m, double
   std::vector<double> v = core::tensor_to_doubles(*t);
   if (v.size() == 1) return std::vector<double>(static_cast<size_t>(m), v[0]);
   if (t->rank() != 1 || t->dim(0) != m)
-    return core::invalid_argument(str_cat(what, " must have one element or one per output channel (", m, "), is ",
-                                          t->type_string()));
+    return core::invalid_argument(
+        str_cat(what, " must have one element or one per output channel (", m, "), is ", t->type_string()));
   return v;
 }
 
@@ -304,13 +322,18 @@ core::Result<std::vector<double>> per_channel(const Tensor* t, int64_t m, double
 
 core::Result<std::pair<int64_t, int64_t>> quant_range(DType t) {
   switch (t) {
-    case DType::kU8: return std::pair<int64_t, int64_t>{0, 255};
-    case DType::kI8: return std::pair<int64_t, int64_t>{-128, 127};
-    case DType::kU16: return std::pair<int64_t, int64_t>{0, 65535};
-    case DType::kI16: return std::pair<int64_t, int64_t>{-32768, 32767};
+    case DType::kU8:
+      return std::pair<int64_t, int64_t>{0, 255};
+    case DType::kI8:
+      return std::pair<int64_t, int64_t>{-128, 127};
+    case DType::kU16:
+      return std::pair<int64_t, int64_t>{0, 65535};
+    case DType::kI16:
+      return std::pair<int64_t, int64_t>{-32768, 32767};
     case DType::kI32:
       return std::pair<int64_t, int64_t>{std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
-    default: return core::invalid_argument(str_cat(core::dtype_name(t), " is not a quantized type"));
+    default:
+      return core::invalid_argument(str_cat(core::dtype_name(t), " is not a quantized type"));
   }
 }
 
@@ -369,8 +392,8 @@ Status dequantize_linear(const QuantAxisParams& p, const Tensor& x, const Tensor
   if (!visit_quant_dtype(x.dtype(), [](auto) {}))
     return core::invalid_argument(str_cat("DequantizeLinear input must be an integer tensor, is ", x.type_string()));
   if (!core::is_float(scale.dtype()) || y.dtype() != scale.dtype())
-    return core::invalid_argument(str_cat("scale and output must have the same float dtype, are ",
-                                          scale.type_string(), " and ", y.type_string()));
+    return core::invalid_argument(str_cat("scale and output must have the same float dtype, are ", scale.type_string(),
+                                          " and ", y.type_string()));
   if (y.dims() != x.dims()) return core::invalid_argument("dequantized output must have the input's shape");
   KESTREL_RETURN_IF_ERROR(check_zero_point(zero_point, scale, x.dtype()));
   KESTREL_ASSIGN_OR_RETURN(ParamIndexer ix, make_indexer(p, x, scale, "scale"));
@@ -384,8 +407,10 @@ Status dequantize_linear(const QuantAxisParams& p, const Tensor& x, const Tensor
     for (int64_t i = 0; i < count; ++i) {
       const auto pi = static_cast<size_t>(ix(i));
       const int64_t diff = x.element_as_int64(i) - zp[pi];
-      if constexpr (std::is_same_v<T, double>) py[i] = static_cast<double>(diff) * s[pi];
-      else py[i] = store_double<T>(static_cast<float>(diff) * static_cast<float>(s[pi]));
+      if constexpr (std::is_same_v<T, double>)
+        py[i] = static_cast<double>(diff) * s[pi];
+      else
+        py[i] = store_double<T>(static_cast<float>(diff) * static_cast<float>(s[pi]));
     }
   });
   return Status::ok();
@@ -422,7 +447,8 @@ Status matmul_integer(const Tensor& a, const Tensor& b, const Tensor* a_zero_poi
     return core::invalid_argument("a_zero_point must have a's dtype");
   if (b_zero_point && b_zero_point->dtype() != b.dtype())
     return core::invalid_argument("b_zero_point must have b's dtype");
-  std::vector<double> za(static_cast<size_t>(g.batch_count * g.m), 0.0), zb(static_cast<size_t>(g.batch_count * g.n), 0.0);
+  std::vector<double> za(static_cast<size_t>(g.batch_count * g.m), 0.0),
+      zb(static_cast<size_t>(g.batch_count * g.n), 0.0);
   if (a_zero_point) {
     KESTREL_ASSIGN_OR_RETURN(za, expand_param(*a_zero_point, g.batch, g.m, 1, "a_zero_point"));
   }
@@ -444,7 +470,8 @@ Status qlinear_matmul(const Tensor& a, const Tensor& a_scale, const Tensor& a_ze
   if (a_zero_point.dtype() != a.dtype() || b_zero_point.dtype() != b.dtype())
     return core::invalid_argument("zero points must have their input's dtype");
   for (const Tensor* s : {&a_scale, &b_scale, &y_scale})
-    if (!core::is_float(s->dtype())) return core::invalid_argument(str_cat("scales must be float, got ", s->type_string()));
+    if (!core::is_float(s->dtype()))
+      return core::invalid_argument(str_cat("scales must be float, got ", s->type_string()));
   KESTREL_ASSIGN_OR_RETURN(MatMulGeom g, matmul_geometry(a, b, y));
   KESTREL_ASSIGN_OR_RETURN(auto za, expand_param(a_zero_point, g.batch, g.m, 1, "a_zero_point"));
   KESTREL_ASSIGN_OR_RETURN(auto zb, expand_param(b_zero_point, g.batch, 1, g.n, "b_zero_point"));
@@ -459,9 +486,9 @@ Status qlinear_matmul(const Tensor& a, const Tensor& a_scale, const Tensor& a_ze
       for (int64_t j = 0; j < g.n; ++j) {
         const auto o = static_cast<size_t>((bi * g.m + i) * g.n + j);
         const double mult = sa[static_cast<size_t>(bi * g.m + i)] * sb[static_cast<size_t>(bi * g.n + j)] / sy[o];
-        KESTREL_RETURN_IF_ERROR(store_quantized(
-            y, static_cast<int64_t>(o),
-            requantize(acc[o], mult, static_cast<int64_t>(zy[o]), range.first, range.second)));
+        KESTREL_RETURN_IF_ERROR(
+            store_quantized(y, static_cast<int64_t>(o),
+                            requantize(acc[o], mult, static_cast<int64_t>(zy[o]), range.first, range.second)));
       }
   return Status::ok();
 }
@@ -475,9 +502,11 @@ Status conv_integer(const IntConvParams& p, const Tensor& x, const Tensor& w, co
     if (x_zero_point->dtype() != x.dtype()) return core::invalid_argument("x_zero_point must have x's dtype");
     KESTREL_ASSIGN_OR_RETURN(xzp, single_value(*x_zero_point, "x_zero_point"));
   }
-  if (w_zero_point && w_zero_point->dtype() != w.dtype()) return core::invalid_argument("w_zero_point must have w's dtype");
+  if (w_zero_point && w_zero_point->dtype() != w.dtype())
+    return core::invalid_argument("w_zero_point must have w's dtype");
   KESTREL_ASSIGN_OR_RETURN(auto wzp, per_channel(w_zero_point, g.m, 0.0, "w_zero_point"));
-  auto acc = integer_conv(p, g, x, w, xzp, [&](int64_t m) { return static_cast<int64_t>(wzp[static_cast<size_t>(m)]); });
+  auto acc =
+      integer_conv(p, g, x, w, xzp, [&](int64_t m) { return static_cast<int64_t>(wzp[static_cast<size_t>(m)]); });
   int32_t* py = y.data<int32_t>();
   for (size_t i = 0; i < acc.size(); ++i) py[i] = wrap_int32(acc[i]);
   return Status::ok();
@@ -492,7 +521,8 @@ Status qlinear_conv(const IntConvParams& p, const Tensor& x, const Tensor& x_sca
   if (x_zero_point.dtype() != x.dtype() || w_zero_point.dtype() != w.dtype())
     return core::invalid_argument("zero points must have their input's dtype");
   for (const Tensor* s : {&x_scale, &w_scale, &y_scale})
-    if (!core::is_float(s->dtype())) return core::invalid_argument(str_cat("scales must be float, got ", s->type_string()));
+    if (!core::is_float(s->dtype()))
+      return core::invalid_argument(str_cat("scales must be float, got ", s->type_string()));
   KESTREL_ASSIGN_OR_RETURN(ConvGeom g, conv_geometry(p, x, w, y));
   KESTREL_ASSIGN_OR_RETURN(int64_t xzp, single_value(x_zero_point, "x_zero_point"));
   KESTREL_ASSIGN_OR_RETURN(int64_t yzp, single_value(y_zero_point, "y_zero_point"));
@@ -508,14 +538,16 @@ Status qlinear_conv(const IntConvParams& p, const Tensor& x, const Tensor& x_sca
   }
   KESTREL_ASSIGN_OR_RETURN(auto range, quant_range(y.dtype()));
   const double sx = x_scale.element_as_double(0), sy = y_scale.element_as_double(0);
-  auto acc = integer_conv(p, g, x, w, xzp, [&](int64_t m) { return static_cast<int64_t>(wzp[static_cast<size_t>(m)]); });
+  auto acc =
+      integer_conv(p, g, x, w, xzp, [&](int64_t m) { return static_cast<int64_t>(wzp[static_cast<size_t>(m)]); });
   for (int64_t n = 0; n < g.n; ++n)
     for (int64_t m = 0; m < g.m; ++m) {
       const double mult = sx * ws[static_cast<size_t>(m)] / sy;
       for (int64_t o = 0; o < g.out_size; ++o) {
         const int64_t i = (n * g.m + m) * g.out_size + o;
         KESTREL_RETURN_IF_ERROR(store_quantized(
-            y, i, requantize(acc[static_cast<size_t>(i)] + b[static_cast<size_t>(m)], mult, yzp, range.first, range.second)));
+            y, i,
+            requantize(acc[static_cast<size_t>(i)] + b[static_cast<size_t>(m)], mult, yzp, range.first, range.second)));
       }
     }
   return Status::ok();

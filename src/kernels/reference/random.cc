@@ -56,7 +56,9 @@ RandomGenerator RandomGenerator::from_entropy() {
   return RandomGenerator(mix(s));
 }
 
-double RandomGenerator::uniform() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }
+double RandomGenerator::uniform() {
+  return static_cast<double>(engine_() >> 11) * 0x1.0p-53;
+}
 
 double RandomGenerator::normal() {
   const double u1 = 1.0 - uniform();  // (0, 1]: log() stays finite
@@ -70,11 +72,13 @@ Status random_normal(RandomGenerator& g, double mean, double scale, Tensor& y) {
 
 Status random_uniform(RandomGenerator& g, double low, double high, Tensor& y) {
   if (!(high > low)) return fill_float(y, [&] { return low; });
-  return fill_float(y, [&] { return low + (high - low) * g.uniform(); }, high, low);
+  return fill_float(
+      y, [&] { return low + (high - low) * g.uniform(); }, high, low);
 }
 
 Status bernoulli(RandomGenerator& g, const Tensor& p, Tensor& y) {
-  if (!core::is_float(p.dtype())) return core::invalid_argument(str_cat("probabilities must be float, are ", p.type_string()));
+  if (!core::is_float(p.dtype()))
+    return core::invalid_argument(str_cat("probabilities must be float, are ", p.type_string()));
   if (y.num_elements() != p.num_elements())
     return core::invalid_argument(str_cat("output ", y.type_string(), " must have the shape of ", p.type_string()));
   const std::vector<double> pv = core::tensor_to_doubles(p);
@@ -92,10 +96,11 @@ Status bernoulli(RandomGenerator& g, const Tensor& p, Tensor& y) {
 
 Status multinomial(RandomGenerator& g, const Tensor& logits, Tensor& y) {
   if (!core::is_float(logits.dtype()) || logits.rank() != 2)
-    return core::invalid_argument(str_cat("Multinomial input must be a float [batch, classes], is ", logits.type_string()));
+    return core::invalid_argument(
+        str_cat("Multinomial input must be a float [batch, classes], is ", logits.type_string()));
   if ((y.dtype() != DType::kI32 && y.dtype() != DType::kI64) || y.rank() != 2 || y.dim(0) != logits.dim(0))
-    return core::invalid_argument(str_cat("Multinomial output must be int32/int64 [", logits.dim(0), ", samples], is ",
-                                          y.type_string()));
+    return core::invalid_argument(
+        str_cat("Multinomial output must be int32/int64 [", logits.dim(0), ", samples], is ", y.type_string()));
   const int64_t batch = logits.dim(0), classes = logits.dim(1), samples = y.dim(1);
   const std::vector<double> x = core::tensor_to_doubles(logits);
   std::vector<double> cdf(static_cast<size_t>(classes));
@@ -114,8 +119,10 @@ Status multinomial(RandomGenerator& g, const Tensor& logits, Tensor& y) {
       const double u = g.uniform() * total;
       int64_t c = 0;
       while (c < classes - 1 && !(u < cdf[static_cast<size_t>(c)])) ++c;
-      if (y.dtype() == DType::kI32) y.data<int32_t>()[b * samples + s] = static_cast<int32_t>(c);
-      else y.data<int64_t>()[b * samples + s] = c;
+      if (y.dtype() == DType::kI32)
+        y.data<int32_t>()[b * samples + s] = static_cast<int32_t>(c);
+      else
+        y.data<int64_t>()[b * samples + s] = c;
     }
   }
   return Status::ok();

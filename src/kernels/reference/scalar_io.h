@@ -16,8 +16,10 @@ constexpr bool is_half_float_v = std::is_same_v<T, core::Float16> || std::is_sam
 
 template <class T>
 inline double load_double(T v) {
-  if constexpr (is_half_float_v<T>) return static_cast<double>(static_cast<float>(v));
-  else return static_cast<double>(v);
+  if constexpr (is_half_float_v<T>)
+    return static_cast<double>(static_cast<float>(v));
+  else
+    return static_cast<double>(v);
 }
 
 // Floats round to nearest; integers truncate toward zero and saturate (NaN gives 0), as ONNX Cast
@@ -42,11 +44,20 @@ inline T store_double(double v) {
 template <class F>
 bool visit_float_dtype(core::DType t, F&& f) {
   switch (t) {
-    case core::DType::kF32: f(float{}); return true;
-    case core::DType::kF16: f(core::Float16{}); return true;
-    case core::DType::kBF16: f(core::BFloat16{}); return true;
-    case core::DType::kF64: f(double{}); return true;
-    default: return false;
+    case core::DType::kF32:
+      f(float{});
+      return true;
+    case core::DType::kF16:
+      f(core::Float16{});
+      return true;
+    case core::DType::kBF16:
+      f(core::BFloat16{});
+      return true;
+    case core::DType::kF64:
+      f(double{});
+      return true;
+    default:
+      return false;
   }
 }
 

@@ -44,18 +44,20 @@ void dft_row(const std::vector<Complex>& in, std::vector<Complex>& out, bool inv
   }
 }
 
-bool float_dtype(DType t) { return core::is_float(t); }
+bool float_dtype(DType t) {
+  return core::is_float(t);
+}
 
 }  // namespace
 
 Status dft(const DftParams& p, const Tensor& x, Tensor& y) {
   if (!float_dtype(x.dtype()) || y.dtype() != x.dtype())
-    return core::invalid_argument(str_cat("DFT needs float input and output of the same dtype, got ", x.type_string(),
-                                          " and ", y.type_string()));
+    return core::invalid_argument(
+        str_cat("DFT needs float input and output of the same dtype, got ", x.type_string(), " and ", y.type_string()));
   const int64_t rank = x.rank();
   if (rank < 2 || (x.dim(-1) != 1 && x.dim(-1) != 2))
-    return core::invalid_argument(str_cat("DFT input must be [..., 1] (real) or [..., 2] (complex), is ",
-                                          x.type_string()));
+    return core::invalid_argument(
+        str_cat("DFT input must be [..., 1] (real) or [..., 2] (complex), is ", x.type_string()));
   if (p.axis < 0 || p.axis > rank - 2)
     return core::invalid_argument(str_cat("DFT axis ", p.axis, " is out of range for ", x.type_string()));
   if (p.length < 1) return core::invalid_argument(str_cat("dft_length must be >= 1, is ", p.length));
@@ -74,8 +76,8 @@ Status dft(const DftParams& p, const Tensor& x, Tensor& y) {
   want[static_cast<size_t>(p.axis)] = bins;
   want.back() = cout;
   if (y.dims() != want)
-    return core::invalid_argument(str_cat("DFT output must have shape ", core::dims_to_string(want), ", has ",
-                                          core::dims_to_string(y.dims())));
+    return core::invalid_argument(
+        str_cat("DFT output must have shape ", core::dims_to_string(want), ", has ", core::dims_to_string(y.dims())));
   const std::vector<Complex> tw = twiddles(p.length);
   std::vector<Complex> in(static_cast<size_t>(p.length)), out(static_cast<size_t>(bins));
   visit_float_dtype(x.dtype(), [&](auto tag) {
@@ -126,8 +128,8 @@ Status stft(const StftParams& p, const Tensor& signal, const Tensor* window, Ten
   const int64_t bins = p.onesided ? len / 2 + 1 : len;
   const core::Dims want{batch, frames, bins, 2};
   if (y.dims() != want)
-    return core::invalid_argument(str_cat("STFT output must have shape ", core::dims_to_string(want), ", has ",
-                                          core::dims_to_string(y.dims())));
+    return core::invalid_argument(
+        str_cat("STFT output must have shape ", core::dims_to_string(want), ", has ", core::dims_to_string(y.dims())));
   const std::vector<Complex> tw = twiddles(len);
   std::vector<double> win(static_cast<size_t>(len), 1.0);
   if (window) win = core::tensor_to_doubles(*window);
@@ -141,8 +143,8 @@ Status stft(const StftParams& p, const Tensor& signal, const Tensor* window, Ten
       for (int64_t f = 0; f < frames; ++f) {
         for (int64_t t = 0; t < len; ++t) {
           const int64_t base = (b * n + f * p.frame_step + t) * c;
-          in[static_cast<size_t>(t)] =
-              Complex(load_double(ps[base]), complex_in ? load_double(ps[base + 1]) : 0.0) * win[static_cast<size_t>(t)];
+          in[static_cast<size_t>(t)] = Complex(load_double(ps[base]), complex_in ? load_double(ps[base + 1]) : 0.0) *
+                                       win[static_cast<size_t>(t)];
         }
         dft_row(in, out, false, tw);
         for (int64_t k = 0; k < bins; ++k) {
@@ -168,8 +170,12 @@ Status window(WindowKind kind, bool periodic, Tensor& y) {
     }
     const double a = 2 * std::numbers::pi * static_cast<double>(i) / denom;
     switch (kind) {
-      case WindowKind::kHann: w[static_cast<size_t>(i)] = 0.5 - 0.5 * std::cos(a); break;
-      case WindowKind::kHamming: w[static_cast<size_t>(i)] = 25.0 / 46 - 21.0 / 46 * std::cos(a); break;
+      case WindowKind::kHann:
+        w[static_cast<size_t>(i)] = 0.5 - 0.5 * std::cos(a);
+        break;
+      case WindowKind::kHamming:
+        w[static_cast<size_t>(i)] = 25.0 / 46 - 21.0 / 46 * std::cos(a);
+        break;
       case WindowKind::kBlackman:
         w[static_cast<size_t>(i)] = 0.42 - 0.5 * std::cos(a) + 0.08 * std::cos(2 * a);
         break;
@@ -189,12 +195,12 @@ Status mel_weight_matrix(int64_t num_mel_bins, int64_t dft_length, int64_t sampl
     return core::invalid_argument(str_cat("num_mel_bins, dft_length and sample_rate must be >= 1, are ", num_mel_bins,
                                           ", ", dft_length, ", ", sample_rate));
   if (!(lower_edge_hertz >= 0) || !(upper_edge_hertz >= lower_edge_hertz))
-    return core::invalid_argument(str_cat("need 0 <= lower_edge_hertz <= upper_edge_hertz, got ", lower_edge_hertz,
-                                          " and ", upper_edge_hertz));
+    return core::invalid_argument(
+        str_cat("need 0 <= lower_edge_hertz <= upper_edge_hertz, got ", lower_edge_hertz, " and ", upper_edge_hertz));
   const int64_t rows = dft_length / 2 + 1;
   if (y.dims() != core::Dims{rows, num_mel_bins})
-    return core::invalid_argument(str_cat("MelWeightMatrix output must be [", rows, ", ", num_mel_bins, "], is ",
-                                          y.type_string()));
+    return core::invalid_argument(
+        str_cat("MelWeightMatrix output must be [", rows, ", ", num_mel_bins, "], is ", y.type_string()));
   auto mel = [](double hz) { return 2595.0 * std::log10(1.0 + hz / 700.0); };
   const double low = mel(lower_edge_hertz), high = mel(upper_edge_hertz);
   // num_mel_bins + 2 edges, spaced by (high - low) / (num_mel_bins + 2) as in the ONNX reference.
@@ -211,7 +217,8 @@ Status mel_weight_matrix(int64_t num_mel_bins, int64_t dft_length, int64_t sampl
     if (r >= 0 && r < rows) out[static_cast<size_t>(r * num_mel_bins + col)] = v;
   };
   for (int64_t i = 0; i < num_mel_bins; ++i) {
-    const int64_t lo = bin[static_cast<size_t>(i)], c = bin[static_cast<size_t>(i + 1)], hi = bin[static_cast<size_t>(i + 2)];
+    const int64_t lo = bin[static_cast<size_t>(i)], c = bin[static_cast<size_t>(i + 1)],
+                  hi = bin[static_cast<size_t>(i + 2)];
     if (c == lo) {
       set(c, i, 1.0);
     } else {

@@ -70,8 +70,8 @@ struct AlternatingBlock {
   bool upper_even;
 };
 constexpr AlternatingBlock kAlternating[] = {
-    {0x0100, 0x012F, true}, {0x0132, 0x0137, true}, {0x0139, 0x0148, false}, {0x014A, 0x0177, true},
-    {0x0179, 0x017E, false}, {0x0460, 0x0481, true}, {0x048A, 0x04BF, true}, {0x04D0, 0x04FF, true},
+    {0x0100, 0x012F, true},  {0x0132, 0x0137, true}, {0x0139, 0x0148, false}, {0x014A, 0x0177, true},
+    {0x0179, 0x017E, false}, {0x0460, 0x0481, true}, {0x048A, 0x04BF, true},  {0x04D0, 0x04FF, true},
 };
 
 char32_t to_lower(char32_t c) {
@@ -120,19 +120,26 @@ std::string map_utf8(const std::string& s, Map&& map) {
   while (i < s.size()) {
     const size_t start = i;
     char32_t cp;
-    if (decode(s, i, cp)) encode(map(cp), out);
-    else out += s[start];  // invalid byte: unchanged
+    if (decode(s, i, cp))
+      encode(map(cp), out);
+    else
+      out += s[start];  // invalid byte: unchanged
   }
   return out;
 }
 
 }  // namespace
 
-std::string utf8_to_lower(const std::string& s) { return map_utf8(s, to_lower); }
-std::string utf8_to_upper(const std::string& s) { return map_utf8(s, to_upper); }
+std::string utf8_to_lower(const std::string& s) {
+  return map_utf8(s, to_lower);
+}
+std::string utf8_to_upper(const std::string& s) {
+  return map_utf8(s, to_upper);
+}
 
 core::Result<Tensor> string_normalizer(const StringNormalizerParams& p, const Tensor& x) {
-  if (x.dtype() != DType::kString) return core::invalid_argument(str_cat("input must be strings, is ", x.type_string()));
+  if (x.dtype() != DType::kString)
+    return core::invalid_argument(str_cat("input must be strings, is ", x.type_string()));
   const bool two_d = x.rank() == 2;
   if (!(x.rank() == 1 || (two_d && x.dim(0) == 1)))
     return core::invalid_argument(str_cat("input must be [C] or [1, C], is ", x.type_string()));
@@ -143,9 +150,15 @@ core::Result<Tensor> string_normalizer(const StringNormalizerParams& p, const Te
   for (int64_t i = 0; i < x.num_elements(); ++i) {
     if (stop.count(p.case_sensitive ? px[i] : utf8_to_lower(px[i]))) continue;
     switch (p.case_change) {
-      case CaseChange::kNone: kept.push_back(px[i]); break;
-      case CaseChange::kLower: kept.push_back(utf8_to_lower(px[i])); break;
-      case CaseChange::kUpper: kept.push_back(utf8_to_upper(px[i])); break;
+      case CaseChange::kNone:
+        kept.push_back(px[i]);
+        break;
+      case CaseChange::kLower:
+        kept.push_back(utf8_to_lower(px[i]));
+        break;
+      case CaseChange::kUpper:
+        kept.push_back(utf8_to_upper(px[i]));
+        break;
     }
   }
   if (kept.empty()) kept.emplace_back();
@@ -202,9 +215,10 @@ core::Result<TfIdfModel> TfIdfModel::create(const Attributes& a) {
 Status TfIdfModel::run(const Tensor& x, Tensor& y) const {
   const bool str_in = x.dtype() == DType::kString;
   if (str_in != strings_ || (!str_in && x.dtype() != DType::kI32 && x.dtype() != DType::kI64))
-    return core::invalid_argument(str_cat("input ", x.type_string(), " does not match the ",
-                                          strings_ ? "string" : "int64", " pool"));
-  if (x.rank() != 1 && x.rank() != 2) return core::invalid_argument(str_cat("input must be [C] or [N, C], is ", x.type_string()));
+    return core::invalid_argument(
+        str_cat("input ", x.type_string(), " does not match the ", strings_ ? "string" : "int64", " pool"));
+  if (x.rank() != 1 && x.rank() != 2)
+    return core::invalid_argument(str_cat("input must be [C] or [N, C], is ", x.type_string()));
   const int64_t rows = x.rank() == 2 ? x.dim(0) : 1, cols = x.dim(-1);
   const core::Dims want = x.rank() == 2 ? core::Dims{rows, output_size_} : core::Dims{output_size_};
   if (y.dtype() != DType::kF32 || y.dims() != want)

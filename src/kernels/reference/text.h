@@ -61,7 +61,7 @@ class TfIdfModel {
   TfIdfModel() = default;
   Attributes a_;
   bool strings_ = false;
-  std::map<std::string, int64_t> string_ids_;            // pool string -> token id
+  std::map<std::string, int64_t> string_ids_;                   // pool string -> token id
   std::map<std::vector<int64_t>, std::vector<size_t>> ngrams_;  // token ids -> pool n-gram numbers
   int64_t output_size_ = 0;
 };

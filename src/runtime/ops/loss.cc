@@ -1,5 +1,6 @@
 // Kernel bindings for the loss ops: reduction / ignore_index attributes -> reference kernel parameters.
 #include "kernels/reference/loss.h"
+
 #include "runtime/kernel.h"
 
 namespace kestrel::runtime {
@@ -11,10 +12,14 @@ namespace {
 Result<ref::LossParams> loss_params(const KernelCreateInfo& info) {
   ref::LossParams p;
   KESTREL_ASSIGN_OR_RETURN(std::string reduction, info.node.attr_string("reduction", "mean"));
-  if (reduction == "none") p.reduction = ref::LossReduction::kNone;
-  else if (reduction == "sum") p.reduction = ref::LossReduction::kSum;
-  else if (reduction == "mean") p.reduction = ref::LossReduction::kMean;
-  else return info.fail("reduction must be none, sum or mean, is '", reduction, "'");
+  if (reduction == "none")
+    p.reduction = ref::LossReduction::kNone;
+  else if (reduction == "sum")
+    p.reduction = ref::LossReduction::kSum;
+  else if (reduction == "mean")
+    p.reduction = ref::LossReduction::kMean;
+  else
+    return info.fail("reduction must be none, sum or mean, is '", reduction, "'");
   if (info.node.has_attr("ignore_index")) {
     KESTREL_ASSIGN_OR_RETURN(int64_t ii, info.node.attr_int("ignore_index"));
     p.ignore_index = ii;

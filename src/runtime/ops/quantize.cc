@@ -1,6 +1,7 @@
 // Kernel bindings for the quantization ops: axis / block_size and the integer convolutions'
 // window attributes -> reference kernel parameters.
 #include "ir/ops/quantize.h"
+
 #include "kernels/reference/quantize.h"
 #include "runtime/kernel.h"
 
@@ -50,8 +51,7 @@ void register_quantize_kernels(KernelRegistry& r) {
   });
   r.add("MatMulInteger", [](const KernelCreateInfo&) -> Result<std::unique_ptr<OpKernel>> {
     return make_kernel([](KernelContext& ctx) {
-      return ref::matmul_integer(ctx.input(0), ctx.input(1), ctx.input_or_null(2), ctx.input_or_null(3),
-                                 ctx.output(0));
+      return ref::matmul_integer(ctx.input(0), ctx.input(1), ctx.input_or_null(2), ctx.input_or_null(3), ctx.output(0));
     });
   });
   r.add("QLinearMatMul", [](const KernelCreateInfo&) -> Result<std::unique_ptr<OpKernel>> {

@@ -2,6 +2,7 @@
 // attribute when present (the same seed gives the same stream of runs), otherwise from entropy
 // once per session, so two sessions of one model draw different numbers.
 #include "kernels/reference/random.h"
+
 #include "runtime/kernel.h"
 
 namespace kestrel::runtime {

@@ -1,6 +1,7 @@
 // Kernel bindings for the signal ops: attributes and scalar inputs (dft_length, axis, frame_step,
 // frame_length, window sizes) -> reference kernel parameters.
 #include "kernels/reference/signal.h"
+
 #include "runtime/kernel.h"
 
 namespace kestrel::runtime {
@@ -73,7 +74,8 @@ void register_signal_kernels(KernelRegistry& r) {
   for (const auto& [name, kind] : windows) {
     r.add(name, [kind = kind](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
       KESTREL_ASSIGN_OR_RETURN(int64_t periodic, info.node.attr_int("periodic", 1));
-      return make_kernel([kind, periodic](KernelContext& ctx) { return ref::window(kind, periodic != 0, ctx.output(0)); });
+      return make_kernel(
+          [kind, periodic](KernelContext& ctx) { return ref::window(kind, periodic != 0, ctx.output(0)); });
     });
   }
   r.add("MelWeightMatrix", [](const KernelCreateInfo&) -> Result<std::unique_ptr<OpKernel>> {

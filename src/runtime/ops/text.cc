@@ -1,8 +1,9 @@
 // Kernel bindings for the text ops: StringNormalizer attributes and the TfIdfVectorizer n-gram
 // pool (checked and indexed once, at session creation).
+#include "kernels/reference/text.h"
+
 #include <memory>
 
-#include "kernels/reference/text.h"
 #include "runtime/kernel.h"
 
 namespace kestrel::runtime {
@@ -25,9 +26,12 @@ void register_text_kernels(KernelRegistry& r) {
   r.add("StringNormalizer", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
     ref::StringNormalizerParams p;
     KESTREL_ASSIGN_OR_RETURN(std::string action, info.node.attr_string("case_change_action", "NONE"));
-    if (action == "LOWER") p.case_change = ref::CaseChange::kLower;
-    else if (action == "UPPER") p.case_change = ref::CaseChange::kUpper;
-    else if (action != "NONE") return info.fail("case_change_action must be NONE, LOWER or UPPER, is '", action, "'");
+    if (action == "LOWER")
+      p.case_change = ref::CaseChange::kLower;
+    else if (action == "UPPER")
+      p.case_change = ref::CaseChange::kUpper;
+    else if (action != "NONE")
+      return info.fail("case_change_action must be NONE, LOWER or UPPER, is '", action, "'");
     KESTREL_ASSIGN_OR_RETURN(int64_t sensitive, info.node.attr_int("is_case_sensitive", 0));
     p.case_sensitive = sensitive != 0;
     KESTREL_ASSIGN_OR_RETURN(p.stopwords, strings_attr(info.node, "stopwords"));
@@ -43,10 +47,14 @@ void register_text_kernels(KernelRegistry& r) {
     KESTREL_ASSIGN_OR_RETURN(a.max_gram_length, n.attr_int("max_gram_length"));
     KESTREL_ASSIGN_OR_RETURN(a.max_skip_count, n.attr_int("max_skip_count"));
     KESTREL_ASSIGN_OR_RETURN(std::string mode, n.attr_string("mode"));
-    if (mode == "TF") a.mode = ref::TfIdfMode::kTF;
-    else if (mode == "IDF") a.mode = ref::TfIdfMode::kIDF;
-    else if (mode == "TFIDF") a.mode = ref::TfIdfMode::kTFIDF;
-    else return info.fail("mode must be TF, IDF or TFIDF, is '", mode, "'");
+    if (mode == "TF")
+      a.mode = ref::TfIdfMode::kTF;
+    else if (mode == "IDF")
+      a.mode = ref::TfIdfMode::kIDF;
+    else if (mode == "TFIDF")
+      a.mode = ref::TfIdfMode::kTFIDF;
+    else
+      return info.fail("mode must be TF, IDF or TFIDF, is '", mode, "'");
     KESTREL_ASSIGN_OR_RETURN(a.ngram_counts, n.attr_ints("ngram_counts"));
     KESTREL_ASSIGN_OR_RETURN(a.ngram_indexes, n.attr_ints("ngram_indexes"));
     KESTREL_ASSIGN_OR_RETURN(a.pool_int64s, n.attr_ints("pool_int64s", std::vector<int64_t>{}));
