@@ -206,6 +206,8 @@ TEST(QuantizeKernel, BadParametersAreErrors) {
   Tensor sb = Tensor::from_vector<float>({1, 1, 1, 1}, {2, 2});
   EXPECT_TRUE(ref::quantize_linear({1, 2}, x, sb, nullptr, y).is_ok());  // ceil(3/2) = 2 blocks
   EXPECT_FALSE(ref::quantize_linear({1, 3}, x, sb, nullptr, y).is_ok());
+  Tensor sb1 = Tensor::from_vector<float>({1, 1}, {2, 1});  // one block per row, however large
+  EXPECT_TRUE(ref::quantize_linear({1, std::numeric_limits<int64_t>::max()}, x, sb1, nullptr, y).is_ok());
   Tensor yi32 = Tensor::allocate(DType::kI32, {2, 3}).value();
   EXPECT_FALSE(ref::quantize_linear({1, 0}, x, Tensor::scalar<float>(1), nullptr, yi32).is_ok());
 }

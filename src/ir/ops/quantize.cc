@@ -59,7 +59,7 @@ Status check_quant_param_shape(const InferContext& ctx, size_t param, int64_t ax
     return ctx.fail("blocked input ", param, " must have the input's rank ", r, ", has shape ", s.to_string());
   for (int64_t d = 0; d < r; ++d) {
     if (!s[d].known() || !x[d].known()) continue;
-    int64_t want = d == axis ? (x[d].value + block_size - 1) / block_size : x[d].value;
+    int64_t want = d == axis ? (x[d].value == 0 ? 0 : (x[d].value - 1) / block_size + 1) : x[d].value;
     if (s[d].value != want)
       return ctx.fail("blocked input ", param, " shape ", s.to_string(), " does not fit ", x.to_string(),
                       " with block_size ", block_size, " on axis ", axis);

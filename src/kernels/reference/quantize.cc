@@ -79,7 +79,7 @@ core::Result<ParamIndexer> make_indexer(const QuantAxisParams& p, const Tensor& 
   }
   ix.mode = ParamIndexer::Mode::kBlock;
   ix.block = p.block_size;
-  ix.blocks = ix.axis_dim == 0 ? 0 : (ix.axis_dim + p.block_size - 1) / p.block_size;
+  ix.blocks = ix.axis_dim == 0 ? 0 : (ix.axis_dim - 1) / p.block_size + 1;  // ceil without overflow
   bool ok = param.rank() == x.rank();
   for (int64_t d = 0; ok && d < x.rank(); ++d) ok = param.dim(d) == (d == axis ? ix.blocks : x.dim(d));
   if (!ok)
