@@ -559,6 +559,17 @@ TEST(QuantizeSession, BadModelsFailAtLoadNamingTheNode) {
     ASSERT_FALSE(s.is_ok());
     EXPECT_NE(s.status().message().find("conv"), std::string::npos) << s.status().message();
   }
+  for (int64_t group : {int64_t{0}, int64_t{-3}, std::numeric_limits<int64_t>::max()}) {
+    OnnxBuilder b(10);
+    b.input("x", 2, {1, 4, 5, 5}).input("w", 2, {2, 2, 3, 3});
+    auto& n = b.node("ConvInteger", {"x", "w"}, {"y"}, "grouped");
+    OnnxBuilder::attr(n, "group", group);
+    b.output("y", 6);
+    std::string bytes = b.bytes();
+    auto s = runtime::Session::open_memory(bytes.data(), bytes.size());
+    ASSERT_FALSE(s.is_ok()) << group;
+    EXPECT_NE(s.status().message().find("grouped"), std::string::npos) << s.status().message();
+  }
   {
     OnnxBuilder b(10);
     b.input("x", 2, {1, 1, 2, 2}).input("w", 2, {1, 1, 3, 3});

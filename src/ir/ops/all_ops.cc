@@ -13,6 +13,11 @@ void register_recurrent_ops(OpRegistry& r);
 void register_shape_ops(OpRegistry& r);
 void register_transform_ops(OpRegistry& r);
 void register_gather_scatter_ops(OpRegistry& r);
+void register_conv_ops(OpRegistry& r);
+void register_matmul_ops(OpRegistry& r);
+void register_pool_ops(OpRegistry& r);
+void register_normalization_ops(OpRegistry& r);
+void register_softmax_ops(OpRegistry& r);
 void register_signal_ops(OpRegistry& r);
 void register_text_ops(OpRegistry& r);
 
@@ -27,6 +32,11 @@ void register_all_ops(OpRegistry& r) {
   register_shape_ops(r);
   register_transform_ops(r);
   register_gather_scatter_ops(r);
+  register_conv_ops(r);
+  register_matmul_ops(r);
+  register_pool_ops(r);
+  register_normalization_ops(r);
+  register_softmax_ops(r);
   register_signal_ops(r);
   register_text_ops(r);
 }

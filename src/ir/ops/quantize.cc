@@ -174,14 +174,17 @@ Status infer_qlinear_matmul(InferContext& ctx) {
 core::Result<Shape> conv_shape(const InferContext& ctx, size_t ix, size_t iw) {
   const Shape& x = ctx.input_shape(ix);
   const Shape& w = ctx.input_shape(iw);
-  KESTREL_ASSIGN_OR_RETURN(int64_t group, ctx.attr_int("group", 1));
   if (x.rank_known() && x.rank() < 3) return ctx.fail("x must be [N, C, D...], has shape ", x.to_string());
   if (x.rank_known() && w.rank_known() && w.rank() != x.rank())
     return ctx.fail("w shape ", w.to_string(), " does not match x shape ", x.to_string());
   if (!x.rank_known() && !w.rank_known()) return Shape::unknown_rank();
   const int64_t rank = x.rank_known() ? x.rank() : w.rank();
   if (rank < 3) return ctx.fail("w must be [M, C/group, K...], has shape ", w.to_string());
-  if (x.rank_known() && w.rank_known() && x[1].known() && w[1].known() && x[1].value != w[1].value * group)
+  // Reads and checks the window attributes and group (>= 1) before anything divides by it.
+  KESTREL_ASSIGN_OR_RETURN(IntConvWindow window, read_int_conv_window(ctx.node(), static_cast<size_t>(rank - 2)));
+  const int64_t group = window.group;
+  if (x.rank_known() && w.rank_known() && x[1].known() && w[1].known() &&
+      (x[1].value % group != 0 || x[1].value / group != w[1].value))
     return ctx.fail("x has ", x[1].value, " channels but w expects ", w[1].value, " x group ", group);
   if (w.rank_known() && w[0].known() && w[0].value % group != 0)
     return ctx.fail("w has ", w[0].value, " output channels, not a multiple of group ", group);
@@ -197,9 +200,8 @@ core::Result<Shape> conv_shape(const InferContext& ctx, size_t ix, size_t iw) {
       kernel.push_back(w[d].value);
     }
   }
-  KESTREL_ASSIGN_OR_RETURN(IntConvAttrs attrs, read_int_conv_attrs(ctx.node()));
   if (spatial_known) {
-    auto g = int_conv_geometry(attrs, in, kernel);
+    auto g = int_conv_geometry(window, in, kernel);
     if (!g.is_ok()) return ctx.fail(g.status().message());
     for (size_t d = 0; d < g->out.size(); ++d) out[d + 2] = Dim(g->out[d]);
   }
@@ -232,63 +234,51 @@ Status infer_qlinear_conv(InferContext& ctx) {
 
 }  // namespace
 
-core::Result<IntConvAttrs> read_int_conv_attrs(const Node& n) {
-  IntConvAttrs a;
-  KESTREL_ASSIGN_OR_RETURN(a.group, n.attr_int("group", 1));
-  KESTREL_ASSIGN_OR_RETURN(a.auto_pad, n.attr_string("auto_pad", "NOTSET"));
-  KESTREL_ASSIGN_OR_RETURN(a.kernel_shape, n.attr_ints("kernel_shape", std::vector<int64_t>{}));
-  KESTREL_ASSIGN_OR_RETURN(a.strides, n.attr_ints("strides", std::vector<int64_t>{}));
-  KESTREL_ASSIGN_OR_RETURN(a.dilations, n.attr_ints("dilations", std::vector<int64_t>{}));
-  KESTREL_ASSIGN_OR_RETURN(a.pads, n.attr_ints("pads", std::vector<int64_t>{}));
-  if (a.group < 1) return core::invalid_model(core::str_cat(n.describe(), ": group must be >= 1, is ", a.group));
-  if (a.auto_pad != "NOTSET" && a.auto_pad != "VALID" && a.auto_pad != "SAME_UPPER" && a.auto_pad != "SAME_LOWER")
-    return core::invalid_model(core::str_cat(
-        n.describe(), ": auto_pad must be NOTSET, VALID, SAME_UPPER or SAME_LOWER, is '", a.auto_pad, "'"));
-  return a;
+core::Result<IntConvWindow> read_int_conv_window(const Node& n, size_t spatial) {
+  IntConvWindow w;
+  std::vector<int64_t> kernel(spatial, 1);
+  if (n.has_attr("kernel_shape")) {
+    KESTREL_ASSIGN_OR_RETURN(kernel, n.attr_ints("kernel_shape"));
+    w.kernel_from_w = false;
+  }
+  KESTREL_ASSIGN_OR_RETURN(w.window, read_window_attrs(n, kernel, false));
+  if (w.window.spatial() != spatial)
+    return core::invalid_model(core::str_cat(n.describe(), ": kernel_shape has ", w.window.spatial(),
+                                             " values but the input has ", spatial, " spatial axes"));
+  KESTREL_ASSIGN_OR_RETURN(w.group, n.attr_int("group", 1));
+  if (w.group < 1 || w.group > core::kMaxElements)
+    return core::invalid_model(core::str_cat(n.describe(), ": group must be in [1, 2^40], is ", w.group));
+  return w;
 }
 
-core::Result<IntConvGeometry> int_conv_geometry(const IntConvAttrs& a, const core::Dims& in, const core::Dims& kernel) {
-  auto fail = [](const auto&... args) { return core::invalid_argument(core::str_cat(args...)); };
-  const size_t sp = in.size();
-  if (kernel.size() != sp) return fail("kernel has ", kernel.size(), " spatial axes, input ", sp);
-  IntConvGeometry g;
-  g.group = a.group;
-  g.strides = a.strides.empty() ? std::vector<int64_t>(sp, 1) : a.strides;
-  g.dilations = a.dilations.empty() ? std::vector<int64_t>(sp, 1) : a.dilations;
-  std::vector<int64_t> pads = a.pads.empty() ? std::vector<int64_t>(2 * sp, 0) : a.pads;
-  if (!a.kernel_shape.empty() && a.kernel_shape != std::vector<int64_t>(kernel))
-    return fail("kernel_shape [", core::join(a.kernel_shape), "] does not match the weights' [", core::join(kernel),
-                "]");
-  if (g.strides.size() != sp || g.dilations.size() != sp || pads.size() != 2 * sp)
-    return fail("strides, dilations and pads must have ", sp, ", ", sp, " and ", 2 * sp, " entries");
-  const std::string& auto_pad = a.auto_pad;
-  constexpr int64_t kMax = core::kMaxElements;
-  for (size_t d = 0; d < sp; ++d) {
-    const int64_t k = kernel[d], s = g.strides[d], dil = g.dilations[d];
-    if (k < 1 || s < 1 || dil < 1 || k > kMax || s > kMax || dil > kMax)
-      return fail("kernel sizes, strides and dilations must be in [1, 2^40]");
-    if (pads[d] < 0 || pads[d + sp] < 0 || pads[d] > kMax || pads[d + sp] > kMax)
-      return fail("pads must be in [0, 2^40], are [", core::join(pads), "]");
-    int64_t dk;
-    if (__builtin_mul_overflow(k - 1, dil, &dk) || dk >= kMax) return fail("dilated kernel is too large");
-    dk += 1;
-    int64_t pb = pads[d], pe = pads[d + sp], out;
-    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      out = (in[d] + s - 1) / s;
-      const int64_t total = std::max<int64_t>(0, (out - 1) * s + dk - in[d]);
-      const int64_t small = total / 2;
-      pb = auto_pad == "SAME_UPPER" ? small : total - small;
-      pe = total - pb;
-    } else {
-      if (auto_pad == "VALID") pb = pe = 0;
-      const int64_t span = in[d] + pb + pe - dk;
-      if (span < 0)
-        return fail("kernel (dilated size ", dk, ") is larger than padded input axis ", d, " (", in[d] + pb + pe, ")");
-      out = span / s + 1;
+core::Result<IntConvGeometry> int_conv_geometry(const IntConvWindow& w, const core::Dims& in,
+                                                const core::Dims& kernel) {
+  const size_t sp = w.window.spatial();
+  if (in.size() != sp || kernel.size() != sp)
+    return core::invalid_argument(core::str_cat("the window has ", sp, " spatial axes, the input ", in.size(),
+                                                " and the weights ", kernel.size()));
+  WindowAttrs a = w.window;
+  for (size_t i = 0; i < sp; ++i) {
+    if (!w.kernel_from_w) {
+      if (kernel[i] != a.kernel[i])
+        return core::invalid_argument(core::str_cat("kernel_shape [", core::join(a.kernel),
+                                                    "] does not match the weights' [", core::join(kernel), "]"));
+      continue;
     }
-    g.pads_begin.push_back(pb);
-    g.pads_end.push_back(pe);
-    g.out.push_back(out);
+    // Same bound as read_window_attrs puts on attribute values.
+    if (kernel[i] < 1 || kernel[i] > (int64_t{1} << 31))
+      return core::invalid_argument(core::str_cat("kernel size ", kernel[i], " is out of range"));
+    a.kernel[i] = kernel[i];
+    if (a.dilated_kernel(i) > (int64_t{1} << 31)) return core::invalid_argument("dilated kernel is too large");
+  }
+  IntConvGeometry g;
+  g.strides = a.strides;
+  g.dilations = a.dilations;
+  g.group = w.group;
+  for (size_t i = 0; i < sp; ++i) {
+    KESTREL_ASSIGN_OR_RETURN(AxisWindow aw, forward_window(a, i, in[i]));
+    g.pads_begin.push_back(aw.pad_begin);
+    g.out.push_back(aw.out);
   }
   return g;
 }

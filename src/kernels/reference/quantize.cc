@@ -232,7 +232,7 @@ core::Result<ConvGeom> conv_geometry(const IntConvParams& p, const Tensor& x, co
   g.c = x.dim(1);
   g.m = w.dim(0);
   g.group = p.group;
-  if (g.group < 1 || g.c % g.group != 0 || g.m % g.group != 0 || w.dim(1) * g.group != g.c)
+  if (g.group < 1 || g.c % g.group != 0 || g.m % g.group != 0 || w.dim(1) != g.c / g.group)
     return core::invalid_argument(
         str_cat("group ", g.group, " does not fit x ", x.type_string(), " and w ", w.type_string()));
   g.cg = g.c / g.group;

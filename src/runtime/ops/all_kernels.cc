@@ -13,6 +13,11 @@ void register_recurrent_kernels(KernelRegistry& r);
 void register_shape_kernels(KernelRegistry& r);
 void register_transform_kernels(KernelRegistry& r);
 void register_gather_scatter_kernels(KernelRegistry& r);
+void register_conv_kernels(KernelRegistry& r);
+void register_matmul_kernels(KernelRegistry& r);
+void register_pool_kernels(KernelRegistry& r);
+void register_normalization_kernels(KernelRegistry& r);
+void register_softmax_kernels(KernelRegistry& r);
 void register_signal_kernels(KernelRegistry& r);
 void register_text_kernels(KernelRegistry& r);
 
@@ -27,6 +32,11 @@ void register_all_kernels(KernelRegistry& r) {
   register_shape_kernels(r);
   register_transform_kernels(r);
   register_gather_scatter_kernels(r);
+  register_conv_kernels(r);
+  register_matmul_kernels(r);
+  register_pool_kernels(r);
+  register_normalization_kernels(r);
+  register_softmax_kernels(r);
   register_signal_kernels(r);
   register_text_kernels(r);
 }

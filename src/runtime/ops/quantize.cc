@@ -19,13 +19,27 @@ Result<ref::QuantAxisParams> axis_params(const KernelCreateInfo& info) {
   return p;
 }
 
+// The window read once at creation; the rank comes from the inferred input types.
+Result<ir::IntConvWindow> read_window(const KernelCreateInfo& info, size_t x_index, size_t w_index) {
+  int64_t rank = -1;
+  for (size_t i : {w_index, x_index})
+    if (rank < 0 && i < info.input_types.size() && info.input_types[i] && info.input_types[i]->shape.rank_known())
+      rank = info.input_types[i]->shape.rank();
+  if (rank < 0 && info.node.has_attr("kernel_shape")) {
+    KESTREL_ASSIGN_OR_RETURN(std::vector<int64_t> k, info.node.attr_ints("kernel_shape"));
+    rank = static_cast<int64_t>(k.size()) + 2;
+  }
+  if (rank < 3) return info.unsupported("the rank of x and w must be known (>= 3) when the session is created");
+  return ir::read_int_conv_window(info.node, static_cast<size_t>(rank - 2));
+}
+
 // Geometry from the actual input shapes (auto_pad depends on them).
-Result<ref::IntConvParams> conv_params(const ir::IntConvAttrs& attrs, const Tensor& x, const Tensor& w) {
+Result<ref::IntConvParams> conv_params(const ir::IntConvWindow& window, const Tensor& x, const Tensor& w) {
   if (x.rank() < 3 || w.rank() != x.rank())
     return core::invalid_argument(core::str_cat("conv needs x [N, C, D...] and w [M, C/group, K...], got ",
                                                 x.type_string(), " and ", w.type_string()));
   core::Dims in(x.dims().begin() + 2, x.dims().end()), kernel(w.dims().begin() + 2, w.dims().end());
-  KESTREL_ASSIGN_OR_RETURN(ir::IntConvGeometry g, ir::int_conv_geometry(attrs, in, kernel));
+  KESTREL_ASSIGN_OR_RETURN(ir::IntConvGeometry g, ir::int_conv_geometry(window, in, kernel));
   return ref::IntConvParams{g.strides, g.dilations, g.pads_begin, g.group};
 }
 
@@ -61,17 +75,17 @@ void register_quantize_kernels(KernelRegistry& r) {
     });
   });
   r.add("ConvInteger", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
-    KESTREL_ASSIGN_OR_RETURN(ir::IntConvAttrs attrs, ir::read_int_conv_attrs(info.node));
-    return make_kernel([attrs](KernelContext& ctx) -> Status {
-      KESTREL_ASSIGN_OR_RETURN(ref::IntConvParams p, conv_params(attrs, ctx.input(0), ctx.input(1)));
+    KESTREL_ASSIGN_OR_RETURN(ir::IntConvWindow window, read_window(info, 0, 1));
+    return make_kernel([window](KernelContext& ctx) -> Status {
+      KESTREL_ASSIGN_OR_RETURN(ref::IntConvParams p, conv_params(window, ctx.input(0), ctx.input(1)));
       return ref::conv_integer(p, ctx.input(0), ctx.input(1), ctx.input_or_null(2), ctx.input_or_null(3),
                                ctx.output(0));
     });
   });
   r.add("QLinearConv", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
-    KESTREL_ASSIGN_OR_RETURN(ir::IntConvAttrs attrs, ir::read_int_conv_attrs(info.node));
-    return make_kernel([attrs](KernelContext& ctx) -> Status {
-      KESTREL_ASSIGN_OR_RETURN(ref::IntConvParams p, conv_params(attrs, ctx.input(0), ctx.input(3)));
+    KESTREL_ASSIGN_OR_RETURN(ir::IntConvWindow window, read_window(info, 0, 3));
+    return make_kernel([window](KernelContext& ctx) -> Status {
+      KESTREL_ASSIGN_OR_RETURN(ref::IntConvParams p, conv_params(window, ctx.input(0), ctx.input(3)));
       return ref::qlinear_conv(p, ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3), ctx.input(4), ctx.input(5),
                                ctx.input(6), ctx.input(7), ctx.input_or_null(8), ctx.output(0));
     });
