@@ -171,6 +171,18 @@ const std::map<std::string, Upgrade>& upgrades() {
       }
       return Status::ok();
     };
+    // DFT-20: `axis` (default 1) became input 2 (default -2).
+    t["DFT"] = [](ir::Graph& g, ir::Node*& n, int64_t opset) {
+      if (opset < 20) {
+        KESTREL_ASSIGN_OR_RETURN(int64_t axis, n->attr_int("axis", 1));
+        ir::Value* c = g.add_constant(g.unique_value_name(n->name() + "_axis"), Tensor::scalar<int64_t>(axis));
+        while (n->num_inputs() < 2) n->add_input(nullptr);
+        if (n->num_inputs() < 3) n->add_input(c);
+        else n->set_input(2, c);
+        n->remove_attr("axis");
+      }
+      return Status::ok();
+    };
     for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"})
       t[op] = [](ir::Graph& g, ir::Node*& n, int64_t opset) {
         if (opset < 13) return upgrade_softmax_2d(g, n);
