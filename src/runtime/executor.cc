@@ -40,7 +40,7 @@ struct Executor::Step {
   const ir::OpSchema* schema = nullptr;
   std::unique_ptr<OpKernel> kernel;
   std::vector<int> in, out, implicit;
-  std::vector<const Tensor*> in_ptrs;
+  std::vector<const Tensor*> in_ptrs, implicit_ptrs;
   std::vector<Tensor*> out_ptrs;
   std::vector<core::DType> out_dtypes;
   bool folded = false;
@@ -106,6 +106,7 @@ Status Executor::build() {
   for (auto& s : steps_) {
     for (int id : s.in) s.in_ptrs.push_back(id >= 0 ? &slots_[static_cast<size_t>(id)].tensor : nullptr);
     for (int id : s.out) s.out_ptrs.push_back(&slots_[static_cast<size_t>(id)].tensor);
+    for (int id : s.implicit) s.implicit_ptrs.push_back(&slots_[static_cast<size_t>(id)].tensor);
   }
   for (auto& sl : slots_) {
     if (sl.value->is_constant()) {
@@ -139,6 +140,7 @@ Status Executor::plan(std::span<const Tensor* const> inputs) {
   planned_ = false;
   stats_ = PlanStats{};
   for (auto& sl : slots_) {
+    if (sl.value->kind() == ir::ValueKind::kOuterScope) continue;  // bound by bind_outer()
     if (sl.state != SlotState::kConstant) {
       sl.state = SlotState::kUnknown;
       sl.tensor = Tensor();
@@ -159,7 +161,10 @@ Status Executor::plan(std::span<const Tensor* const> inputs) {
   }
   for (int id : outer_slots_) {
     Slot& sl = slots_[static_cast<size_t>(id)];
+    if (!sl.tensor.defined())
+      return core::internal_error(str_cat("outer-scope value '", sl.value->name(), "' was not bound"));
     sl.state = SlotState::kOuter;
+    sl.def_step = sl.last_use = -1;
     sl.type = ir::ValueType{sl.tensor.dtype(), ir::Shape(sl.tensor.dims())};
     planned_dims_.push_back(sl.tensor.dims());
   }
@@ -325,7 +330,7 @@ Status Executor::run_step(Step& s) {
       }
     }
   }
-  KernelContext ctx(s.in_ptrs, s.out_ptrs, s.out_dtypes, opts_.pool);
+  KernelContext ctx(s.in_ptrs, s.out_ptrs, s.out_dtypes, opts_.pool, s.implicit_ptrs);
   std::chrono::steady_clock::time_point t0;
   if (profiler_) t0 = std::chrono::steady_clock::now();
   Status st = s.kernel->run(ctx);

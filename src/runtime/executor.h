@@ -45,6 +45,8 @@ class Executor {
   const std::vector<std::string>& outer_names() const { return outer_names_; }
 
   const PlanStats& plan_stats() const { return stats_; }
+  // Subgraph executors run on their parent's pool, which is only known at run time.
+  void set_pool(core::ThreadPool* pool) { opts_.pool = pool; }
   const ir::Graph& graph() const { return graph_; }
 
   // Per-step profile hook (op type, node name, impl, milliseconds); null to disable.

@@ -28,8 +28,9 @@ using core::Tensor;
 class KernelContext {
  public:
   KernelContext(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs,
-                std::span<const core::DType> out_dtypes, core::ThreadPool* pool)
-      : inputs_(inputs), outputs_(outputs), out_dtypes_(out_dtypes), pool_(pool) {}
+                std::span<const core::DType> out_dtypes, core::ThreadPool* pool,
+                std::span<const Tensor* const> implicit_inputs = {})
+      : inputs_(inputs), outputs_(outputs), out_dtypes_(out_dtypes), pool_(pool), implicit_(implicit_inputs) {}
 
   size_t num_inputs() const { return inputs_.size(); }
   bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr; }
@@ -45,11 +46,16 @@ class KernelContext {
 
   core::ThreadPool* pool() const { return pool_; }
 
+  // Outer-scope values used by the node's subgraphs (If/Loop/Scan), in the order of
+  // ir::Node::implicit_inputs().
+  std::span<const Tensor* const> implicit_inputs() const { return implicit_; }
+
  private:
   std::span<const Tensor* const> inputs_;
   std::span<Tensor* const> outputs_;
   std::span<const core::DType> out_dtypes_;
   core::ThreadPool* pool_;
+  std::span<const Tensor* const> implicit_;
 };
 
 class OpKernel {

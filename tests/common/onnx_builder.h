@@ -99,6 +99,15 @@ class OnnxBuilder {
     for (float x : v) a->add_floats(x);
   }
 
+  static void attr(onnx::NodeProto& n, const std::string& name, const onnx::GraphProto& g) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::GRAPH);
+    *a->mutable_g() = g;
+  }
+  // The graph under construction (use another builder's graph() as a subgraph body).
+  onnx::GraphProto& graph() { return *model_.mutable_graph(); }
+
   onnx::ModelProto& model() { return model_; }
   std::string bytes() const { return model_.SerializeAsString(); }
 

@@ -1,10 +1,11 @@
 // End-to-end tests of Session on small in-memory ONNX models: input checks, re-planning on
 // shape changes, plan-time folding, output binding.
+#include "runtime/session.h"
+
 #include <gtest/gtest.h>
 
 #include "common/onnx_builder.h"
 #include "core/tensor.h"
-#include "runtime/session.h"
 
 namespace kestrel {
 namespace {

@@ -189,11 +189,15 @@ class Importer {
       Status st = import_attribute(ap, *n, g, depth);
       if (!st.is_ok()) return st.message().find("opset") == std::string::npos ? st.with_context(str_cat("opset ", opset_)) : st;
     }
-    if (!ir::OpRegistry::global().find(domain, np.op_type()))
-      return core::unsupported(str_cat(where(), ": unknown op (not in Kestrel's op set)"));
+    // Canonicalize first: some ONNX ops exist only as import-time rewrites (Constant becomes a
+    // constant value, Scatter becomes ScatterElements), so the op set is checked afterwards.
     if (domain.empty()) {
       Status st = upgrade_node(g, n, opset_);
       if (!st.is_ok()) return core::Status(st.code(), str_cat(where(), ": ", st.message()));
+    }
+    if (n && !ir::OpRegistry::global().find(n->domain(), n->op_type())) {
+      std::string rewritten = n->op_type() == np.op_type() ? "" : str_cat(" (rewritten as ", n->op_type(), ")");
+      return core::unsupported(str_cat(where(), rewritten, ": unknown op (not in Kestrel's op set)"));
     }
     return Status::ok();
   }
@@ -227,8 +231,15 @@ Result<std::unique_ptr<ir::Graph>> import_onnx(const void* data, size_t size, co
     if (os.domain().empty() || os.domain() == "ai.onnx") opset = os.version();
   }
   if (opset < 0) {
-    if (model.opset_import_size() == 0) opset = 1;  // IR version 3 models without opset_import
-    else return core::invalid_model(str_cat(src, ": model imports no default ONNX opset"));
+    if (model.opset_import_size() == 0) {
+      opset = 1;  // IR version 3 models without opset_import
+    } else {
+      // Only other domains (e.g. ai.onnx.preview.training): a valid model that uses ops we lack.
+      for (const auto& os : model.opset_import())
+        if (os.domain() != ir::kKestrelDomain)
+          return core::unsupported(str_cat(src, ": operator domain '", os.domain(), "' is not supported"));
+      return core::invalid_model(str_cat(src, ": model imports no default ONNX opset"));
+    }
   }
   if (opset < kMinOpset || opset > kMaxOpset)
     return core::unsupported(str_cat(src, ": ONNX opset ", opset, " is not supported (", kMinOpset, " to ", kMaxOpset, ")"));

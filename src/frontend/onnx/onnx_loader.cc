@@ -3,6 +3,8 @@
 
 #include "core/str_util.h"
 #include "frontend/onnx/onnx_importer.h"
+#include "passes/pass.h"
+#include "runtime/kernel.h"
 #include "runtime/model_loader.h"
 
 namespace kestrel::frontend {
@@ -23,6 +25,15 @@ core::Result<runtime::LoadedModel> load(std::shared_ptr<const std::string> bytes
   }
   KESTREL_ASSIGN_OR_RETURN(auto g, import_onnx(bytes->data(), bytes->size(), io));
   if (!opts.source_path.empty()) g->metadata()["source_path"] = opts.source_path;
+  if (opts.opt_level > 0) {
+    ir::NodeEvaluator ev = [](const ir::Node& n, std::span<const core::Tensor* const> ins) {
+      return runtime::evaluate_node(n, ins);
+    };
+    passes::PassContext ctx;
+    ctx.evaluator = &ev;
+    KESTREL_RETURN_IF_ERROR(passes::optimize(*g, opts.opt_level, ctx).with_context(
+        opts.source_path.empty() ? std::string("model") : opts.source_path));
+  }
   runtime::LoadedModel m;
   m.graph = std::move(g);
   return m;

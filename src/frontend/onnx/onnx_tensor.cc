@@ -165,6 +165,8 @@ Result<Tensor> tensor_from_onnx(const onnx::TensorProto& tp, const std::string& 
 }
 
 Result<ir::ValueType> type_from_onnx(const onnx::TypeProto& tp) {
+  // No type at all is legal (subgraph inputs of Loop/Scan, outputs left to inference): unknown.
+  if (tp.value_case() == onnx::TypeProto::VALUE_NOT_SET) return ir::ValueType{};
   if (!tp.has_tensor_type()) {
     const char* kind = tp.has_sequence_type() ? "sequence" : tp.has_map_type() ? "map"
                        : tp.has_optional_type() ? "optional" : tp.has_sparse_tensor_type() ? "sparse tensor" : "unknown";

@@ -15,7 +15,8 @@ namespace kestrel::frontend {
 // aligned Kestrel tensor, checking that the data matches the declared shape.
 core::Result<core::Tensor> tensor_from_onnx(const onnx::TensorProto& tp, const std::string& model_dir);
 
-// Converts a tensor TypeProto; non-tensor types (sequence, map, optional) are unsupported.
+// Converts a tensor TypeProto; non-tensor types (sequence, map, optional) are unsupported. An
+// absent type (no value set) is an unknown type: undefined dtype, unknown rank.
 core::Result<ir::ValueType> type_from_onnx(const onnx::TypeProto& tp);
 
 }  // namespace kestrel::frontend

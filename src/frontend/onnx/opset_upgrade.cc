@@ -188,6 +188,22 @@ const std::map<std::string, Upgrade>& upgrades() {
       n = m;
       return Status::ok();
     };
+    // Scan-8 had a leading batch axis on every input and an optional sequence_lens input first;
+    // Scan-9 dropped both. We keep the batched form behind an attribute the kernel understands.
+    t["Scan"] = [](ir::Graph&, ir::Node*& n, int64_t opset) {
+      if (opset >= 9) return Status::ok();
+      if (n->num_inputs() > 0 && n->input(0))
+        return core::unsupported("Scan (opset 8) with sequence_lens is not supported");
+      std::vector<ir::Value*> rest(n->inputs().begin() + (n->num_inputs() > 0 ? 1 : 0), n->inputs().end());
+      n->truncate_inputs(0);
+      for (ir::Value* v : rest) n->add_input(v);
+      if (n->has_attr("directions")) {
+        n->set_attr("scan_input_directions", *n->attr("directions"));
+        n->remove_attr("directions");
+      }
+      n->set_attr("kestrel_batched_scan8", int64_t{1});
+      return Status::ok();
+    };
     // BatchNormalization before 9 had `spatial` (always 1 in practice) and is_test.
     t["BatchNormalization"] = [](ir::Graph&, ir::Node*& n, int64_t) {
       if (n->has_attr("spatial")) {

@@ -3,10 +3,32 @@
 
 namespace kestrel::ir {
 
+void register_control_flow_ops(OpRegistry& r);
 void register_elementwise_ops(OpRegistry& r);
+void register_reduce_ops(OpRegistry& r);
+void register_recurrent_ops(OpRegistry& r);
+void register_shape_ops(OpRegistry& r);
+void register_transform_ops(OpRegistry& r);
+void register_gather_scatter_ops(OpRegistry& r);
+void register_conv_ops(OpRegistry& r);
+void register_matmul_ops(OpRegistry& r);
+void register_pool_ops(OpRegistry& r);
+void register_normalization_ops(OpRegistry& r);
+void register_softmax_ops(OpRegistry& r);
 
 void register_all_ops(OpRegistry& r) {
+  register_control_flow_ops(r);
   register_elementwise_ops(r);
+  register_reduce_ops(r);
+  register_recurrent_ops(r);
+  register_shape_ops(r);
+  register_transform_ops(r);
+  register_gather_scatter_ops(r);
+  register_conv_ops(r);
+  register_matmul_ops(r);
+  register_pool_ops(r);
+  register_normalization_ops(r);
+  register_softmax_ops(r);
 }
 
 }  // namespace kestrel::ir

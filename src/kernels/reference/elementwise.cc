@@ -1,8 +1,12 @@
 // Reference elementwise kernels.
 #include "kernels/reference/elementwise.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -117,6 +121,7 @@ Status unary(const UnaryParams& p, const Tensor& x, Tensor& y) {
     });
     return ok ? Status::ok() : core::invalid_argument("IsNaN/IsInf: bad dtype");
   }
+  if (p.op == UnaryOp::kIdentity) return core::copy_tensor_data(x, y);  // any dtype, strings too
   if (p.op == UnaryOp::kNot) {
     if (x.dtype() != DType::kBool) return core::invalid_argument("Not takes bool");
     for (int64_t i = 0; i < n; ++i) y.data<bool>()[i] = !x.data<bool>()[i];
@@ -418,14 +423,58 @@ D convert_number(double v) {
   }
 }
 
+// True if decimal `r` reads back as the same value `v` of the source float type.
+bool reads_back(double r, double v, DType from) {
+  switch (from) {
+    case DType::kF64: return r == v;
+    case DType::kF16: return core::Float16(static_cast<float>(r)).bits == core::Float16(static_cast<float>(v)).bits;
+    case DType::kBF16: return core::BFloat16(static_cast<float>(r)).bits == core::BFloat16(static_cast<float>(v)).bits;
+    default: return static_cast<float>(r) == static_cast<float>(v);
+  }
+}
+
+// The shortest decimal that reads back to the same value in its own type, laid out as numpy's
+// str() does (the ONNX reference): positional for 1e-4 <= |v| < 1e16 with at least one fractional
+// digit ("1.0", "0.9767611"), else scientific with a two-digit exponent ("1e-05", "1.5e+16").
+std::string float_to_string(double v, DType from) {
+  char buf[64];
+  for (int p = 0; p <= 17; ++p) {
+    std::snprintf(buf, sizeof buf, "%.*e", p, v);
+    if (reads_back(std::strtod(buf, nullptr), v, from)) break;
+  }
+  // buf is "[-]d[.ddd]e(+|-)xx".
+  std::string s(buf);
+  bool negative = s[0] == '-';
+  size_t e = s.find('e');
+  std::string digits;
+  for (size_t i = negative ? 1 : 0; i < e; ++i)
+    if (s[i] != '.') digits += s[i];
+  int exp = std::atoi(s.c_str() + e + 1);
+  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
+  std::string out = negative ? "-" : "";
+  double a = std::fabs(v);
+  if (a == 0 || (a >= 1e-4 && a < 1e16)) {
+    if (exp >= 0) {
+      std::string int_part = digits.substr(0, std::min(digits.size(), static_cast<size_t>(exp) + 1));
+      int_part.resize(static_cast<size_t>(exp) + 1, '0');
+      std::string frac = digits.size() > static_cast<size_t>(exp) + 1 ? digits.substr(static_cast<size_t>(exp) + 1) : "0";
+      out += int_part + "." + frac;
+    } else {
+      out += "0." + std::string(static_cast<size_t>(-exp - 1), '0') + digits;
+    }
+  } else {
+    out += digits.substr(0, 1);
+    if (digits.size() > 1) out += "." + digits.substr(1);
+    std::snprintf(buf, sizeof buf, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+    out += buf;
+  }
+  return out;
+}
+
 std::string number_to_string(double v, DType from) {
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "INF" : "-INF";
-  if (core::is_float(from)) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, from == DType::kF64 ? "%.17g" : "%.9g", v);
-    return buf;
-  }
+  if (core::is_float(from)) return float_to_string(v, from);
   if (from == DType::kBool) return v != 0 ? "1" : "0";
   return std::to_string(static_cast<long long>(v));
 }
@@ -438,7 +487,14 @@ Status cast(const Tensor& x, Tensor& y) {
   if (x.dtype() == y.dtype()) return core::copy_tensor_data(x, y);
   if (y.dtype() == DType::kString) {
     auto* out = y.data<std::string>();
-    for (int64_t i = 0; i < n; ++i) out[i] = number_to_string(x.element_as_double(i), x.dtype());
+    // 64-bit integers go straight to text: through double they would lose digits.
+    if (x.dtype() == DType::kI64) {
+      for (int64_t i = 0; i < n; ++i) out[i] = std::to_string(x.data<int64_t>()[i]);
+    } else if (x.dtype() == DType::kU64) {
+      for (int64_t i = 0; i < n; ++i) out[i] = std::to_string(x.data<uint64_t>()[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i) out[i] = number_to_string(x.element_as_double(i), x.dtype());
+    }
     return Status::ok();
   }
   if (x.dtype() == DType::kString) {
@@ -446,7 +502,22 @@ Status cast(const Tensor& x, Tensor& y) {
     bool ok = core::visit_numeric_dtype(y.dtype(), [&](auto tag) {
       using D = decltype(tag);
       D* out = y.data<D>();
-      for (int64_t i = 0; i < n; ++i) out[i] = convert_number<D>(std::strtod(in[i].c_str(), nullptr));
+      for (int64_t i = 0; i < n; ++i) {
+        const char* str = in[i].c_str();
+        if constexpr (std::is_same_v<D, int64_t> || std::is_same_v<D, uint64_t>) {
+          // Exact for integer text; anything else ("1e3", "2.5") goes through double.
+          char* end = nullptr;
+          errno = 0;
+          auto v = std::is_same_v<D, int64_t> ? static_cast<D>(std::strtoll(str, &end, 10))
+                                              : static_cast<D>(std::strtoull(str, &end, 10));
+          bool negative_to_unsigned = std::is_same_v<D, uint64_t> && std::strchr(str, '-') != nullptr;
+          if (end != str && *end == '\0' && errno == 0 && !negative_to_unsigned) {
+            out[i] = v;
+            continue;
+          }
+        }
+        out[i] = convert_number<D>(std::strtod(str, nullptr));
+      }
     });
     return ok ? Status::ok() : core::invalid_argument("Cast: unsupported dtype");
   }

@@ -1,0 +1,86 @@
+// Kernel bindings for the reductions: node attributes and axis / k inputs -> reference kernel parameters.
+#include <utility>
+
+#include "kernels/reference/reduce.h"
+#include "runtime/kernel.h"
+
+namespace kestrel::runtime {
+
+namespace ref = kernels::ref;
+
+namespace {
+
+// One scalar int from a 0-D or one-element input (TopK's K, CumSum's axis).
+Result<int64_t> scalar_input(const KernelContext& ctx, size_t i, const char* what) {
+  const Tensor& t = ctx.input(i);
+  if (t.num_elements() != 1 || !core::is_integer(t.dtype()))
+    return core::invalid_argument(core::str_cat(what, " must be one integer, got ", t.type_string()));
+  return t.element_as_int64(0);
+}
+
+}  // namespace
+
+void register_reduce_kernels(KernelRegistry& r) {
+  const std::pair<const char*, ref::ReduceOp> reductions[] = {
+      {"ReduceSum", ref::ReduceOp::kSum},       {"ReduceMean", ref::ReduceOp::kMean},
+      {"ReduceMax", ref::ReduceOp::kMax},       {"ReduceMin", ref::ReduceOp::kMin},
+      {"ReduceProd", ref::ReduceOp::kProd},     {"ReduceL1", ref::ReduceOp::kL1},
+      {"ReduceL2", ref::ReduceOp::kL2},         {"ReduceLogSum", ref::ReduceOp::kLogSum},
+      {"ReduceLogSumExp", ref::ReduceOp::kLogSumExp}, {"ReduceSumSquare", ref::ReduceOp::kSumSquare},
+  };
+  for (const auto& [name, op] : reductions) {
+    r.add(name, [op = op](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
+      // keepdims only shapes the output, which the executor allocates from inference.
+      KESTREL_ASSIGN_OR_RETURN(int64_t noop, info.node.attr_int("noop_with_empty_axes", 0));
+      return make_kernel([op, noop](KernelContext& ctx) -> Status {
+        const Tensor& x = ctx.input(0);
+        std::vector<int64_t> axes;
+        if (const Tensor* a = ctx.input_or_null(1)) axes = core::tensor_to_int64s(*a);
+        if (axes.empty() && noop) return core::copy_tensor_data(x, ctx.output(0));
+        KESTREL_ASSIGN_OR_RETURN(std::vector<bool> mask, ref::reduce_mask(axes, x.rank()));
+        return ref::reduce(op, x, mask, ctx.output(0));
+      });
+    });
+  }
+  for (const char* name : {"ArgMax", "ArgMin"}) {
+    const bool is_max = std::string(name) == "ArgMax";
+    r.add(name, [is_max](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
+      KESTREL_ASSIGN_OR_RETURN(int64_t axis, info.node.attr_int("axis", 0));
+      KESTREL_ASSIGN_OR_RETURN(int64_t last, info.node.attr_int("select_last_index", 0));
+      return make_kernel([is_max, axis, last](KernelContext& ctx) -> Status {
+        const Tensor& x = ctx.input(0);
+        KESTREL_ASSIGN_OR_RETURN(int64_t a, core::normalize_axis(axis, x.rank()));
+        return ref::arg_reduce(is_max, x, a, last != 0, ctx.output(0));
+      });
+    });
+  }
+  r.add("TopK", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
+    KESTREL_ASSIGN_OR_RETURN(int64_t axis, info.node.attr_int("axis", -1));
+    KESTREL_ASSIGN_OR_RETURN(int64_t largest, info.node.attr_int("largest", 1));
+    KESTREL_ASSIGN_OR_RETURN(int64_t sorted, info.node.attr_int("sorted", 1));
+    return make_kernel([axis, largest, sorted](KernelContext& ctx) -> Status {
+      const Tensor& x = ctx.input(0);
+      ref::TopKParams p;
+      KESTREL_ASSIGN_OR_RETURN(p.axis, core::normalize_axis(axis, x.rank()));
+      KESTREL_ASSIGN_OR_RETURN(p.k, scalar_input(ctx, 1, "K"));
+      p.largest = largest != 0;
+      p.sorted = sorted != 0;
+      return ref::top_k(p, x, ctx.output(0), ctx.output(1));
+    });
+  });
+  r.add("CumSum", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
+    KESTREL_ASSIGN_OR_RETURN(int64_t exclusive, info.node.attr_int("exclusive", 0));
+    KESTREL_ASSIGN_OR_RETURN(int64_t reverse, info.node.attr_int("reverse", 0));
+    return make_kernel([exclusive, reverse](KernelContext& ctx) -> Status {
+      const Tensor& x = ctx.input(0);
+      ref::CumSumParams p;
+      KESTREL_ASSIGN_OR_RETURN(int64_t axis, scalar_input(ctx, 1, "axis"));
+      KESTREL_ASSIGN_OR_RETURN(p.axis, core::normalize_axis(axis, x.rank()));
+      p.exclusive = exclusive != 0;
+      p.reverse = reverse != 0;
+      return ref::cum_sum(p, x, ctx.output(0));
+    });
+  });
+}
+
+}  // namespace kestrel::runtime

@@ -1,0 +1,178 @@
+// Kernel bindings for the data-rearranging ops (and inference-time Dropout): node attributes and
+// shape-like inputs -> reference kernel parameters.
+#include "kernels/reference/transform.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/reference/data_movement.h"
+#include "runtime/kernel.h"
+
+namespace kestrel::runtime {
+
+namespace ref = kernels::ref;
+
+namespace {
+
+// An optional int input's values (nullopt when the input is absent).
+Result<std::optional<std::vector<int64_t>>> optional_ints(const KernelContext& ctx, size_t i, const char* what) {
+  if (!ctx.has_input(i)) return std::optional<std::vector<int64_t>>();
+  KESTREL_ASSIGN_OR_RETURN(auto v, ref::read_indices(ctx.input(i), what));
+  return std::optional<std::vector<int64_t>>(std::move(v));
+}
+
+Result<std::unique_ptr<OpKernel>> make_transpose(const KernelCreateInfo& info) {
+  KESTREL_ASSIGN_OR_RETURN(auto perm, info.node.attr_ints("perm", std::vector<int64_t>{}));
+  return make_kernel([perm](KernelContext& ctx) { return ref::transpose(ctx.input(0), perm, ctx.output(0)); });
+}
+
+Result<std::unique_ptr<OpKernel>> make_concat(const KernelCreateInfo& info) {
+  KESTREL_ASSIGN_OR_RETURN(int64_t axis, info.node.attr_int("axis"));
+  return make_kernel([axis](KernelContext& ctx) -> Status {
+    std::vector<const Tensor*> xs;
+    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+      if (!ctx.has_input(i)) return core::invalid_argument("Concat: an input is missing");
+      xs.push_back(&ctx.input(i));
+    }
+    return ref::concat(xs, axis, ctx.output(0));
+  });
+}
+
+Result<std::unique_ptr<OpKernel>> make_split(const KernelCreateInfo& info) {
+  KESTREL_ASSIGN_OR_RETURN(int64_t axis, info.node.attr_int("axis", 0));
+  std::optional<int64_t> num_outputs;
+  if (info.node.has_attr("num_outputs")) {
+    KESTREL_ASSIGN_OR_RETURN(int64_t n, info.node.attr_int("num_outputs"));
+    num_outputs = n;
+  }
+  return make_kernel([axis, num_outputs](KernelContext& ctx) -> Status {
+    const Tensor& x = ctx.input(0);
+    KESTREL_ASSIGN_OR_RETURN(int64_t a, core::normalize_axis(axis, x.rank(), "Split axis"));
+    KESTREL_ASSIGN_OR_RETURN(auto split, optional_ints(ctx, 1, "split"));
+    KESTREL_ASSIGN_OR_RETURN(auto sizes,
+                             ref::split_sizes(x.dim(a), split, num_outputs, static_cast<int64_t>(ctx.num_outputs())));
+    std::vector<Tensor*> ys;
+    for (size_t o = 0; o < ctx.num_outputs(); ++o) {
+      core::Dims dims = x.dims();
+      dims[static_cast<size_t>(a)] = sizes[o];
+      if (!ctx.output(o).defined()) KESTREL_RETURN_IF_ERROR(ctx.allocate_output(o, dims));
+      KESTREL_RETURN_IF_ERROR(ref::check_output(ctx.output(o), dims, x.dtype(), "Split"));
+      ys.push_back(&ctx.output(o));
+    }
+    return ref::split(x, a, ys);
+  });
+}
+
+Result<std::unique_ptr<OpKernel>> make_slice(const KernelCreateInfo&) {
+  return make_kernel([](KernelContext& ctx) -> Status {
+    KESTREL_ASSIGN_OR_RETURN(auto starts, ref::read_indices(ctx.input(1), "starts"));
+    KESTREL_ASSIGN_OR_RETURN(auto ends, ref::read_indices(ctx.input(2), "ends"));
+    KESTREL_ASSIGN_OR_RETURN(auto axes, optional_ints(ctx, 3, "axes"));
+    KESTREL_ASSIGN_OR_RETURN(auto steps, optional_ints(ctx, 4, "steps"));
+    static const std::vector<int64_t> kNone;
+    KESTREL_ASSIGN_OR_RETURN(
+        auto spec, ref::resolve_slice(ctx.input(0).dims(), starts, ends, axes ? *axes : kNone, steps ? *steps : kNone));
+    return ref::slice(ctx.input(0), spec, ctx.output(0));
+  });
+}
+
+Result<std::unique_ptr<OpKernel>> make_tile(const KernelCreateInfo&) {
+  return make_kernel([](KernelContext& ctx) -> Status {
+    KESTREL_ASSIGN_OR_RETURN(auto reps, ref::read_indices(ctx.input(1), "repeats"));
+    return ref::tile(ctx.input(0), reps, ctx.output(0));
+  });
+}
+
+Result<std::unique_ptr<OpKernel>> make_pad(const KernelCreateInfo& info) {
+  KESTREL_ASSIGN_OR_RETURN(std::string m, info.node.attr_string("mode", std::string("constant")));
+  ref::PadMode mode;
+  if (m == "constant")
+    mode = ref::PadMode::kConstant;
+  else if (m == "reflect")
+    mode = ref::PadMode::kReflect;
+  else if (m == "edge")
+    mode = ref::PadMode::kEdge;
+  else if (m == "wrap")
+    mode = ref::PadMode::kWrap;
+  else
+    return info.fail("mode must be constant, reflect, edge or wrap, got '", m, "'");
+  return make_kernel([mode](KernelContext& ctx) -> Status {
+    const Tensor& x = ctx.input(0);
+    KESTREL_ASSIGN_OR_RETURN(auto pads, ref::read_indices(ctx.input(1), "pads"));
+    KESTREL_ASSIGN_OR_RETURN(auto axes, optional_ints(ctx, 3, "axes"));
+    KESTREL_ASSIGN_OR_RETURN(auto full, ref::full_pads(x.rank(), pads, std::move(axes)));
+    const Tensor* value = ctx.input_or_null(2);
+    // An empty constant_value tensor means the default (zero).
+    if (value && value->num_elements() == 0) value = nullptr;
+    return ref::pad(x, full, mode, value, ctx.output(0));
+  });
+}
+
+Result<std::unique_ptr<OpKernel>> make_depth_to_space(const KernelCreateInfo& info) {
+  KESTREL_ASSIGN_OR_RETURN(int64_t b, info.node.attr_int("blocksize"));
+  KESTREL_ASSIGN_OR_RETURN(std::string mode, info.node.attr_string("mode", std::string("DCR")));
+  if (mode != "DCR" && mode != "CRD") return info.fail("mode must be DCR or CRD, got '", mode, "'");
+  const bool crd = mode == "CRD";
+  return make_kernel([b, crd](KernelContext& ctx) { return ref::depth_to_space(ctx.input(0), b, crd, ctx.output(0)); });
+}
+
+Result<std::unique_ptr<OpKernel>> make_space_to_depth(const KernelCreateInfo& info) {
+  KESTREL_ASSIGN_OR_RETURN(int64_t b, info.node.attr_int("blocksize"));
+  return make_kernel([b](KernelContext& ctx) { return ref::space_to_depth(ctx.input(0), b, ctx.output(0)); });
+}
+
+Result<std::unique_ptr<OpKernel>> make_trilu(const KernelCreateInfo& info) {
+  KESTREL_ASSIGN_OR_RETURN(int64_t upper, info.node.attr_int("upper", 1));
+  return make_kernel([upper](KernelContext& ctx) -> Status {
+    int64_t k = 0;
+    if (ctx.has_input(1)) {
+      KESTREL_ASSIGN_OR_RETURN(auto kv, ref::read_indices(ctx.input(1), "k"));
+      if (kv.size() != 1) return core::invalid_argument("Trilu: k must be a scalar");
+      k = kv[0];
+    }
+    return ref::trilu(ctx.input(0), k, upper != 0, ctx.output(0));
+  });
+}
+
+// Inference-time Dropout: the identity, with an all-true mask. Training mode draws random masks,
+// which inference does not do; ratio 0 is the exception (nothing is dropped).
+Result<std::unique_ptr<OpKernel>> make_dropout(const KernelCreateInfo&) {
+  return make_kernel([](KernelContext& ctx) -> Status {
+    if (const Tensor* t = ctx.input_or_null(2)) {
+      if (t->dtype() != core::DType::kBool || t->num_elements() != 1)
+        return core::invalid_argument("Dropout: training_mode must be a bool scalar");
+      if (t->data<bool>()[0]) {
+        const Tensor* ratio = ctx.input_or_null(1);
+        const double r = ratio && ratio->num_elements() == 1 ? ratio->element_as_double(0) : 0.5;
+        if (r != 0.0) return core::unsupported("Dropout: training mode (random masking) is not supported");
+      }
+    }
+    KESTREL_RETURN_IF_ERROR(core::copy_tensor_data(ctx.input(0), ctx.output(0)));
+    if (ctx.num_outputs() > 1) {
+      Tensor& mask = ctx.output(1);
+      if (mask.dtype() != core::DType::kBool || mask.num_elements() != ctx.input(0).num_elements())
+        return core::internal_error("Dropout: mask output has the wrong type");
+      std::fill_n(mask.data<bool>(), mask.num_elements(), true);
+    }
+    return Status::ok();
+  });
+}
+
+}  // namespace
+
+void register_transform_kernels(KernelRegistry& r) {
+  r.add("Transpose", make_transpose);
+  r.add("Concat", make_concat);
+  r.add("Split", make_split);
+  r.add("Slice", make_slice);
+  r.add("Tile", make_tile);
+  r.add("Pad", make_pad);
+  r.add("DepthToSpace", make_depth_to_space);
+  r.add("SpaceToDepth", make_space_to_depth);
+  r.add("Trilu", make_trilu);
+  r.add("Dropout", make_dropout);
+}
+
+}  // namespace kestrel::runtime
