@@ -10,6 +10,7 @@ void register_recurrent_ops(OpRegistry& r);
 void register_shape_ops(OpRegistry& r);
 void register_transform_ops(OpRegistry& r);
 void register_gather_scatter_ops(OpRegistry& r);
+void register_resize_ops(OpRegistry& r);
 
 void register_all_ops(OpRegistry& r) {
   register_control_flow_ops(r);
@@ -19,6 +20,7 @@ void register_all_ops(OpRegistry& r) {
   register_shape_ops(r);
   register_transform_ops(r);
   register_gather_scatter_ops(r);
+  register_resize_ops(r);
 }
 
 }  // namespace kestrel::ir

@@ -10,6 +10,7 @@ void register_recurrent_kernels(KernelRegistry& r);
 void register_shape_kernels(KernelRegistry& r);
 void register_transform_kernels(KernelRegistry& r);
 void register_gather_scatter_kernels(KernelRegistry& r);
+void register_resize_kernels(KernelRegistry& r);
 
 void register_all_kernels(KernelRegistry& r) {
   register_control_flow_kernels(r);
@@ -19,6 +20,7 @@ void register_all_kernels(KernelRegistry& r) {
   register_shape_kernels(r);
   register_transform_kernels(r);
   register_gather_scatter_kernels(r);
+  register_resize_kernels(r);
 }
 
 }  // namespace kestrel::runtime
