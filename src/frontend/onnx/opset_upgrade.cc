@@ -33,12 +33,9 @@ void ints_attr_to_input(ir::Graph& g, ir::Node* n, const char* attr, size_t inde
 void float_attr_to_input(ir::Graph& g, ir::Node* n, const char* attr, size_t index, std::optional<float> def) {
   const ir::Attribute* a = n->attr(attr);
   float v;
-  if (a && a->is<float>())
-    v = a->get<float>();
-  else if (def)
-    v = *def;
-  else
-    return;
+  if (a && a->is<float>()) v = a->get<float>();
+  else if (def) v = *def;
+  else return;
   ir::Value* c = g.add_constant(g.unique_value_name(n->name() + "_" + attr), Tensor::scalar<float>(v));
   while (n->num_inputs() < index) n->add_input(nullptr);
   n->set_input(index, c);
@@ -50,12 +47,9 @@ Status upgrade_constant(ir::Graph& g, ir::Node*& n) {
   const auto& attrs = n->attributes();
   if (attrs.size() != 1) return core::invalid_model("Constant needs exactly one value attribute");
   const auto& [name, a] = *attrs.begin();
-  if (name == "value" && a.is<Tensor>())
-    t = a.get<Tensor>();
-  else if (name == "value_float" && a.is<float>())
-    t = Tensor::scalar<float>(a.get<float>());
-  else if (name == "value_int" && a.is<int64_t>())
-    t = Tensor::scalar<int64_t>(a.get<int64_t>());
+  if (name == "value" && a.is<Tensor>()) t = a.get<Tensor>();
+  else if (name == "value_float" && a.is<float>()) t = Tensor::scalar<float>(a.get<float>());
+  else if (name == "value_int" && a.is<int64_t>()) t = Tensor::scalar<int64_t>(a.get<int64_t>());
   else if (name == "value_floats" && a.is<std::vector<float>>())
     t = Tensor::from_vector<float>(a.get<std::vector<float>>(),
                                    core::Dims{static_cast<int64_t>(a.get<std::vector<float>>().size())});
@@ -182,8 +176,8 @@ const std::map<std::string, Upgrade>& upgrades() {
         return Status::ok();
       };
     // ReduceSum-13 and the other reductions at 18: `axes` became an input.
-    for (const char* op : {"ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
-                           "ReduceLogSumExp", "ReduceSumSquare"})
+    for (const char* op : {"ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+                           "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"})
       t[op] = [](ir::Graph& g, ir::Node*& n, int64_t opset) {
         if (opset < 18) ints_attr_to_input(g, n, "axes", 1);
         return Status::ok();
@@ -223,8 +217,8 @@ const std::map<std::string, Upgrade>& upgrades() {
     t["TopK"] = [](ir::Graph& g, ir::Node*& n, int64_t opset) {
       if (opset < 10) {
         KESTREL_ASSIGN_OR_RETURN(int64_t k, n->attr_int("k"));
-        ir::Value* c =
-            g.add_constant(g.unique_value_name(n->name() + "_k"), Tensor::from_vector<int64_t>({k}, core::Dims{1}));
+        ir::Value* c = g.add_constant(g.unique_value_name(n->name() + "_k"),
+                                      Tensor::from_vector<int64_t>({k}, core::Dims{1}));
         n->set_input(1, c);
         n->remove_attr("k");
       }
@@ -237,8 +231,8 @@ const std::map<std::string, Upgrade>& upgrades() {
       };
     // Scatter (deprecated at 11) is ScatterElements.
     t["Scatter"] = [](ir::Graph& g, ir::Node*& n, int64_t) {
-      ir::Node* m = g.insert_node_before(n, "ScatterElements", n->inputs(),
-                                         {g.unique_value_name(n->output(0)->name() + "_s")}, n->name() + "_scatter");
+      ir::Node* m = g.insert_node_before(n, "ScatterElements", n->inputs(), {g.unique_value_name(n->output(0)->name() + "_s")},
+                                         n->name() + "_scatter");
       for (const auto& [k, a] : n->attributes()) m->set_attr(k, a);
       std::string y = n->output(0)->name();
       g.replace_all_uses(n->output(0), m->output(0));
