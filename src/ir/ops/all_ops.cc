@@ -11,6 +11,7 @@ void register_shape_ops(OpRegistry& r);
 void register_transform_ops(OpRegistry& r);
 void register_gather_scatter_ops(OpRegistry& r);
 void register_resize_ops(OpRegistry& r);
+void register_detection_ops(OpRegistry& r);
 
 void register_all_ops(OpRegistry& r) {
   register_control_flow_ops(r);
@@ -21,6 +22,7 @@ void register_all_ops(OpRegistry& r) {
   register_transform_ops(r);
   register_gather_scatter_ops(r);
   register_resize_ops(r);
+  register_detection_ops(r);
 }
 
 }  // namespace kestrel::ir

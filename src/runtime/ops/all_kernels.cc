@@ -11,6 +11,7 @@ void register_shape_kernels(KernelRegistry& r);
 void register_transform_kernels(KernelRegistry& r);
 void register_gather_scatter_kernels(KernelRegistry& r);
 void register_resize_kernels(KernelRegistry& r);
+void register_detection_kernels(KernelRegistry& r);
 
 void register_all_kernels(KernelRegistry& r) {
   register_control_flow_kernels(r);
@@ -21,6 +22,7 @@ void register_all_kernels(KernelRegistry& r) {
   register_transform_kernels(r);
   register_gather_scatter_kernels(r);
   register_resize_kernels(r);
+  register_detection_kernels(r);
 }
 
 }  // namespace kestrel::runtime
