@@ -414,6 +414,13 @@ TEST(NonMaxSuppressionKernel, DefaultsDynamicShapeAndBadInput) {
   // iou_threshold defaults to 0: any overlap suppresses.
   KESTREL_EVAL1(some, "NonMaxSuppression", {boxes, scores, make<int64_t>({1}, {5})});
   EXPECT_TRUE(tensors_equal(some, make<int64_t>({2, 3}, {0, 0, 0, 0, 0, 2})));
+  // IoU exactly at the threshold does not suppress (strictly greater does).
+  Tensor half = make<float>({1, 2, 4}, {0, 0, 1, 1, 0, 0, 1, 2});  // IoU 1/2
+  for (float thr : {0.5f, 0.49f}) {
+    KESTREL_EVAL1(t, "NonMaxSuppression",
+                  {half, make<float>({1, 1, 2}, {0.9f, 0.8f}), make<int64_t>({1}, {2}), make<float>({1}, {thr})});
+    EXPECT_EQ(t.dim(0), thr == 0.5f ? 2 : 1) << thr;
+  }
   // Through a session with every input fed at run time (the output is allocated by the kernel).
   for (int64_t k : {1, 3}) {
     auto r = run_op("NonMaxSuppression", {boxes, scores, make<int64_t>({1}, {k}), make<float>({1}, {0.5f})},
