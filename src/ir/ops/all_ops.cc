@@ -13,6 +13,7 @@ void register_gather_scatter_ops(OpRegistry& r);
 void register_resize_ops(OpRegistry& r);
 void register_detection_ops(OpRegistry& r);
 void register_linalg_ops(OpRegistry& r);
+void register_misc_ops(OpRegistry& r);
 
 void register_all_ops(OpRegistry& r) {
   register_control_flow_ops(r);
@@ -25,6 +26,7 @@ void register_all_ops(OpRegistry& r) {
   register_resize_ops(r);
   register_detection_ops(r);
   register_linalg_ops(r);
+  register_misc_ops(r);
 }
 
 }  // namespace kestrel::ir

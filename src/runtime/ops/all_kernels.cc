@@ -13,6 +13,7 @@ void register_gather_scatter_kernels(KernelRegistry& r);
 void register_resize_kernels(KernelRegistry& r);
 void register_detection_kernels(KernelRegistry& r);
 void register_linalg_kernels(KernelRegistry& r);
+void register_misc_kernels(KernelRegistry& r);
 
 void register_all_kernels(KernelRegistry& r) {
   register_control_flow_kernels(r);
@@ -25,6 +26,7 @@ void register_all_kernels(KernelRegistry& r) {
   register_resize_kernels(r);
   register_detection_kernels(r);
   register_linalg_kernels(r);
+  register_misc_kernels(r);
 }
 
 }  // namespace kestrel::runtime
