@@ -22,6 +22,9 @@ struct LoadedModel {
   std::shared_ptr<void> keepalive;
 };
 
+// detect() sees at most the first kDetectPrefixBytes of the model (all of it if shorter).
+constexpr size_t kDetectPrefixBytes = 64;
+
 struct ModelLoader {
   const char* name;                                 // "onnx", "kst"
   bool (*detect)(std::string_view bytes, const std::string& path);

@@ -23,19 +23,30 @@ Status prepare_graph(ir::Graph& g) {
 Result<std::unique_ptr<Session>> Session::open(const std::string& path, const SessionOptions& opts) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return core::io_error(str_cat("cannot open model file '", path, "'"));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  auto bytes = std::make_shared<const std::string>(ss.str());
-  const ModelLoader* loader = find_model_loader(*bytes, path);
+  // Detection needs only the first bytes; a loader that maps the file (.kst) then reads nothing
+  // more through the stream, so its weights are never copied.
+  std::string head(kDetectPrefixBytes, '\0');
+  f.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(f.gcount()));
+  const ModelLoader* loader = find_model_loader(head, path);
   if (!loader)
     return core::invalid_model(str_cat(path, ": not a model file this build can read (formats: ",
                                        model_loader_names(), ")"));
   LoadOptions lo;
   lo.opt_level = opts.opt_level;
   lo.source_path = path;
-  Result<LoadedModel> m = loader->load_file ? loader->load_file(path, lo) : loader->load(bytes, lo);
-  if (!m.is_ok()) return m.status();
-  return from_model(std::move(m).value(), opts);
+  if (loader->load_file) {
+    KESTREL_ASSIGN_OR_RETURN(LoadedModel m, loader->load_file(path, lo));
+    return from_model(std::move(m), opts);
+  }
+  f.clear();
+  f.seekg(0);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  if (!f) return core::io_error(str_cat("cannot read model file '", path, "'"));
+  auto bytes = std::make_shared<const std::string>(ss.str());
+  KESTREL_ASSIGN_OR_RETURN(LoadedModel m, loader->load(bytes, lo));
+  return from_model(std::move(m), opts);
 }
 
 Result<std::unique_ptr<Session>> Session::open_memory(const void* data, size_t size, const SessionOptions& opts) {

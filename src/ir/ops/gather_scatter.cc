@@ -216,9 +216,6 @@ void register_gather_scatter_ops(OpRegistry& r) {
   add_op(r, "GatherND", 2, 2, 1, 1, infer_gather_nd, "gathers slices addressed by index tuples, after batch_dims");
   add_op(r, "ScatterElements", 3, 3, 1, 1, infer_scatter_elements,
          "data with updates written along axis (reduction none/add/mul/max/min)");
-  // Scatter (deprecated at opset 11) is known so that the importer accepts it; it rewrites it
-  // into ScatterElements.
-
   add_op(r, "ScatterND", 3, 3, 1, 1, infer_scatter_nd,
          "data with update slices written at index tuples (reduction none/add/mul/max/min)");
   add_op(r, "OneHot", 3, 3, 1, 1, infer_one_hot, "one-hot encoding along axis with depth and [off, on] values", 0b10);
