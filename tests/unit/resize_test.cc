@@ -296,6 +296,67 @@ TEST(ResizeKernel, HandComputedValues) {
   EXPECT_EQ(values(tf), (std::vector<float>{20, 30, -1}));
 }
 
+// The opset-18/19 examples of the ONNX operator documentation, with their published outputs
+// (the onnx 1.12 node tests predate antialias, axes, keep_aspect_ratio_policy and
+// half_pixel_symmetric).
+TEST(ResizeKernel, Opset18And19DocumentationExamples) {
+  const Tensor x4 = make<float>({1, 1, 4, 4}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16});
+  const Tensor x2 = make<float>({1, 1, 2, 2}, {1, 2, 3, 4});
+  const Attrs linear_aa{{"mode", Attribute("linear")}, {"antialias", Attribute(int64_t{1})}};
+  const Attrs cubic_aa{{"mode", Attribute("cubic")}, {"antialias", Attribute(int64_t{1})}};
+  KESTREL_EVAL1(a, "Resize", {x4, Tensor(), f32s({1, 1, 0.6f, 0.6f})}, linear_aa);
+  EXPECT_TRUE(near_all(a, {2.875, 4.5, 9.375, 11}, 1e-6));
+  KESTREL_EVAL1(b, "Resize", {x4, Tensor(), Tensor(), i64s({1, 1, 3, 3})}, linear_aa);
+  EXPECT_TRUE(
+      near_all(b, {2.3636363, 3.590909, 4.818182, 7.2727275, 8.5, 9.727273, 12.181818, 13.409091, 14.636364}, 1e-6));
+  KESTREL_EVAL1(c, "Resize", {x4, Tensor(), f32s({1, 1, 0.6f, 0.6f})}, cubic_aa);
+  EXPECT_TRUE(near_all(c, {2.5180721, 4.2858863, 9.589329, 11.357142}, 1e-6));
+  KESTREL_EVAL1(d, "Resize", {x4, Tensor(), Tensor(), i64s({1, 1, 3, 3})}, cubic_aa);
+  EXPECT_TRUE(
+      near_all(d, {1.7750092, 3.1200073, 4.4650054, 7.1550016, 8.5, 9.844998, 12.534994, 13.8799925, 15.224991}, 1e-6));
+  // axes in either order.
+  for (bool swapped : {false, true}) {
+    const Attrs ax{{"axes", Attribute(swapped ? std::vector<int64_t>{3, 2} : std::vector<int64_t>{2, 3})}};
+    KESTREL_EVAL1(s, "Resize", {x2, Tensor(), swapped ? f32s({3, 2}) : f32s({2, 3})}, ax);
+    EXPECT_EQ(values(s), (std::vector<float>{1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4}));
+    KESTREL_EVAL1(z, "Resize", {x2, Tensor(), Tensor(), swapped ? i64s({8, 7}) : i64s({7, 8})}, ax);
+    EXPECT_EQ(z.dims(), (Dims{1, 1, 7, 8}));
+    Attrs tf = ax;
+    tf["mode"] = Attribute("linear");
+    tf["coordinate_transformation_mode"] = Attribute("tf_crop_and_resize");
+    KESTREL_EVAL1(
+        t, "Resize",
+        {x4, swapped ? f32s({0.6f, 0.4f, 0.8f, 0.6f}) : f32s({0.4f, 0.6f, 0.6f, 0.8f}), Tensor(), i64s({3, 3})}, tf);
+    EXPECT_TRUE(near_all(t, {7.6000004, 7.9, 8.2, 8.8, 9.1, 9.400001, 10, 10.3, 10.6}, 1e-6));
+  }
+  // keep_aspect_ratio_policy.
+  const Attrs nl{{"axes", Attribute(std::vector<int64_t>{2, 3})},
+                 {"keep_aspect_ratio_policy", Attribute("not_larger")}};
+  const Attrs ns{{"axes", Attribute(std::vector<int64_t>{2, 3})},
+                 {"keep_aspect_ratio_policy", Attribute("not_smaller")}};
+  KESTREL_EVAL1(up_nl, "Resize", {x2, Tensor(), Tensor(), i64s({7, 8})}, nl);
+  EXPECT_EQ(up_nl.dims(), (Dims{1, 1, 7, 7}));
+  EXPECT_EQ(values(up_nl)[3], 1);
+  EXPECT_EQ(values(up_nl)[4], 2);
+  KESTREL_EVAL1(up_ns, "Resize", {x2, Tensor(), Tensor(), i64s({7, 8})}, ns);
+  EXPECT_EQ(up_ns.dims(), (Dims{1, 1, 8, 8}));
+  const Tensor x24 = make<float>({1, 1, 2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
+  KESTREL_EVAL1(down_nl, "Resize", {x24, Tensor(), Tensor(), i64s({1, 3})}, nl);
+  EXPECT_EQ(values(down_nl), (std::vector<float>{1, 3}));
+  KESTREL_EVAL1(down_ns, "Resize", {x24, Tensor(), Tensor(), i64s({1, 3})}, ns);
+  EXPECT_EQ(down_ns.dims(), (Dims{1, 1, 2, 3}));
+  EXPECT_EQ(values(down_ns), (std::vector<float>{1, 2, 4, 5, 6, 8}));
+  // half_pixel_symmetric.
+  const Attrs hps{{"mode", Attribute("linear")}, {"coordinate_transformation_mode", Attribute("half_pixel_symmetric")}};
+  KESTREL_EVAL1(h1, "Resize", {make<float>({1, 1, 1, 4}, {1, 2, 3, 4}), Tensor(), f32s({1, 1, 1, 0.6f})}, hps);
+  EXPECT_TRUE(near_all(h1, {1.6666667, 3.3333333}, 1e-6));
+  KESTREL_EVAL1(h2, "Resize", {x2, Tensor(), f32s({1, 1, 2.3f, 2.94f})}, hps);
+  EXPECT_TRUE(near_all(h2, {1,          1.15986395, 1.5,        1.84013605, 2,          1.56521738, 1.72508133,
+                            2.06521738, 2.40535343, 2.56521738, 2.43478262, 2.59464657, 2.93478262, 3.27491867,
+                            3.43478262, 3,          3.15986395, 3.5,        3.84013605, 4},
+                       1e-6));
+}
+
 TEST(ResizeKernel, SizesAxesAndKeepAspectRatio) {
   Tensor x = random_f32({1, 2, 4, 6}, 3);
   for (const char* policy : {"stretch", "not_larger", "not_smaller"}) {
@@ -489,7 +550,7 @@ double naive_grid_point(const NaiveGrid& p, const std::function<double(const std
     const double lo = p.align_corners ? 0 : -0.5;
     const double hi = p.align_corners ? static_cast<double>(sp[d] - 1) : static_cast<double>(sp[d]) - 0.5;
     c[d] = unnormalize(g[r - 1 - d], sp[d], p.align_corners);
-    if (p.mode == "nearest") c[d] = r == 3 ? std::round(c[d]) : std::nearbyint(c[d]);
+    if (p.mode == "nearest") c[d] = std::nearbyint(c[d]);
     if (c[d] < lo || c[d] > hi) {
       if (p.padding == "border") c[d] = std::clamp(c[d], 0.0, static_cast<double>(sp[d] - 1));
       if (p.padding == "reflection") c[d] = fold(c[d], lo, hi);
@@ -592,6 +653,47 @@ TEST(GridSampleKernel, EveryModePaddingAndAlignmentMatchesNaive) {
         }
   }
   EXPECT_EQ(checked, 5 * 18);
+}
+
+// The opset-20 examples of the ONNX operator documentation (PyTorch outputs), 2-D and volumetric.
+TEST(GridSampleKernel, OnnxDocumentationExamples) {
+  const Tensor x = make<float>({1, 1, 3, 2}, {0, 1, 2, 3, 4, 5});
+  const Tensor grid = make<float>(
+      {1, 2, 4, 2}, {-1, -0.8f, -0.6f, -0.5f, -0.1f, -0.2f, 0.7f, 0, 0, 0.4f, 0.2f, -0.2f, -0.3f, 0.5f, -1, 1});
+  struct Want {
+    const char* mode;
+    int64_t ac;
+    std::vector<double> y;
+  };
+  const Want want2d[] = {
+      {"nearest", 0, {0, 0, 2, 3, 4, 3, 4, 4}},
+      {"nearest", 1, {0, 0, 2, 3, 2, 3, 4, 4}},
+      {"linear", 0, {0, 0.45, 1.8, 2.4, 3.7, 2.1, 3.7, 1}},
+      {"linear", 1, {0.4, 1.2, 2.05, 2.85, 3.3, 2.2, 3.35, 4}},
+      {"cubic", 0, {-0.173250, 0.284265, 1.923106, 2.568000, 5.170375, 2.284414, 4.744844, 1.046875}},
+      {"cubic", 1, {0.304001, 1.128750, 2.266270, 3.144844, 4.531500, 2.455360, 4.599819, 4.000000}},
+  };
+  for (const Want& w : want2d) {
+    KESTREL_EVAL1(y, "GridSample", {x, grid}, Attrs{{"mode", Attribute(w.mode)}, {"align_corners", Attribute(w.ac)}});
+    EXPECT_TRUE(near_all(y, w.y, 1e-4)) << w.mode << " " << w.ac;
+  }
+  const Tensor xv = make<float>({1, 1, 3, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  const Tensor gv =
+      make<float>({1, 2, 4, 2, 3}, {-1,    -1,    -1,    -1,   -0.5f, 0.3f, -0.5f, -0.5f, -0.5f, 1,    -0.6f, -1,
+                                    -0.2f, -0.2f, -0.2f, 0.4f, 0.2f,  0.6f, 0,     0,     0,     -1,   0,     0,
+                                    0,     0,     0,     -1,   1,     0,    -0.2f, -0.2f, -0.2f, 1,    0.4f,  -0.2f,
+                                    0.5f,  0.5f,  0.5f,  -1,   -0.8f, 0.8f, 1,     1,     1,     0.4f, 0.6f,  -0.3f});
+  const Want want3d[] = {
+      {"nearest", 0, {1, 5, 1, 0, 5, 12, 5, 5, 5, 0, 5, 0, 12, 9, 0, 8}},
+      {"nearest", 1, {1, 5, 1, 2, 5, 12, 5, 5, 5, 7, 5, 8, 12, 9, 12, 8}},
+      {"linear", 0, {0.125, 3.4, 2, 0.45, 4.7, 10.9, 6.5, 3, 6.5, 1.75, 4.7, 3.3, 11, 2.52, 1.5, 5.49}},
+      {"linear", 1, {1, 6.7, 3.75, 2.4, 5.4, 9.3, 6.5, 6, 6.5, 7, 5.4, 6.6, 9.25, 8.4, 12, 6.1}},
+  };
+  for (const Want& w : want3d) {
+    KESTREL_EVAL1(y, "GridSample", {xv, gv}, Attrs{{"mode", Attribute(w.mode)}, {"align_corners", Attribute(w.ac)}});
+    ASSERT_EQ(y.dims(), (Dims{1, 1, 2, 4, 2}));
+    EXPECT_TRUE(near_all(y, w.y, 1e-4)) << "volumetric " << w.mode << " " << w.ac;
+  }
 }
 
 TEST(GridSampleKernel, HandComputedAndBadInput) {

@@ -379,7 +379,7 @@ void grid_sample_typed(const GridSampleParams& p, const Tensor& x, const std::ve
         const G gv = g[r - 1 - d];  // grid holds (x, y, z...): the last spatial axis first
         G c = p.align_corners ? (gv + 1) / 2 * (lenf - 1) : ((gv + 1) * lenf - 1) / 2;
         if (!std::isfinite(c)) c = lo - 1;  // NaN or infinite coordinates sample the padding
-        if (p.mode == GridSampleMode::kNearest) c = r == 3 ? std::round(c) : std::nearbyint(c);
+        if (p.mode == GridSampleMode::kNearest) c = std::nearbyint(c);  // half to even, as PyTorch
         if (c < lo || c > hi) {
           if (p.padding == GridSamplePadding::kBorder)
             c = std::clamp(c, G(0), lenf - 1);
