@@ -240,7 +240,8 @@ void resize_gather(const std::vector<AxisTable>& tabs, const Tensor& x, Tensor& 
   }
 }
 
-// Weighted sum over the product of every axis' taps.
+// Weighted sum over the product of every axis' taps, one output row (last axis) at a time: the
+// taps of the outer axes are combined once per row, the last axis' taps per element.
 template <class T>
 void resize_weighted(const std::vector<AxisTable>& tabs, const Tensor& x, Tensor& y, double extrapolation) {
   using A = AccOf<T>;
@@ -248,42 +249,43 @@ void resize_weighted(const std::vector<AxisTable>& tabs, const Tensor& x, Tensor
   const T* px = x.data<T>();
   T* py = y.data<T>();
   const auto rank = static_cast<size_t>(y.rank());
-  std::vector<size_t> active;  // axes with more than one tap
-  for (size_t d = 0; d < rank; ++d)
-    if (tabs[d].taps > 1) active.push_back(d);
-  std::vector<int64_t> idx(rank, 0);
-  std::vector<int64_t> tap(active.size(), 0);
-  for (int64_t o = 0; o < y.num_elements(); ++o) {
-    int64_t base = 0;
+  const int64_t last = y.dims().back();
+  const AxisTable& tl = tabs[rank - 1];
+  const std::vector<A> wl(tl.weight.begin(), tl.weight.end());
+  std::vector<int64_t> idx(rank - 1, 0);
+  std::vector<std::pair<int64_t, A>> outer, next;  // (input offset, weight) of the outer axes' taps
+  for (int64_t row = 0; row < y.num_elements() / std::max<int64_t>(last, 1); ++row) {
+    outer.assign(1, {0, A(1)});
     bool outside = false;
-    for (size_t d = 0; d < rank; ++d) {
+    for (size_t d = 0; d + 1 < rank; ++d) {
       const AxisTable& t = tabs[d];
       const auto i = static_cast<size_t>(idx[d]);
       outside = outside || (t.any_outside && t.outside[i]);
-      if (t.taps == 1) base += t.offset[i];
-    }
-    if (outside) {
-      py[o] = fill;
-    } else {
-      A acc = 0;
-      std::fill(tap.begin(), tap.end(), 0);
-      for (;;) {
-        int64_t off = base;
-        A w = 1;
-        for (size_t k = 0; k < active.size(); ++k) {
-          const AxisTable& t = tabs[active[k]];
-          const auto j = static_cast<size_t>(idx[active[k]] * t.taps + tap[k]);
-          off += t.offset[j];
-          w *= static_cast<A>(t.weight[j]);
+      next.clear();
+      for (const auto& [off, w] : outer)
+        for (int64_t k = 0; k < t.taps; ++k) {
+          const auto j = i * static_cast<size_t>(t.taps) + static_cast<size_t>(k);
+          next.emplace_back(off + t.offset[j], w * static_cast<A>(t.weight[j]));
         }
-        acc += w * load_as<A>(px[off]);
-        size_t k = active.size();
-        while (k > 0 && ++tap[k - 1] == tabs[active[k - 1]].taps) tap[--k] = 0;
-        if (k == 0) break;
-      }
-      py[o] = store_as<T>(acc);
+      outer.swap(next);
     }
-    for (size_t d = rank; d-- > 0;) {
+    T* out = py + row * last;
+    for (int64_t i = 0; i < last; ++i) {
+      if (outside || (tl.any_outside && tl.outside[static_cast<size_t>(i)])) {
+        out[i] = fill;
+        continue;
+      }
+      const A* w = wl.data() + i * tl.taps;
+      const int64_t* o = tl.offset.data() + i * tl.taps;
+      A acc = 0;
+      for (const auto& [base, wo] : outer) {
+        A s = 0;
+        for (int64_t k = 0; k < tl.taps; ++k) s += w[k] * load_as<A>(px[base + o[k]]);
+        acc += wo * s;
+      }
+      out[i] = store_as<T>(acc);
+    }
+    for (size_t d = rank - 1; d-- > 0;) {
       if (++idx[d] < y.dims()[d]) break;
       idx[d] = 0;
     }
