@@ -173,6 +173,9 @@ TEST(RoiAlignKernel, BadInput) {
       eval_op("RoiAlign", {x, rois, i64s({0})}, Attrs{{"output_height", Attribute(int64_t{0})}}).status(), "positive"));
   EXPECT_TRUE(
       fails_with(eval_op("RoiAlign", {x, make<float>({1, 4}, {0, 0, 1e30f, 1e30f}), i64s({0})}).status(), "too large"));
+  EXPECT_TRUE(fails_with(
+      eval_op("RoiAlign", {x, rois, i64s({0})}, Attrs{{"sampling_ratio", Attribute(int64_t{100000})}}).status(),
+      "too many"));
   // Run time: a batch index only known then.
   auto r = run_op("RoiAlign", {x, rois, i64s({3})}, {false, false, true});
   EXPECT_TRUE(fails_with(r.status(), "batch index 3"));

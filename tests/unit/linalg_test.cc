@@ -176,6 +176,10 @@ TEST(EinsumKernel, BadEquations) {
   EXPECT_TRUE(fails_with(eq("ii->i", {m}), "sizes"));  // a diagonal needs a square
   EXPECT_TRUE(fails_with(eq("i,i->i", {v, make<int32_t>({3}, {1, 2, 3})}), "dtypes"));
   EXPECT_TRUE(fails_with(eval_op("Einsum", {v}).status(), "equation"));
+  // A pairwise intermediate beyond any tensor size is an error, not an allocation failure.
+  Tensor a = Tensor::allocate(DType::kF32, {int64_t{1} << 20}).value();
+  Tensor b = Tensor::allocate(DType::kF32, {int64_t{1} << 21}).value();
+  EXPECT_TRUE(fails_with(eq("a,b,ab->", {a, b, make<float>({1, 1}, {1})}), "too large"));
 }
 
 // ---------------------------------------------------------------------------------------------

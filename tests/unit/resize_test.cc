@@ -458,6 +458,14 @@ TEST(ResizeSession, RuntimeScalesAndSizes) {
   EXPECT_EQ((*s)[0].dims(), (Dims{1, 1, 5, 3}));
   NaiveResize c{"cubic"};
   EXPECT_TRUE(near_all((*s)[0], naive_resize(c, x, {1, 1, 5.0 / 3, 3.0 / 4}, {1, 1, 5, 3}), 1e-5));
+  // A scales input of unknown shape next to sizes: empty at run time, so sizes decide.
+  auto e = run_op("Resize", {x, Tensor(), Tensor::allocate(DType::kF32, {0}).value(), i64s({1, 1, 2, 2})},
+                  {true, false, true, false}, {}, 1, true);
+  ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+  EXPECT_EQ((*e)[0].dims(), (Dims{1, 1, 2, 2}));
+  auto both =
+      run_op("Resize", {x, Tensor(), f32s({1, 1, 2, 2}), i64s({1, 1, 2, 2})}, {true, false, true, false}, {}, 1, true);
+  EXPECT_TRUE(fails_with(both.status(), "not both"));
   // Bad run-time scales fail the run with a message, not a crash.
   auto bad = run_op("Resize", {x, Tensor(), f32s({1, 1, 2})}, {true, false, true});
   EXPECT_TRUE(fails_with(bad.status(), "expected 4"));

@@ -61,8 +61,15 @@ Status infer_resize(InferContext& ctx) {
   if (ctx.has_input(3) && ctx.input_dtype(3) != DType::kI64 && ctx.input_dtype(3) != DType::kUndefined)
     return ctx.fail("sizes (input 3) must be int64, is ", core::dtype_name(ctx.input_dtype(3)));
   const bool has_scales = given(ctx, 2), has_sizes = given(ctx, 3);
-  if (has_scales && has_sizes) return ctx.fail("takes 'scales' or 'sizes', not both");
   if (!has_scales && !has_sizes) return ctx.fail("needs one of 'scales' (input 2) and 'sizes' (input 3)");
+  if (has_scales && has_sizes) {
+    // Either may still turn out empty at run time when its shape is not known yet.
+    if (ctx.input_shape(2).fully_known() && ctx.input_shape(3).fully_known())
+      return ctx.fail("takes 'scales' or 'sizes', not both");
+    const Shape& in = ctx.input_shape(0);
+    ctx.set_output(0, dt, in.rank_known() ? unknown_dims(in.rank()) : Shape::unknown_rank());
+    return Status::ok();
+  }
 
   const Shape& in = ctx.input_shape(0);
   if (!in.rank_known()) {

@@ -60,6 +60,10 @@ Status roi_align_typed(const RoiAlignParams& p, const Tensor& x, const Tensor& r
     const A bin_h = roi_h / static_cast<A>(oh), bin_w = roi_w / static_cast<A>(ow);
     KESTREL_ASSIGN_OR_RETURN(const int64_t grid_h, bin_grid(p.sampling_ratio, roi_h, oh));
     KESTREL_ASSIGN_OR_RETURN(const int64_t grid_w, bin_grid(p.sampling_ratio, roi_w, ow));
+    if (static_cast<double>(oh) * static_cast<double>(ow) * static_cast<double>(grid_h) * static_cast<double>(grid_w) >
+        static_cast<double>(int64_t{1} << 28))
+      return core::invalid_argument(
+          str_cat("RoiAlign: ", grid_h, "x", grid_w, " samples per bin of a ", oh, "x", ow, " output are too many"));
     const A count = static_cast<A>(std::max<int64_t>(grid_h * grid_w, 1));
     // Corner positions and weights, shared by every channel.
     samples.assign(static_cast<size_t>(oh * ow * grid_h * grid_w), Sample{});

@@ -172,7 +172,10 @@ template <class A>
 struct Operand {
   std::vector<int> labels;  // distinct
   Dims dims;
-  std::vector<A> data;
+  Tensor buf;  // f64 or u64; a tensor so that a hostile size is an error, not an exception
+
+  A* data() { return buf.data<A>(); }
+  const A* data() const { return buf.data<A>(); }
 
   int64_t size_of(int l) const {
     auto it = std::find(labels.begin(), labels.end(), l);
@@ -205,7 +208,7 @@ void for_each_index(const Dims& dims, F&& f) {
 
 // An input as a dense operand over its distinct labels (repeated labels read the diagonal).
 template <class T, class A>
-Operand<A> load_operand(const Tensor& t, const std::vector<int>& axis_labels) {
+core::Result<Operand<A>> load_operand(const Tensor& t, const std::vector<int>& axis_labels) {
   Operand<A> op;
   const Dims strides = core::row_major_strides(t.dims());
   std::vector<int64_t> lstride;
@@ -219,19 +222,20 @@ Operand<A> load_operand(const Tensor& t, const std::vector<int>& axis_labels) {
       lstride[static_cast<size_t>(it - op.labels.begin())] += strides[a];
     }
   }
-  op.data.resize(static_cast<size_t>(core::num_elements(op.dims)));
+  KESTREL_ASSIGN_OR_RETURN(op.buf, Tensor::allocate(core::dtype_of<A>, {core::num_elements(op.dims)}));
+  A* out = op.data();
   const T* p = t.data<T>();
   for_each_index(op.dims, [&](int64_t i, const Dims& idx) {
     int64_t off = 0;
     for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * lstride[d];
-    op.data[static_cast<size_t>(i)] = to_acc<A>(p[off]);
+    out[i] = to_acc<A>(p[off]);
   });
   return op;
 }
 
 // Product of a and b (b may be null: a alone), summed over every label not in `keep`.
 template <class A>
-Operand<A> contract(const Operand<A>& a, const Operand<A>* b, const std::set<int>& keep) {
+core::Result<Operand<A>> contract(const Operand<A>& a, const Operand<A>* b, const std::set<int>& keep) {
   std::vector<int> all = a.labels;
   if (b)
     for (int l : b->labels)
@@ -253,7 +257,15 @@ Operand<A> contract(const Operand<A>& a, const Operand<A>* b, const std::set<int
   std::vector<int64_t> ra, rb, sa, sb;
   for (int l : r.labels) ra.push_back(a.stride_of(l)), rb.push_back(b ? b->stride_of(l) : 0);
   for (int l : summed) sa.push_back(a.stride_of(l)), sb.push_back(b ? b->stride_of(l) : 0);
-  r.data.assign(static_cast<size_t>(core::num_elements(r.dims)), A(0));
+  // An intermediate (an outer product, say) may be far larger than any input or the output.
+  auto buf = Tensor::allocate(core::dtype_of<A>, r.dims);
+  if (!buf.is_ok())
+    return core::invalid_argument(str_cat("Einsum: an intermediate of shape ", core::dims_to_string(r.dims),
+                                          " is too large (", buf.status().message(), ")"));
+  r.buf = std::move(buf).value();
+  A* out = r.data();
+  const A* da = a.data();
+  const A* db = b ? b->data() : nullptr;
   for_each_index(r.dims, [&](int64_t i, const Dims& ri) {
     int64_t oa = 0, ob = 0;
     for (size_t d = 0; d < ri.size(); ++d) oa += ri[d] * ra[d], ob += ri[d] * rb[d];
@@ -261,44 +273,49 @@ Operand<A> contract(const Operand<A>& a, const Operand<A>* b, const std::set<int
     for_each_index(sdims, [&](int64_t, const Dims& si) {
       int64_t pa = oa, pb = ob;
       for (size_t d = 0; d < si.size(); ++d) pa += si[d] * sa[d], pb += si[d] * sb[d];
-      acc += b ? a.data[static_cast<size_t>(pa)] * b->data[static_cast<size_t>(pb)] : a.data[static_cast<size_t>(pa)];
+      acc += b ? da[pa] * db[pb] : da[pa];
     });
-    r.data[static_cast<size_t>(i)] = acc;
+    out[i] = acc;
   });
   return r;
 }
 
 template <class T>
-void einsum_typed(const EinsumPlan& plan, std::span<const Tensor* const> inputs, Tensor& y) {
+Status einsum_typed(const EinsumPlan& plan, std::span<const Tensor* const> inputs, Tensor& y) {
   using A = EinsumAcc<T>;
   const size_t n = inputs.size();
   const std::set<int> out_labels(plan.output.begin(), plan.output.end());
   std::vector<Operand<A>> ops;
   for (size_t i = 0; i < n; ++i) {
-    Operand<A> op = load_operand<T, A>(*inputs[i], plan.inputs[i]);
+    KESTREL_ASSIGN_OR_RETURN(Operand<A> op, (load_operand<T, A>(*inputs[i], plan.inputs[i])));
     // Sum out right away the labels no other operand and not the output uses.
     std::set<int> keep = out_labels;
     for (size_t j = 0; j < n; ++j)
       if (j != i) keep.insert(plan.inputs[j].begin(), plan.inputs[j].end());
     bool reduces = false;
     for (int l : op.labels) reduces = reduces || !keep.count(l);
-    ops.push_back(reduces ? contract<A>(op, nullptr, keep) : std::move(op));
+    if (reduces) {
+      KESTREL_ASSIGN_OR_RETURN(op, contract<A>(op, nullptr, keep));
+    }
+    ops.push_back(std::move(op));
   }
   Operand<A> r = std::move(ops[0]);
   for (size_t k = 1; k < n; ++k) {
     std::set<int> keep = out_labels;
     for (size_t j = k + 1; j < n; ++j) keep.insert(plan.inputs[j].begin(), plan.inputs[j].end());
-    r = contract<A>(r, &ops[k], keep);
+    KESTREL_ASSIGN_OR_RETURN(r, contract<A>(r, &ops[k], keep));
   }
   // Lay the result out in the output's label order.
   std::vector<int64_t> strides;
   for (int l : plan.output) strides.push_back(r.stride_of(l));
   T* py = y.data<T>();
+  const A* pr = r.data();
   for_each_index(plan.out_dims, [&](int64_t i, const Dims& idx) {
     int64_t off = 0;
     for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * strides[d];
-    py[i] = from_acc<T>(r.data[static_cast<size_t>(off)]);
+    py[i] = from_acc<T>(pr[off]);
   });
+  return Status::ok();
 }
 
 template <class T>
@@ -349,9 +366,9 @@ Status einsum(const EinsumPlan& plan, std::span<const Tensor* const> inputs, Ten
   if (y.dims() != plan.out_dims)
     return core::internal_error(
         str_cat("Einsum: output is ", y.type_string(), ", expected ", core::dims_to_string(plan.out_dims)));
-  if (!visit_arith_dtype(y.dtype(), [&](auto tag) { einsum_typed<decltype(tag)>(plan, inputs, y); }))
-    return core::invalid_argument(str_cat("Einsum: inputs must be numeric, are ", core::dtype_name(y.dtype())));
-  return Status::ok();
+  Status st = core::invalid_argument(str_cat("Einsum: inputs must be numeric, are ", core::dtype_name(y.dtype())));
+  visit_arith_dtype(y.dtype(), [&](auto tag) { st = einsum_typed<decltype(tag)>(plan, inputs, y); });
+  return st;
 }
 
 Status det(const Tensor& x, Tensor& y) {
