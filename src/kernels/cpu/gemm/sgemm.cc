@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <cstdlib>
 #include <limits>
 
 #include "core/buffer.h"
@@ -48,23 +49,28 @@ Result<const UkernelTable*> resolve(std::optional<Isa> want) {
 
 struct Blocking {
   int64_t mc, nc, kc;
+  int64_t l2_bytes;
 };
 
 int64_t round_down_to(int64_t x, int64_t unit) { return std::max(unit, x / unit * unit); }
 
-// KC: an A sliver and a B sliver of depth KC share L1 (the B sliver is reused across the whole
-// MC block, the A sliver streams). MC: the packed A block fills about half of L2. NC: the packed B
-// panel stays within a share of L3 (L3 sizes reported by virtual machines are unreliable, so NC
-// is also capped).
+// KC: the A sliver (MR x KC) the macro-kernel keeps in L1 takes at most half of it, and the B
+// sliver it streams against is a few KC-long rows. NC: the packed B panel (KC x NC) fills about
+// half of L2. MC: the packed A block (MC x KC) is streamed once per B panel, so it only needs to
+// stay within a share of L3 (VMs report unreliable L3 sizes, so MC is capped).
 Blocking default_blocking(const UkernelTable& t) {
   const auto& f = core::cpu_features();
   const int64_t l1 = std::clamp<int64_t>(f.l1d_bytes, 16 << 10, 128 << 10);
   const int64_t l2 = std::clamp<int64_t>(f.l2_bytes, 128 << 10, 4 << 20);
   const int64_t l3 = std::clamp<int64_t>(f.l3_bytes, 1 << 20, 64 << 20);
   Blocking b;
-  b.kc = std::clamp<int64_t>(round_down_to(l1 * 3 / 4 / (4 * (t.mr + t.nr)), 16), 64, 512);
-  b.mc = std::clamp<int64_t>(round_down_to(l2 / 2 / (4 * b.kc), t.mr), t.mr, 4096);
-  b.nc = std::clamp<int64_t>(round_down_to(l3 / 4 / (4 * b.kc), t.nr), t.nr, 8192);
+  b.l2_bytes = l2;
+  b.kc = std::clamp<int64_t>(round_down_to(l1 / (4 * t.nr), 16), 64, 512);
+  b.nc = std::clamp<int64_t>(round_down_to(l2 / 2 / (4 * b.kc), t.nr), t.nr, 4096);
+  b.mc = std::clamp<int64_t>(round_down_to(l3 / 8 / (4 * b.kc), t.mr), t.mr, 2048);
+  if (const char* e = std::getenv("KESTREL_SGEMM_KC")) b.kc = std::atoi(e);  // TUNING ONLY
+  if (const char* e = std::getenv("KESTREL_SGEMM_MC")) b.mc = std::atoi(e) / t.mr * t.mr;
+  if (const char* e = std::getenv("KESTREL_SGEMM_NC")) b.nc = std::atoi(e) / t.nr * t.nr;
   return b;
 }
 
@@ -128,81 +134,87 @@ struct Problem {
   const GemmEpilogue* ep = nullptr;
 };
 
-// The serial BLIS loops over C[m0:m1, n0:n1] (m0 a multiple of MR, n0 of NR).
+// The serial loops over C[m0:m1, n0:n1] (m0 a multiple of MR, n0 of NR). Order: K blocks, then
+// M blocks (A block packed once), then N panels (B panel packed, sized for L2); inside the
+// macro-kernel each A sliver stays in L1 while the B panel streams past it, so C is written
+// along its rows.
 bool run_block(const Problem& p, const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   const UkernelTable& uk = *p.uk;
   const int64_t mr = uk.mr, nr = uk.nr;
   const int64_t kc_max = even_block(std::max<int64_t>(p.k, 1), p.blk.kc, 8);
-  const int64_t mc_max = even_block(m1 - m0, p.blk.mc, mr);
-  const int64_t nc_max = std::min(p.blk.nc, (n1 - n0 + nr - 1) / nr * nr);
-  // Reading B in place skips packing when each B sliver is used by a single MC block anyway.
-  const bool direct_b = !p.packed_b && !p.trans_b && m1 - m0 <= mc_max;
+  const int64_t mc_max = p.packed_a ? m1 - m0 : even_block(m1 - m0, p.blk.mc, mr);
+  const int64_t nc_max = even_block(n1 - n0, p.blk.nc, nr);
+  static const int direct_mode = std::getenv("KESTREL_SGEMM_DIRECT") ? std::atoi(std::getenv("KESTREL_SGEMM_DIRECT")) : 1;  // TUNING
+  const bool direct_b = !p.packed_b && !p.trans_b && (direct_mode == 2 || (direct_mode == 1 && m1 - m0 <= mc_max));
+  static const int mouter_mode = std::getenv("KESTREL_SGEMM_MOUTER") ? std::atoi(std::getenv("KESTREL_SGEMM_MOUTER")) : 1;  // TUNING
+  const bool m_outer = mouter_mode == 1;
 
-  size_t need = 0;
-  const size_t a_floats = p.packed_a ? 0 : static_cast<size_t>((mc_max + mr - 1) / mr * mr * kc_max);
-  const size_t b_floats = (p.packed_b || direct_b) ? 0 : static_cast<size_t>(nc_max * kc_max);
-  need = a_floats + b_floats + 16;
-  float* ws = scratch_floats(need);
+  auto round16 = [](size_t x) { return (x + 15) / 16 * 16; };
+  const size_t a_floats = p.packed_a ? 0 : round16(static_cast<size_t>((mc_max + mr - 1) / mr * mr * kc_max));
+  const size_t b_floats = round16(static_cast<size_t>(direct_b ? nr * kc_max : p.packed_b ? 0 : (nc_max + nr - 1) / nr * nr * kc_max));
+  float* ws = scratch_floats(a_floats + b_floats + 16);
   if (!ws) return false;
   float* a_buf = ws;
-  float* b_buf = ws + (a_floats + 15) / 16 * 16;
+  float* b_buf = ws + a_floats;
 
   const GemmEpilogue& ep = *p.ep;
-  for (int64_t jc = n0; jc < n1; jc += nc_max) {
-    const int64_t nc = std::min(nc_max, n1 - jc);
-    for (int64_t pc = 0; pc == 0 || pc < p.k; pc += kc_max) {
-      const int64_t kc = std::min(kc_max, p.k - pc);
-      MacroTile t;
-      t.nc = nc;
-      t.kc = kc;
+  for (int64_t pc = 0; pc == 0 || pc < p.k; pc += kc_max) {
+    const int64_t kc = std::min(kc_max, p.k - pc);
+    MacroTile t;
+    t.kc = kc;
+    t.m_outer = m_outer;
+    t.ldc = p.ldc;
+    t.alpha = p.alpha;
+    t.beta = pc == 0 ? p.beta : 1.f;
+    t.last_k = pc + kc >= p.k;
+    if (t.last_k) {
+      t.activation = ep.activation;
+      t.act_alpha = ep.act_alpha;
+      t.act_beta = ep.act_beta;
+      t.ldr = ep.ldr;
+    }
+    for (int64_t ic = m0; ic < m1; ic += mc_max) {
+      const int64_t mc = std::min(mc_max, m1 - ic);
+      t.mc = mc;
       if (kc == 0) {
-        t.b = b_buf;  // nothing is read
-        t.b_sliver_stride = 0;
-        t.b_row_stride = nr;
-      } else if (p.packed_b) {
-        t.b = p.packed_b->data() + (jc / nr) * p.k * nr + pc * nr;
-        t.b_sliver_stride = p.k * nr;
-        t.b_row_stride = nr;
-      } else if (direct_b) {
-        t.b = o.b + pc * p.ldb + jc;
-        t.b_sliver_stride = nr;
-        t.b_row_stride = p.ldb;
-        t.b_direct = true;
+        t.a = a_buf;  // nothing is read
+        t.a_sliver_stride = 0;
+      } else if (p.packed_a) {
+        t.a = p.packed_a->data() + (ic / mr) * p.k * mr + pc * mr;
+        t.a_sliver_stride = p.k * mr;
       } else {
-        const float* src = p.trans_b ? o.b + jc * p.ldb + pc : o.b + pc * p.ldb + jc;
-        uk.pack_b(src, p.ldb, p.trans_b, kc, nc, b_buf, kc * nr);
-        t.b = b_buf;
-        t.b_sliver_stride = kc * nr;
-        t.b_row_stride = nr;
+        const float* src = p.trans_a ? o.a + pc * p.lda + ic : o.a + ic * p.lda + pc;
+        uk.pack_a(src, p.lda, p.trans_a, mc, kc, a_buf, kc * mr);
+        t.a = a_buf;
+        t.a_sliver_stride = kc * mr;
       }
-      t.ldc = p.ldc;
-      t.alpha = p.alpha;
-      t.beta = pc == 0 ? p.beta : 1.f;
-      t.last_k = pc + kc >= p.k;
-      if (t.last_k) {
-        if (ep.bias_kind == GemmBias::kPerColumn) t.bias_col = ep.bias + jc;
-        t.activation = ep.activation;
-        t.act_alpha = ep.act_alpha;
-        t.act_beta = ep.act_beta;
-        t.ldr = ep.ldr;
-      }
-      for (int64_t ic = m0; ic < m1; ic += mc_max) {
-        const int64_t mc = std::min(mc_max, m1 - ic);
-        t.mc = mc;
+      for (int64_t jc = n0; jc < n1; jc += nc_max) {
+        const int64_t nc = std::min(nc_max, n1 - jc);
+        t.nc = nc;
         if (kc == 0) {
-          t.a = a_buf;
-          t.a_sliver_stride = 0;
-        } else if (p.packed_a) {
-          t.a = p.packed_a->data() + (ic / mr) * p.k * mr + pc * mr;
-          t.a_sliver_stride = p.k * mr;
+          t.b = b_buf;
+          t.b_sliver_stride = 0;
+          t.b_row_stride = nr;
+        } else if (p.packed_b) {
+          t.b = p.packed_b->data() + (jc / nr) * p.k * nr + pc * nr;
+          t.b_sliver_stride = p.k * nr;
+          t.b_row_stride = nr;
+        } else if (direct_b) {
+          t.b = o.b + pc * p.ldb + jc;
+          t.b_sliver_stride = nr;
+          t.b_row_stride = p.ldb;
+          t.b_direct = true;
+          t.b_edge_buf = b_buf;
         } else {
-          const float* src = p.trans_a ? o.a + pc * p.lda + ic : o.a + ic * p.lda + pc;
-          uk.pack_a(src, p.lda, p.trans_a, mc, kc, a_buf, kc * mr);
-          t.a = a_buf;
-          t.a_sliver_stride = kc * mr;
+          const float* src = p.trans_b ? o.b + jc * p.ldb + pc : o.b + pc * p.ldb + jc;
+          uk.pack_b(src, p.ldb, p.trans_b, kc, nc, b_buf, kc * nr);
+          t.b = b_buf;
+          t.b_sliver_stride = kc * nr;
+          t.b_row_stride = nr;
         }
         t.c = o.c + ic * p.ldc + jc;
         if (t.last_k) {
+          t.bias_col = ep.bias_kind == GemmBias::kPerColumn ? ep.bias + jc : nullptr;
           t.bias_row = ep.bias_kind == GemmBias::kPerRow ? ep.bias + ic : nullptr;
           t.residual = o.residual ? o.residual + ic * ep.ldr + jc : nullptr;
         }

@@ -14,6 +14,7 @@ namespace {
 struct Avx512Ops {
   using V = __m512;
   static constexpr int kWidth = 16;
+  static constexpr bool kHasTranspose = true;
   static KESTREL_GEMM_INLINE __mmask16 mask(int n) {
     return n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1u);
   }
@@ -37,13 +38,59 @@ struct Avx512Ops {
     const V sign = _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(0x80000000u)));
     return _mm512_or_ps(_mm512_and_ps(sgn, sign), _mm512_andnot_ps(sign, mag));
   }
+
+  // In-register 16x16 transpose: r[i] holds row i (16 k values); afterwards r[k] holds column k.
+  static KESTREL_GEMM_INLINE void transpose16(V (&r)[16]) {
+    V t[16], u[16];
+    for (int i = 0; i < 8; ++i) {
+      t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+      t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    // u[4g + j]: rows 4g..4g+3 at k = j (+4, +8, +12 in the upper 128-bit lanes).
+    for (int g = 0; g < 4; ++g) {
+      u[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+      u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xee);
+      u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+      u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xee);
+    }
+    for (int j = 0; j < 4; ++j) {
+      V v0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88), v1 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xdd);
+      V w0 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88), w1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xdd);
+      r[j] = _mm512_shuffle_f32x4(v0, w0, 0x88);
+      r[j + 8] = _mm512_shuffle_f32x4(v0, w0, 0xdd);
+      r[j + 4] = _mm512_shuffle_f32x4(v1, w1, 0x88);
+      r[j + 12] = _mm512_shuffle_f32x4(v1, w1, 0xdd);
+    }
+  }
+
+  // dst[k * R + i] = src[i * ld + k] for i < rows (0 for rows <= i < R), 16 rows x 16 k at a time.
+  static void transpose_pack(const float* src, int64_t ld, int rows, int64_t kc, float* dst, int R) {
+    for (int g = 0; g < R; g += 16) {
+      const int lanes = R - g < 16 ? R - g : 16;  // lanes of each output row this group fills
+      const int valid = rows - g;                 // source rows present in this group
+      const __mmask16 out_mask = mask(lanes);
+      for (int64_t k0 = 0; k0 < kc; k0 += 16) {
+        const int kn = kc - k0 < 16 ? static_cast<int>(kc - k0) : 16;
+        V r[16];
+        for (int i = 0; i < 16; ++i)
+          r[i] = i < valid ? _mm512_maskz_loadu_ps(mask(kn), src + (g + i) * ld + k0) : _mm512_setzero_ps();
+        transpose16(r);
+        float* d = dst + k0 * R + g;
+        for (int k = 0; k < kn; ++k) _mm512_mask_storeu_ps(d + k * R, out_mask, r[k]);
+      }
+    }
+  }
 };
 
 }  // namespace
 
 namespace gemm_detail {
 
-const UkernelTable* ukernel_table_avx512() { return SgemmKernel<Avx512Ops, 14, 2>::table(core::Isa::kAvx512); }
+#ifndef KGX_MR
+#define KGX_MR 14
+#define KGX_NV 2
+#endif
+const UkernelTable* ukernel_table_avx512() { return SgemmKernel<Avx512Ops, KGX_MR, KGX_NV>::table(core::Isa::kAvx512); }
 
 }  // namespace gemm_detail
 }  // namespace kestrel::kernels::cpu

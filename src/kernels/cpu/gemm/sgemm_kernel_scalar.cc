@@ -11,6 +11,7 @@ namespace {
 struct ScalarOps {
   using V = float;
   static constexpr int kWidth = 1;
+  static constexpr bool kHasTranspose = false;
   static KESTREL_GEMM_INLINE V zero() { return 0.f; }
   static KESTREL_GEMM_INLINE V set1(float x) { return x; }
   static KESTREL_GEMM_INLINE V load(const float* p) { return *p; }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #include "kernels/cpu/gemm/sgemm_ukernel.h"
 #include "kernels/cpu/gemm/vec_math_inl.h"
@@ -31,37 +32,158 @@ struct SgemmKernel {
   static constexpr int W = S::kWidth;
   static constexpr int NR = NV * W;
 
-  // acc[MR][NV] = A sliver * B sliver over kc, then the epilogue and a (masked) store of the
-  // valid m x n corner. kMaskB: B is read in place and has only nb valid columns.
-  template <bool kMaskB>
-  static KESTREL_GEMM_INLINE void tile(const MacroTile& t, const float* a, const float* b, int nb, float* c, int m,
-                                       int n, int64_t row0, int64_t col0) {
-    V acc[MR][NV];
-    KESTREL_GEMM_UNROLL(16)
-    for (int i = 0; i < MR; ++i) {
+  // How a tile's result is combined and stored, fixed per block so the store is straight-line
+  // code. kGeneral: any alpha, beta and epilogue. 0..15: alpha == 1, beta == 0, plus the listed
+  // epilogue parts (0 is C = A * B).
+  static constexpr int kGeneral = -1;
+  enum : int { kEpiRowBias = 1, kEpiColBias = 2, kEpiResidual = 4, kEpiClamp = 8 };
+
+  static int block_mode(const MacroTile& t) {
+    if (t.alpha != 1.f || t.beta != 0.f) return kGeneral;
+    if (!t.last_k) return 0;
+    int mode = 0;  // other activations run as a pass over the tile after the store
+    if (t.bias_row) mode |= kEpiRowBias;
+    if (t.bias_col) mode |= kEpiColBias;
+    if (t.residual) mode |= kEpiResidual;
+    if (t.activation == GemmActivation::kRelu || t.activation == GemmActivation::kClip) mode |= kEpiClamp;
+    return mode;
+  }
+
+  // acc[R][NV2] = (first R rows of an A sliver) * (first NV2 vectors of a B sliver) over kc, then
+  // the epilogue and a (masked) store of the valid m x n corner. R < MR and NV2 < NV are the edge
+  // variants, so a partial tile costs only the rows and vectors it has.
+  template <int R, int NV2, int kMode>
+  static __attribute__((noinline)) void tile(const MacroTile& t, const float* a, const float* b, int64_t ldb, float* c,
+                                             const float* c_ahead, const float* a_next, int m, int n, int64_t row0,
+                                             int64_t col0) {
+    V acc[R][NV2];
+    KESTREL_GEMM_UNROLL(32)
+    for (int i = 0; i < R; ++i) {
       KESTREL_GEMM_UNROLL(8)
-      for (int v = 0; v < NV; ++v) acc[i][v] = S::zero();
+      for (int v = 0; v < NV2; ++v) acc[i][v] = S::zero();
     }
-    const int64_t ldb = t.b_row_stride;
+    // The C tile is read (beta) or written only after the k loop; start fetching it now, and the
+    // tile two steps ahead along the row (short k loops finish before memory answers).
+    KESTREL_GEMM_UNROLL(32)
+    for (int i = 0; i < R; ++i) {
+      if (i < m) {
+        KESTREL_GEMM_UNROLL(8)
+        for (int v = 0; v < NV2 * W; v += 16) __builtin_prefetch(c + i * t.ldc + v, 1, 3);
+        if (c_ahead) {
+          KESTREL_GEMM_UNROLL(8)
+          for (int v = 0; v < NR; v += 16) __builtin_prefetch(c_ahead + i * t.ldc + v, 1, 3);
+        }
+      }
+    }
+    // a_next: the A sliver the next tile starts on (itself when it is this one, then the prefetch
+    // finds it in L1); one line per k step keeps ahead of the MR floats consumed per step.
     for (int64_t k = 0; k < t.kc; ++k) {
-      V bv[NV];
+#ifndef KGX_NO_APF
+      __builtin_prefetch(a_next + k * MR, 0, 3);
+#endif
+#ifdef KGX_BPF
+      __builtin_prefetch(b + KGX_BPF * ldb, 0, 3);
+#endif
+      V bv[NV2];
       KESTREL_GEMM_UNROLL(8)
-      for (int v = 0; v < NV; ++v) bv[v] = kMaskB ? S::load_n(b + v * W, nb - v * W) : S::load(b + v * W);
-      KESTREL_GEMM_UNROLL(16)
-      for (int i = 0; i < MR; ++i) {
+      for (int v = 0; v < NV2; ++v) bv[v] = S::load(b + v * W);
+      KESTREL_GEMM_UNROLL(32)
+      for (int i = 0; i < R; ++i) {
         V av = S::set1(a[i]);
         KESTREL_GEMM_UNROLL(8)
-        for (int v = 0; v < NV; ++v) acc[i][v] = S::fmadd(av, bv[v], acc[i][v]);
+        for (int v = 0; v < NV2; ++v) acc[i][v] = S::fmadd(av, bv[v], acc[i][v]);
       }
       a += MR;
       b += ldb;
     }
-    store(t, acc, c, m, n, row0, col0);
+    if constexpr (kMode == kGeneral) {
+      store_general<R, NV2>(t, acc, c, m, n, row0, col0);
+    } else if (m == R && n == NV2 * W) {
+      store_fast<R, NV2, kMode, true>(t, acc, c, m, n, row0, col0);
+    } else {
+      store_fast<R, NV2, kMode, false>(t, acc, c, m, n, row0, col0);
+    }
   }
 
-  static KESTREL_GEMM_INLINE void store(const MacroTile& t, V (&acc)[MR][NV], float* c, int m, int n, int64_t row0,
-                                        int64_t col0) {
+  template <int NV2, int kMode, int... Rs>
+  static KESTREL_GEMM_INLINE void edge_tile(std::integer_sequence<int, Rs...>, const MacroTile& t, const float* a,
+                                            const float* b, int64_t ldb, float* c, const float* c_ahead,
+                                            const float* a_next, int m, int n, int64_t row0, int64_t col0) {
+    (void)((m == Rs + 1 ? (tile<Rs + 1, NV2, kMode>(t, a, b, ldb, c, c_ahead, a_next, m, n, row0, col0), true) : false) ||
+           ...);
+  }
+
+  template <int... Vs>
+  static KESTREL_GEMM_INLINE void edge_nv(std::integer_sequence<int, Vs...>, bool plain, const MacroTile& t,
+                                          const float* a, const float* b, int64_t ldb, float* c, const float* c_ahead,
+                                          const float* a_next, int m, int n, int64_t row0, int64_t col0) {
+    const int nv = (n + W - 1) / W;
+    (void)((nv == Vs + 1 ? (plain ? edge_tile<Vs + 1, 0>(std::make_integer_sequence<int, MR>(), t, a, b, ldb, c,
+                                                         c_ahead, a_next, m, n, row0, col0)
+                                  : edge_tile<Vs + 1, kGeneral>(std::make_integer_sequence<int, MR>(), t, a, b, ldb,
+                                                                c, c_ahead, a_next, m, n, row0, col0),
+                            true)
+                         : false) ||
+           ...);
+  }
+
+  template <int... Ms>
+  static KESTREL_GEMM_INLINE void full_tile(std::integer_sequence<int, Ms...>, int mode, const MacroTile& t,
+                                            const float* a, const float* b, int64_t ldb, float* c, const float* c_ahead,
+                                            const float* a_next, int m, int n, int64_t row0, int64_t col0) {
+    // Bias is per row or per column, never both: those modes are not instantiated.
+    (void)((mode == Ms && (Ms & 3) != 3
+                ? (tile<MR, NV, ((Ms & 3) == 3 ? 0 : Ms)>(t, a, b, ldb, c, c_ahead, a_next, m, n, row0, col0), true)
+                : false) ||
+           ...);
+  }
+
+  // alpha == 1, beta == 0: acc (+ bias) (+ residual) (clamped), stored. kFull: m == R, n == NV2 * W.
+  template <int R, int NV2, int kMode, bool kFull>
+  static KESTREL_GEMM_INLINE void store_fast(const MacroTile& t, V (&acc)[R][NV2], float* c, int m, int n,
+                                             int64_t row0, int64_t col0) {
+    constexpr bool kRowBias = kMode & kEpiRowBias, kColBias = kMode & kEpiColBias;
+    constexpr bool kRes = kMode & kEpiResidual, kClamp = kMode & kEpiClamp;
+    V bcol[NV2];
+    if constexpr (kColBias) {
+      KESTREL_GEMM_UNROLL(8)
+      for (int v = 0; v < NV2; ++v)
+        bcol[v] = kFull ? S::load(t.bias_col + col0 + v * W) : S::load_n(t.bias_col + col0 + v * W, n - v * W);
+    }
+    V lo = S::zero(), hi = S::zero();
+    if constexpr (kClamp) {
+      lo = t.activation == GemmActivation::kClip ? S::set1(t.act_alpha) : S::zero();
+      hi = t.activation == GemmActivation::kClip ? S::set1(t.act_beta) : S::set1(3.0e38f);
+    }
+    const float* res = kRes ? t.residual + row0 * t.ldr + col0 : nullptr;
+    KESTREL_GEMM_UNROLL(32)
+    for (int i = 0; i < R; ++i) {
+      if (!kFull && i >= m) break;
+      float* crow = c + i * t.ldc;
+      V brow = S::zero();
+      if constexpr (kRowBias) brow = S::set1(t.bias_row[row0 + i]);
+      KESTREL_GEMM_UNROLL(8)
+      for (int v = 0; v < NV2; ++v) {
+        const int nv = n - v * W;
+        V x = acc[i][v];
+        if constexpr (kRowBias) x = S::add(x, brow);
+        if constexpr (kColBias) x = S::add(x, bcol[v]);
+        if constexpr (kRes) x = S::add(x, kFull ? S::load(res + i * t.ldr + v * W) : S::load_n(res + i * t.ldr + v * W, nv));
+        if constexpr (kClamp) x = S::min(S::max(x, lo), hi);
+        if (kFull) {
+          S::store(crow + v * W, x);
+        } else {
+          S::store_n(crow + v * W, x, nv);
+        }
+      }
+    }
+  }
+
+  template <int R, int NV2>
+  static KESTREL_GEMM_INLINE void store_general(const MacroTile& t, V (&acc)[R][NV2], float* c, int m, int n,
+                                                int64_t row0, int64_t col0) {
     const V alpha = S::set1(t.alpha), beta = S::set1(t.beta);
+    const bool use_alpha = t.alpha != 1.f;
     const bool use_beta = t.beta != 0.f;
     const bool epi = t.last_k;
     const float* bias_col = epi ? t.bias_col : nullptr;
@@ -70,55 +192,103 @@ struct SgemmKernel {
     const bool clamp = epi && t.activation != GemmActivation::kNone && gemm_detail::activation_is_clamp(t.activation);
     const V lo = t.activation == GemmActivation::kClip ? S::set1(t.act_alpha) : S::zero();
     const V hi = t.activation == GemmActivation::kClip ? S::set1(t.act_beta) : S::set1(3.0e38f);
-    V bcol[NV];
+    V bcol[NV2];
     KESTREL_GEMM_UNROLL(8)
-    for (int v = 0; v < NV; ++v) bcol[v] = bias_col ? S::load_n(bias_col + col0 + v * W, n - v * W) : S::zero();
-    KESTREL_GEMM_UNROLL(16)
-    for (int i = 0; i < MR; ++i) {
+    for (int v = 0; v < NV2; ++v) bcol[v] = bias_col ? S::load_n(bias_col + col0 + v * W, n - v * W) : S::zero();
+    KESTREL_GEMM_UNROLL(32)
+    for (int i = 0; i < R; ++i) {
       if (i >= m) break;
       float* crow = c + i * t.ldc;
       V brow = bias_row ? S::set1(bias_row[row0 + i]) : S::zero();
       KESTREL_GEMM_UNROLL(8)
-      for (int v = 0; v < NV; ++v) {
+      for (int v = 0; v < NV2; ++v) {
         const int nv = n - v * W;
         if (nv <= 0) break;
-        V x = S::mul(acc[i][v], alpha);
-        if (nv >= W) {
-          if (use_beta) x = S::fmadd(S::load(crow + v * W), beta, x);
-          if (bias_col) x = S::add(x, bcol[v]);
-          if (bias_row) x = S::add(x, brow);
-          if (res) x = S::add(x, S::load(res + i * t.ldr + v * W));
-          if (clamp) x = S::min(S::max(x, lo), hi);
-          S::store(crow + v * W, x);
-        } else {
-          if (use_beta) x = S::fmadd(S::load_n(crow + v * W, nv), beta, x);
-          if (bias_col) x = S::add(x, bcol[v]);
-          if (bias_row) x = S::add(x, brow);
-          if (res) x = S::add(x, S::load_n(res + i * t.ldr + v * W, nv));
-          if (clamp) x = S::min(S::max(x, lo), hi);
-          S::store_n(crow + v * W, x, nv);
-        }
+        V x = use_alpha ? S::mul(acc[i][v], alpha) : acc[i][v];
+        if (use_beta) x = S::fmadd(S::load_n(crow + v * W, nv), beta, x);
+        if (bias_col) x = S::add(x, bcol[v]);
+        if (bias_row) x = S::add(x, brow);
+        if (res) x = S::add(x, S::load_n(res + i * t.ldr + v * W, nv));
+        if (clamp) x = S::min(S::max(x, lo), hi);
+        S::store_n(crow + v * W, x, nv);
       }
     }
   }
 
+  static KESTREL_GEMM_INLINE void run_tile(const MacroTile& t, int mode, const float* b_edge, int64_t ir,
+                                           int64_t jr) {
+    const int m = static_cast<int>(gemm_min<int64_t>(MR, t.mc - ir));
+    const int n = static_cast<int>(gemm_min<int64_t>(NR, t.nc - jr));
+    const float* a = t.a + (ir / MR) * t.a_sliver_stride;
+    const float* b = t.b + (jr / NR) * t.b_sliver_stride;
+    int64_t ldb = t.b_row_stride;
+    if (b_edge && n < NR) {
+      b = b_edge;
+      ldb = NR;
+    }
+    float* c = t.c + ir * t.ldc + jr;
+    const float* c_ahead = t.m_outer && jr + 3 * NR <= t.nc ? c + 2 * NR : nullptr;
+    const bool last_in_row = t.m_outer ? jr + NR >= t.nc : ir + MR >= t.mc;
+    const float* a_next = t.m_outer && last_in_row && ir + MR < t.mc ? a + t.a_sliver_stride : a;
+    // Edge tiles only get the plain and general stores (fewer instantiations), and only as many
+    // vectors as they have columns.
+    if (m == MR && n > NR - W) {
+      full_tile(std::make_integer_sequence<int, 16>(), mode, t, a, b, ldb, c, c_ahead, a_next, m, n, ir, jr);
+      if (mode < 0) tile<MR, NV, kGeneral>(t, a, b, ldb, c, c_ahead, a_next, m, n, ir, jr);
+    } else {
+      edge_nv(std::make_integer_sequence<int, NV>(), mode == 0, t, a, b, ldb, c, c_ahead, a_next, m, n, ir, jr);
+    }
+    if (t.last_k && !gemm_detail::activation_is_clamp(t.activation))
+      activate_rows<S>(c, t.ldc, m, n, t.activation, t.act_alpha, t.act_beta);
+  }
+
   static void macro(const MacroTile& t) {
-    const bool post_act = t.last_k && !gemm_detail::activation_is_clamp(t.activation);
-    for (int64_t jr = 0; jr < t.nc; jr += NR) {
-      const int n = static_cast<int>(gemm_min<int64_t>(NR, t.nc - jr));
-      const float* b = t.b + (jr / NR) * t.b_sliver_stride;
-      const bool mask_b = t.b_direct && n < NR;
-      for (int64_t ir = 0; ir < t.mc; ir += MR) {
-        const int m = static_cast<int>(gemm_min<int64_t>(MR, t.mc - ir));
-        const float* a = t.a + (ir / MR) * t.a_sliver_stride;
-        float* c = t.c + ir * t.ldc + jr;
-        if (mask_b) {
-          tile<true>(t, a, b, n, c, m, n, ir, jr);
-        } else {
-          tile<false>(t, a, b, n, c, m, n, ir, jr);
-        }
-        if (post_act) activate_rows<S>(c, t.ldc, m, n, t.activation, t.act_alpha, t.act_beta);
+    // B read in place cannot be loaded past column nc: copy its last, partial sliver (zero padded).
+    const float* b_edge = nullptr;
+    if (t.b_direct && t.nc % NR != 0) {
+      const int64_t j0 = t.nc / NR * NR;
+      copy_rows<NR>(t.b + j0, t.b_row_stride, static_cast<int>(t.nc - j0), t.kc, t.b_edge_buf);
+      b_edge = t.b_edge_buf;
+    }
+    const int mode = block_mode(t);
+    if (t.m_outer) {
+      for (int64_t ir = 0; ir < t.mc; ir += MR)
+        for (int64_t jr = 0; jr < t.nc; jr += NR) run_tile(t, mode, b_edge, ir, jr);
+    } else {
+      for (int64_t jr = 0; jr < t.nc; jr += NR)
+        for (int64_t ir = 0; ir < t.mc; ir += MR) run_tile(t, mode, b_edge, ir, jr);
+    }
+  }
+
+  // Copies kc rows of r valid floats (row k at src + k * ld) into rows of R floats, zero padded.
+  template <int R>
+  static KESTREL_GEMM_INLINE void copy_rows(const float* src, int64_t ld, int r, int64_t kc, float* dst) {
+    for (int64_t k = 0; k < kc; ++k) {
+      const float* s = src + k * ld;
+      float* d = dst + k * R;
+      if (r == R) {
+        KESTREL_GEMM_UNROLL(8)
+        for (int i = 0; i < R; i += W) S::store_n(d + i, S::load_n(s + i, R - i), R - i);
+      } else {
+        KESTREL_GEMM_UNROLL(8)
+        for (int i = 0; i < R; i += W) S::store_n(d + i, S::load_n(s + i, r - i), R - i);
       }
+    }
+  }
+
+  // Interleaves r source rows (row i at src + i * ld, contiguous over kc) into dst[k * R + i],
+  // zero for i >= r: the transposing half of packing.
+  template <int R>
+  static KESTREL_GEMM_INLINE void transpose_rows(const float* src, int64_t ld, int r, int64_t kc, float* dst) {
+    if constexpr (S::kHasTranspose) {
+      S::transpose_pack(src, ld, r, kc, dst, R);
+    } else {
+      for (int i = 0; i < r; ++i) {
+        const float* s = src + i * ld;
+        for (int64_t k = 0; k < kc; ++k) dst[k * R + i] = s[k];
+      }
+      for (int i = r; i < R; ++i)
+        for (int64_t k = 0; k < kc; ++k) dst[k * R + i] = 0.f;
     }
   }
 
@@ -130,18 +300,9 @@ struct SgemmKernel {
       float* d = dst + (i0 / MR) * sliver_stride;
       if (trans) {
         // op(A)[i, k] = a[k * lda + i]: each k row of the sliver is contiguous in the source.
-        for (int64_t k = 0; k < kc; ++k) {
-          const float* s = a + k * lda + i0;
-          for (int i = 0; i < mb; ++i) d[k * MR + i] = s[i];
-          for (int i = mb; i < MR; ++i) d[k * MR + i] = 0.f;
-        }
+        copy_rows<MR>(a + i0, lda, mb, kc, d);
       } else {
-        for (int i = 0; i < mb; ++i) {
-          const float* s = a + (i0 + i) * lda;
-          for (int64_t k = 0; k < kc; ++k) d[k * MR + i] = s[k];
-        }
-        for (int i = mb; i < MR; ++i)
-          for (int64_t k = 0; k < kc; ++k) d[k * MR + i] = 0.f;
+        transpose_rows<MR>(a + i0 * lda, lda, mb, kc, d);
       }
     }
   }
@@ -153,24 +314,10 @@ struct SgemmKernel {
       const int nb = static_cast<int>(gemm_min<int64_t>(NR, nc - j0));
       float* d = dst + (j0 / NR) * sliver_stride;
       if (!trans) {
-        for (int64_t k = 0; k < kc; ++k) {
-          const float* s = b + k * ldb + j0;
-          if (nb == NR) {
-            KESTREL_GEMM_UNROLL(8)
-            for (int v = 0; v < NV; ++v) S::store(d + k * NR + v * W, S::load(s + v * W));
-          } else {
-            KESTREL_GEMM_UNROLL(8)
-            for (int v = 0; v < NV; ++v) S::store(d + k * NR + v * W, S::load_n(s + v * W, nb - v * W));
-          }
-        }
+        copy_rows<NR>(b + j0, ldb, nb, kc, d);
       } else {
         // op(B)[k, j] = b[j * ldb + k].
-        for (int j = 0; j < nb; ++j) {
-          const float* s = b + (j0 + j) * ldb;
-          for (int64_t k = 0; k < kc; ++k) d[k * NR + j] = s[k];
-        }
-        for (int j = nb; j < NR; ++j)
-          for (int64_t k = 0; k < kc; ++k) d[k * NR + j] = 0.f;
+        transpose_rows<NR>(b + j0 * ldb, ldb, nb, kc, d);
       }
     }
   }
