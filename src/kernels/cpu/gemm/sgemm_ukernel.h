@@ -24,7 +24,6 @@ struct MacroTile {
   int64_t b_row_stride = 0;     // floats between k rows inside a sliver (NR packed, ldb direct)
   bool b_direct = false;        // B read in place (row stride ldb)
   float* b_edge_buf = nullptr;  // direct B: kc * NR floats of scratch for the last partial sliver
-  bool m_outer = false;         // loop order: A slivers outer (B panel in L2) or B slivers outer
   float* c = nullptr;
   int64_t ldc = 0;
   float alpha = 1.f, beta = 0.f;  // beta == 0: C is not read

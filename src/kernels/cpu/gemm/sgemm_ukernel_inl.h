@@ -78,12 +78,7 @@ struct SgemmKernel {
     // a_next: the A sliver the next tile starts on (itself when it is this one, then the prefetch
     // finds it in L1); one line per k step keeps ahead of the MR floats consumed per step.
     for (int64_t k = 0; k < t.kc; ++k) {
-#ifndef KGX_NO_APF
       __builtin_prefetch(a_next + k * MR, 0, 3);
-#endif
-#ifdef KGX_BPF
-      __builtin_prefetch(b + KGX_BPF * ldb, 0, 3);
-#endif
       V bv[NV2];
       KESTREL_GEMM_UNROLL(8)
       for (int v = 0; v < NV2; ++v) bv[v] = S::load(b + v * W);
@@ -227,9 +222,8 @@ struct SgemmKernel {
       ldb = NR;
     }
     float* c = t.c + ir * t.ldc + jr;
-    const float* c_ahead = t.m_outer && jr + 3 * NR <= t.nc ? c + 2 * NR : nullptr;
-    const bool last_in_row = t.m_outer ? jr + NR >= t.nc : ir + MR >= t.mc;
-    const float* a_next = t.m_outer && last_in_row && ir + MR < t.mc ? a + t.a_sliver_stride : a;
+    const float* c_ahead = jr + 3 * NR <= t.nc ? c + 2 * NR : nullptr;
+    const float* a_next = jr + NR >= t.nc && ir + MR < t.mc ? a + t.a_sliver_stride : a;
     // Edge tiles only get the plain and general stores (fewer instantiations), and only as many
     // vectors as they have columns.
     if (m == MR && n > NR - W) {
@@ -250,14 +244,11 @@ struct SgemmKernel {
       copy_rows<NR>(t.b + j0, t.b_row_stride, static_cast<int>(t.nc - j0), t.kc, t.b_edge_buf);
       b_edge = t.b_edge_buf;
     }
+    // A sliver outer, B slivers inner: the A sliver stays in L1, the B panel streams from L2, and
+    // C is written along its rows (walking C down its columns thrashes L1 sets and the TLB).
     const int mode = block_mode(t);
-    if (t.m_outer) {
-      for (int64_t ir = 0; ir < t.mc; ir += MR)
-        for (int64_t jr = 0; jr < t.nc; jr += NR) run_tile(t, mode, b_edge, ir, jr);
-    } else {
-      for (int64_t jr = 0; jr < t.nc; jr += NR)
-        for (int64_t ir = 0; ir < t.mc; ir += MR) run_tile(t, mode, b_edge, ir, jr);
-    }
+    for (int64_t ir = 0; ir < t.mc; ir += MR)
+      for (int64_t jr = 0; jr < t.nc; jr += NR) run_tile(t, mode, b_edge, ir, jr);
   }
 
   // Copies kc rows of r valid floats (row k at src + k * ld) into rows of R floats, zero padded.
