@@ -32,6 +32,20 @@ struct SgemmKernel {
   static constexpr int W = S::kWidth;
   static constexpr int NR = NV * W;
 
+  // Where one tile reads and writes, and what it prefetches for the tiles after it.
+  struct TileArgs {
+    const float* a;        // A sliver (k rows MR apart)
+    const float* b;        // B sliver (k rows ldb apart)
+    int64_t ldb;
+    float* c;
+    const float* c_ahead;  // C of the tile two steps along the row, or null
+    const float* a_next;   // A sliver of the next tile (== a within a row)
+    const float* b_next;   // B sliver of the next tile (rows ldb_next apart)
+    int64_t ldb_next;
+    int m, n;              // valid rows / columns
+    int64_t row0, col0;    // offset in the block, for the epilogue
+  };
+
   // How a tile's result is combined and stored, fixed per block so the store is straight-line
   // code. kGeneral: any alpha, beta and epilogue. 0..15: alpha == 1, beta == 0, plus the listed
   // epilogue parts (0 is C = A * B).
@@ -53,9 +67,12 @@ struct SgemmKernel {
   // the epilogue and a (masked) store of the valid m x n corner. R < MR and NV2 < NV are the edge
   // variants, so a partial tile costs only the rows and vectors it has.
   template <int R, int NV2, int kMode>
-  static __attribute__((noinline)) void tile(const MacroTile& t, const float* a, const float* b, int64_t ldb, float* c,
-                                             const float* c_ahead, const float* a_next, int m, int n, int64_t row0,
-                                             int64_t col0) {
+  static __attribute__((noinline)) void tile(const MacroTile& t, const TileArgs& g) {
+    const float* a = g.a;
+    const float* b = g.b;
+    const int64_t ldb = g.ldb;
+    float* c = g.c;
+    const int m = g.m, n = g.n;
     V acc[R][NV2];
     KESTREL_GEMM_UNROLL(32)
     for (int i = 0; i < R; ++i) {
@@ -69,16 +86,22 @@ struct SgemmKernel {
       if (i < m) {
         KESTREL_GEMM_UNROLL(8)
         for (int v = 0; v < NV2 * W; v += 16) __builtin_prefetch(c + i * t.ldc + v, 1, 3);
-        if (c_ahead) {
+        if (g.c_ahead) {
           KESTREL_GEMM_UNROLL(8)
-          for (int v = 0; v < NR; v += 16) __builtin_prefetch(c_ahead + i * t.ldc + v, 1, 3);
+          for (int v = 0; v < NR; v += 16) __builtin_prefetch(g.c_ahead + i * t.ldc + v, 1, 3);
         }
       }
     }
     // a_next: the A sliver the next tile starts on (itself when it is this one, then the prefetch
     // finds it in L1); one line per k step keeps ahead of the MR floats consumed per step.
+    // b_next likewise, for B read in place (strided rows the hardware prefetcher follows badly).
+    const float* a_next = g.a_next;
+    const float* b_next = g.b_next;
     for (int64_t k = 0; k < t.kc; ++k) {
       __builtin_prefetch(a_next + k * MR, 0, 3);
+      KESTREL_GEMM_UNROLL(8)
+      for (int v = 0; v < NR; v += 16) __builtin_prefetch(b_next + v, 0, 3);
+      b_next += g.ldb_next;
       V bv[NV2];
       KESTREL_GEMM_UNROLL(8)
       for (int v = 0; v < NV2; ++v) bv[v] = S::load(b + v * W);
@@ -92,31 +115,25 @@ struct SgemmKernel {
       b += ldb;
     }
     if constexpr (kMode == kGeneral) {
-      store_general<R, NV2>(t, acc, c, m, n, row0, col0);
+      store_general<R, NV2>(t, acc, c, m, n, g.row0, g.col0);
     } else if (m == R && n == NV2 * W) {
-      store_fast<R, NV2, kMode, true>(t, acc, c, m, n, row0, col0);
+      store_fast<R, NV2, kMode, true>(t, acc, c, m, n, g.row0, g.col0);
     } else {
-      store_fast<R, NV2, kMode, false>(t, acc, c, m, n, row0, col0);
+      store_fast<R, NV2, kMode, false>(t, acc, c, m, n, g.row0, g.col0);
     }
   }
 
   template <int NV2, int kMode, int... Rs>
-  static KESTREL_GEMM_INLINE void edge_tile(std::integer_sequence<int, Rs...>, const MacroTile& t, const float* a,
-                                            const float* b, int64_t ldb, float* c, const float* c_ahead,
-                                            const float* a_next, int m, int n, int64_t row0, int64_t col0) {
-    (void)((m == Rs + 1 ? (tile<Rs + 1, NV2, kMode>(t, a, b, ldb, c, c_ahead, a_next, m, n, row0, col0), true) : false) ||
-           ...);
+  static KESTREL_GEMM_INLINE void edge_tile(std::integer_sequence<int, Rs...>, const MacroTile& t, const TileArgs& g) {
+    (void)((g.m == Rs + 1 ? (tile<Rs + 1, NV2, kMode>(t, g), true) : false) || ...);
   }
 
   template <int... Vs>
   static KESTREL_GEMM_INLINE void edge_nv(std::integer_sequence<int, Vs...>, bool plain, const MacroTile& t,
-                                          const float* a, const float* b, int64_t ldb, float* c, const float* c_ahead,
-                                          const float* a_next, int m, int n, int64_t row0, int64_t col0) {
-    const int nv = (n + W - 1) / W;
-    (void)((nv == Vs + 1 ? (plain ? edge_tile<Vs + 1, 0>(std::make_integer_sequence<int, MR>(), t, a, b, ldb, c,
-                                                         c_ahead, a_next, m, n, row0, col0)
-                                  : edge_tile<Vs + 1, kGeneral>(std::make_integer_sequence<int, MR>(), t, a, b, ldb,
-                                                                c, c_ahead, a_next, m, n, row0, col0),
+                                          const TileArgs& g) {
+    const int nv = (g.n + W - 1) / W;
+    (void)((nv == Vs + 1 ? (plain ? edge_tile<Vs + 1, 0>(std::make_integer_sequence<int, MR>(), t, g)
+                                  : edge_tile<Vs + 1, kGeneral>(std::make_integer_sequence<int, MR>(), t, g),
                             true)
                          : false) ||
            ...);
@@ -124,13 +141,9 @@ struct SgemmKernel {
 
   template <int... Ms>
   static KESTREL_GEMM_INLINE void full_tile(std::integer_sequence<int, Ms...>, int mode, const MacroTile& t,
-                                            const float* a, const float* b, int64_t ldb, float* c, const float* c_ahead,
-                                            const float* a_next, int m, int n, int64_t row0, int64_t col0) {
+                                            const TileArgs& g) {
     // Bias is per row or per column, never both: those modes are not instantiated.
-    (void)((mode == Ms && (Ms & 3) != 3
-                ? (tile<MR, NV, ((Ms & 3) == 3 ? 0 : Ms)>(t, a, b, ldb, c, c_ahead, a_next, m, n, row0, col0), true)
-                : false) ||
-           ...);
+    (void)((mode == Ms && (Ms & 3) != 3 ? (tile<MR, NV, ((Ms & 3) == 3 ? 0 : Ms)>(t, g), true) : false) || ...);
   }
 
   // alpha == 1, beta == 0: acc (+ bias) (+ residual) (clamped), stored. kFull: m == R, n == NV2 * W.
@@ -212,28 +225,43 @@ struct SgemmKernel {
 
   static KESTREL_GEMM_INLINE void run_tile(const MacroTile& t, int mode, const float* b_edge, int64_t ir,
                                            int64_t jr) {
-    const int m = static_cast<int>(gemm_min<int64_t>(MR, t.mc - ir));
-    const int n = static_cast<int>(gemm_min<int64_t>(NR, t.nc - jr));
-    const float* a = t.a + (ir / MR) * t.a_sliver_stride;
-    const float* b = t.b + (jr / NR) * t.b_sliver_stride;
-    int64_t ldb = t.b_row_stride;
-    if (b_edge && n < NR) {
-      b = b_edge;
-      ldb = NR;
+    TileArgs g;
+    g.m = static_cast<int>(gemm_min<int64_t>(MR, t.mc - ir));
+    g.n = static_cast<int>(gemm_min<int64_t>(NR, t.nc - jr));
+    g.row0 = ir;
+    g.col0 = jr;
+    auto b_sliver = [&](int64_t j, const float** p, int64_t* ld) {
+      if (b_edge && t.nc - j < NR) {
+        *p = b_edge;
+        *ld = NR;
+      } else {
+        *p = t.b + (j / NR) * t.b_sliver_stride;
+        *ld = t.b_row_stride;
+      }
+    };
+    g.a = t.a + (ir / MR) * t.a_sliver_stride;
+    b_sliver(jr, &g.b, &g.ldb);
+    g.c = t.c + ir * t.ldc + jr;
+    g.c_ahead = jr + 3 * NR <= t.nc ? g.c + 2 * NR : nullptr;
+    // At the end of a row of tiles the next tile starts the next A sliver, back at B sliver 0.
+    const bool row_end = jr + NR >= t.nc;
+    g.a_next = row_end && ir + MR < t.mc ? g.a + t.a_sliver_stride : g.a;
+    if (t.b_direct) {
+      b_sliver(row_end ? 0 : jr + NR, &g.b_next, &g.ldb_next);
+    } else {
+      g.b_next = g.b;  // a packed panel streams well by itself
+      g.ldb_next = g.ldb;
     }
-    float* c = t.c + ir * t.ldc + jr;
-    const float* c_ahead = jr + 3 * NR <= t.nc ? c + 2 * NR : nullptr;
-    const float* a_next = jr + NR >= t.nc && ir + MR < t.mc ? a + t.a_sliver_stride : a;
     // Edge tiles only get the plain and general stores (fewer instantiations), and only as many
     // vectors as they have columns.
-    if (m == MR && n > NR - W) {
-      full_tile(std::make_integer_sequence<int, 16>(), mode, t, a, b, ldb, c, c_ahead, a_next, m, n, ir, jr);
-      if (mode < 0) tile<MR, NV, kGeneral>(t, a, b, ldb, c, c_ahead, a_next, m, n, ir, jr);
+    if (g.m == MR && g.n > NR - W) {
+      full_tile(std::make_integer_sequence<int, 16>(), mode, t, g);
+      if (mode < 0) tile<MR, NV, kGeneral>(t, g);
     } else {
-      edge_nv(std::make_integer_sequence<int, NV>(), mode == 0, t, a, b, ldb, c, c_ahead, a_next, m, n, ir, jr);
+      edge_nv(std::make_integer_sequence<int, NV>(), mode == 0, t, g);
     }
     if (t.last_k && !gemm_detail::activation_is_clamp(t.activation))
-      activate_rows<S>(c, t.ldc, m, n, t.activation, t.act_alpha, t.act_beta);
+      activate_rows<S>(g.c, t.ldc, g.m, g.n, t.activation, t.act_alpha, t.act_beta);
   }
 
   static void macro(const MacroTile& t) {
