@@ -73,11 +73,18 @@ struct SgemmKernel {
     const int64_t ldb = g.ldb;
     float* c = g.c;
     const int m = g.m, n = g.n;
-    V acc[R][NV2];
-    KESTREL_GEMM_UNROLL(32)
-    for (int i = 0; i < R; ++i) {
-      KESTREL_GEMM_UNROLL(8)
-      for (int v = 0; v < NV2; ++v) acc[i][v] = S::zero();
+    // Small edge tiles have too few accumulators to hide the FMA latency: they keep kSets
+    // independent copies over interleaved k and add them up at the end.
+    constexpr int kChains = R * NV2;
+    constexpr int kSets = kChains >= 8 ? 1 : kChains >= 4 ? 2 : 4;
+    V acc[kSets][R][NV2];
+    KESTREL_GEMM_UNROLL(4)
+    for (int s = 0; s < kSets; ++s) {
+      KESTREL_GEMM_UNROLL(32)
+      for (int i = 0; i < R; ++i) {
+        KESTREL_GEMM_UNROLL(8)
+        for (int v = 0; v < NV2; ++v) acc[s][i][v] = S::zero();
+      }
     }
     // The C tile is read (beta) or written only after the k loop; start fetching it now, and the
     // tile two steps ahead along the row (short k loops finish before memory answers).
@@ -97,29 +104,52 @@ struct SgemmKernel {
     // b_next likewise, for B read in place (strided rows the hardware prefetcher follows badly).
     const float* a_next = g.a_next;
     const float* b_next = g.b_next;
-    for (int64_t k = 0; k < t.kc; ++k) {
-      __builtin_prefetch(a_next + k * MR, 0, 3);
-      KESTREL_GEMM_UNROLL(8)
-      for (int v = 0; v < NR; v += 16) __builtin_prefetch(b_next + v, 0, 3);
-      b_next += g.ldb_next;
-      V bv[NV2];
-      KESTREL_GEMM_UNROLL(8)
-      for (int v = 0; v < NV2; ++v) bv[v] = S::load(b + v * W);
-      KESTREL_GEMM_UNROLL(32)
-      for (int i = 0; i < R; ++i) {
-        V av = S::set1(a[i]);
+    int64_t k = 0;
+    for (; k + kSets <= t.kc; k += kSets) {
+      KESTREL_GEMM_UNROLL(4)
+      for (int s = 0; s < kSets; ++s) {
+        __builtin_prefetch(a_next + (k + s) * MR, 0, 3);
         KESTREL_GEMM_UNROLL(8)
-        for (int v = 0; v < NV2; ++v) acc[i][v] = S::fmadd(av, bv[v], acc[i][v]);
+        for (int v = 0; v < NR; v += 16) __builtin_prefetch(b_next + v, 0, 3);
+        b_next += g.ldb_next;
+        fma_step<R, NV2>(acc[s], a, b);
+        a += MR;
+        b += ldb;
       }
+    }
+    for (; k < t.kc; ++k) {
+      fma_step<R, NV2>(acc[0], a, b);
       a += MR;
       b += ldb;
     }
+    KESTREL_GEMM_UNROLL(4)
+    for (int s = 1; s < kSets; ++s) {
+      KESTREL_GEMM_UNROLL(32)
+      for (int i = 0; i < R; ++i) {
+        KESTREL_GEMM_UNROLL(8)
+        for (int v = 0; v < NV2; ++v) acc[0][i][v] = S::add(acc[0][i][v], acc[s][i][v]);
+      }
+    }
     if constexpr (kMode == kGeneral) {
-      store_general<R, NV2>(t, acc, c, m, n, g.row0, g.col0);
+      store_general<R, NV2>(t, acc[0], c, m, n, g.row0, g.col0);
     } else if (m == R && n == NV2 * W) {
-      store_fast<R, NV2, kMode, true>(t, acc, c, m, n, g.row0, g.col0);
+      store_fast<R, NV2, kMode, true>(t, acc[0], c, m, n, g.row0, g.col0);
     } else {
-      store_fast<R, NV2, kMode, false>(t, acc, c, m, n, g.row0, g.col0);
+      store_fast<R, NV2, kMode, false>(t, acc[0], c, m, n, g.row0, g.col0);
+    }
+  }
+
+  // acc += (R rows of one A step) x (NV2 vectors of one B row).
+  template <int R, int NV2>
+  static KESTREL_GEMM_INLINE void fma_step(V (&acc)[R][NV2], const float* a, const float* b) {
+    V bv[NV2];
+    KESTREL_GEMM_UNROLL(8)
+    for (int v = 0; v < NV2; ++v) bv[v] = S::load(b + v * W);
+    KESTREL_GEMM_UNROLL(32)
+    for (int i = 0; i < R; ++i) {
+      V av = S::set1(a[i]);
+      KESTREL_GEMM_UNROLL(8)
+      for (int v = 0; v < NV2; ++v) acc[i][v] = S::fmadd(av, bv[v], acc[i][v]);
     }
   }
 
