@@ -70,7 +70,8 @@ const Shape kShapes[] = {
 
 struct Data {
   std::vector<float> a, b, c;
-  explicit Data(const Shape& s) : a(static_cast<size_t>(s.m * s.k)), b(static_cast<size_t>(s.k * s.n)), c(static_cast<size_t>(s.m * s.n)) {
+  explicit Data(const Shape& s)
+      : a(static_cast<size_t>(s.m * s.k)), b(static_cast<size_t>(s.k * s.n)), c(static_cast<size_t>(s.m * s.n)) {
     std::mt19937 rng(42);
     std::uniform_real_distribution<float> d(-1.f, 1.f);
     for (auto& x : a) x = d(rng);
@@ -96,8 +97,7 @@ double thread_cpu_seconds() {
 void set_counters(benchmark::State& st, const Shape& s, double cpu_seconds) {
   const double flops = 2.0 * static_cast<double>(s.m * s.n * s.k);
   st.counters["GFLOPS"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  if (cpu_seconds > 0)
-    st.counters["GFLOPS_cpu"] = flops * 1e-9 * static_cast<double>(st.iterations()) / cpu_seconds;
+  if (cpu_seconds > 0) st.counters["GFLOPS_cpu"] = flops * 1e-9 * static_cast<double>(st.iterations()) / cpu_seconds;
 }
 
 void bm_kestrel(benchmark::State& st, Shape s, int threads, bool prepack_a) {
@@ -182,8 +182,9 @@ int main(int argc, char** argv) {
   (void)kestrel::bench::kRegistered;
   const auto& f = kestrel::core::cpu_features();
   std::printf("CPU: %s; isa %s (active %s); L1d %d KiB, L2 %d KiB, L3 %d KiB\n", f.brand.c_str(),
-              kestrel::core::isa_name(kestrel::core::detected_isa()), kestrel::core::isa_name(kestrel::core::active_isa()),
-              f.l1d_bytes >> 10, f.l2_bytes >> 10, f.l3_bytes >> 10);
+              kestrel::core::isa_name(kestrel::core::detected_isa()),
+              kestrel::core::isa_name(kestrel::core::active_isa()), f.l1d_bytes >> 10, f.l2_bytes >> 10,
+              f.l3_bytes >> 10);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -23,32 +23,52 @@ constexpr float kSentinel = -12345.f;
 
 double activate_ref(GemmActivation act, double x, double a, double b) {
   switch (act) {
-    case GemmActivation::kNone: return x;
-    case GemmActivation::kRelu: return x > 0 ? x : 0;
-    case GemmActivation::kClip: return std::min(std::max(x, a), b);
-    case GemmActivation::kLeakyRelu: return x >= 0 ? x : a * x;
-    case GemmActivation::kSigmoid: return 1 / (1 + std::exp(-x));
-    case GemmActivation::kHardSigmoid: return std::max(0.0, std::min(1.0, a * x + b));
-    case GemmActivation::kHardSwish: return x * std::max(0.0, std::min(1.0, x / 6 + 0.5));
-    case GemmActivation::kSilu: return x / (1 + std::exp(-x));
-    case GemmActivation::kGelu: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
-    case GemmActivation::kTanh: return std::tanh(x);
+    case GemmActivation::kNone:
+      return x;
+    case GemmActivation::kRelu:
+      return x > 0 ? x : 0;
+    case GemmActivation::kClip:
+      return std::min(std::max(x, a), b);
+    case GemmActivation::kLeakyRelu:
+      return x >= 0 ? x : a * x;
+    case GemmActivation::kSigmoid:
+      return 1 / (1 + std::exp(-x));
+    case GemmActivation::kHardSigmoid:
+      return std::max(0.0, std::min(1.0, a * x + b));
+    case GemmActivation::kHardSwish:
+      return x * std::max(0.0, std::min(1.0, x / 6 + 0.5));
+    case GemmActivation::kSilu:
+      return x / (1 + std::exp(-x));
+    case GemmActivation::kGelu:
+      return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+    case GemmActivation::kTanh:
+      return std::tanh(x);
   }
   return x;
 }
 
 const char* activation_name(GemmActivation a) {
   switch (a) {
-    case GemmActivation::kNone: return "none";
-    case GemmActivation::kRelu: return "relu";
-    case GemmActivation::kClip: return "clip";
-    case GemmActivation::kLeakyRelu: return "leaky_relu";
-    case GemmActivation::kSigmoid: return "sigmoid";
-    case GemmActivation::kHardSigmoid: return "hard_sigmoid";
-    case GemmActivation::kHardSwish: return "hard_swish";
-    case GemmActivation::kSilu: return "silu";
-    case GemmActivation::kGelu: return "gelu";
-    case GemmActivation::kTanh: return "tanh";
+    case GemmActivation::kNone:
+      return "none";
+    case GemmActivation::kRelu:
+      return "relu";
+    case GemmActivation::kClip:
+      return "clip";
+    case GemmActivation::kLeakyRelu:
+      return "leaky_relu";
+    case GemmActivation::kSigmoid:
+      return "sigmoid";
+    case GemmActivation::kHardSigmoid:
+      return "hard_sigmoid";
+    case GemmActivation::kHardSwish:
+      return "hard_swish";
+    case GemmActivation::kSilu:
+      return "silu";
+    case GemmActivation::kGelu:
+      return "gelu";
+    case GemmActivation::kTanh:
+      return "tanh";
   }
   return "?";
 }
@@ -73,7 +93,8 @@ struct Case {
     s += " pads=" + std::to_string(pad_a) + "," + std::to_string(pad_b) + "," + std::to_string(pad_c);
     s += " alpha=" + std::to_string(alpha) + " beta=" + std::to_string(beta);
     s += " bias=" + std::to_string(static_cast<int>(bias)) + " residual=" + (residual ? "1" : "0");
-    s += std::string(" act=") + activation_name(act) + " packA=" + (pack_a ? "1" : "0") + " packB=" + (pack_b ? "1" : "0");
+    s += std::string(" act=") + activation_name(act) + " packA=" + (pack_a ? "1" : "0") +
+         " packB=" + (pack_b ? "1" : "0");
     s += " batch=" + std::to_string(batch) + (batch_ptrs ? " ptrs" : "") + (broadcast_b ? " bcastB" : "");
     return s;
   }
@@ -88,7 +109,8 @@ std::vector<float> random_vector(size_t n, std::mt19937& rng, float lo = -1.f, f
 
 // Runs the case on `isa` (with `pool` if given) and compares with the double reference.
 void check_case(const Case& cs, Isa isa, core::ThreadPool* pool, uint32_t seed) {
-  SCOPED_TRACE(cs.describe() + " isa=" + core::isa_name(isa) + " threads=" + std::to_string(pool ? pool->num_threads() : 1));
+  SCOPED_TRACE(cs.describe() + " isa=" + core::isa_name(isa) +
+               " threads=" + std::to_string(pool ? pool->num_threads() : 1));
   std::mt19937 rng(seed);
   const int64_t m = cs.m, n = cs.n, k = cs.k, nb = cs.batch;
   const int64_t a_rows = cs.ta ? k : m, a_cols = cs.ta ? m : k;
@@ -108,8 +130,10 @@ void check_case(const Case& cs, Isa isa, core::ThreadPool* pool, uint32_t seed) 
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < ldc; ++j) {
         float& x = c[static_cast<size_t>(bi * c_size + i * ldc + j)];
-        if (j >= n) x = kSentinel;
-        else if (cs.beta == 0.f) x = std::numeric_limits<float>::quiet_NaN();
+        if (j >= n)
+          x = kSentinel;
+        else if (cs.beta == 0.f)
+          x = std::numeric_limits<float>::quiet_NaN();
       }
 
   GemmEpilogue ep;
@@ -182,7 +206,8 @@ void check_case(const Case& cs, Isa isa, core::ThreadPool* pool, uint32_t seed) 
       for (int64_t j = 0; j < ldc; ++j) {
         const float got = C[i * ldc + j];
         if (j >= n) {
-          if (got != kSentinel && reported++ < 5) ADD_FAILURE() << "wrote padding at batch " << bi << " (" << i << "," << j << ")";
+          if (got != kSentinel && reported++ < 5)
+            ADD_FAILURE() << "wrote padding at batch " << bi << " (" << i << "," << j << ")";
           continue;
         }
         double sum = 0, mag = 0;
@@ -198,15 +223,18 @@ void check_case(const Case& cs, Isa isa, core::ThreadPool* pool, uint32_t seed) 
           x += static_cast<double>(cs.beta) * C0[i * ldc + j];
           mag += std::fabs(cs.beta * C0[i * ldc + j]);
         }
-        if (cs.bias == GemmBias::kPerColumn) x += bias[static_cast<size_t>(j)], mag += std::fabs(bias[static_cast<size_t>(j)]);
-        if (cs.bias == GemmBias::kPerRow) x += bias[static_cast<size_t>(i)], mag += std::fabs(bias[static_cast<size_t>(i)]);
+        if (cs.bias == GemmBias::kPerColumn)
+          x += bias[static_cast<size_t>(j)], mag += std::fabs(bias[static_cast<size_t>(j)]);
+        if (cs.bias == GemmBias::kPerRow)
+          x += bias[static_cast<size_t>(i)], mag += std::fabs(bias[static_cast<size_t>(i)]);
         if (cs.residual) x += R[i * ldr + j], mag += std::fabs(R[i * ldr + j]);
         const double want = activate_ref(cs.act, x, cs.act_alpha, cs.act_beta);
         // Float accumulation error scales with sum |a b|; activations are at most ~1.5-Lipschitz and
         // their polynomial approximations add ~1e-6 absolute.
         const double tol = 2e-6 * std::sqrt(static_cast<double>(k) + 1) * mag * 1.5 + 2e-6 * std::fabs(want) + 2e-6;
         if (!(std::fabs(got - want) <= tol) && reported++ < 5)
-          ADD_FAILURE() << "batch " << bi << " C(" << i << "," << j << ") = " << got << ", want " << want << " (tol " << tol << ")";
+          ADD_FAILURE() << "batch " << bi << " C(" << i << "," << j << ") = " << got << ", want " << want << " (tol "
+                        << tol << ")";
       }
     }
   }
@@ -268,7 +296,13 @@ TEST_P(SgemmIsaTest, LargeShapesCrossCacheBlocks) {
   // wide N crosses NC.
   const Case cases[] = {
       {.m = 300, .n = 257, .k = 1100, .beta = 0.75f},
-      {.m = 1100, .n = 45, .k = 70, .tb = true, .bias = GemmBias::kPerRow, .residual = true, .act = GemmActivation::kRelu},
+      {.m = 1100,
+       .n = 45,
+       .k = 70,
+       .tb = true,
+       .bias = GemmBias::kPerRow,
+       .residual = true,
+       .act = GemmActivation::kRelu},
       {.m = 3, .n = 9000, .k = 20, .ta = true, .bias = GemmBias::kPerColumn},
       {.m = 130, .n = 140, .k = 600, .ta = true, .tb = true, .alpha = -1.5f, .beta = 1.f, .act = GemmActivation::kSilu},
   };
@@ -281,11 +315,16 @@ TEST_P(SgemmIsaTest, EveryEpilogue) {
     GemmActivation act;
     float a, b;
   };
-  const Act acts[] = {{GemmActivation::kNone, 0, 0},         {GemmActivation::kRelu, 0, 0},
-                      {GemmActivation::kClip, 0, 6},         {GemmActivation::kClip, -0.5f, 0.25f},
-                      {GemmActivation::kLeakyRelu, 0.1f, 0}, {GemmActivation::kSigmoid, 0, 0},
-                      {GemmActivation::kHardSigmoid, 0.2f, 0.5f}, {GemmActivation::kHardSwish, 0, 0},
-                      {GemmActivation::kSilu, 0, 0},         {GemmActivation::kGelu, 0, 0},
+  const Act acts[] = {{GemmActivation::kNone, 0, 0},
+                      {GemmActivation::kRelu, 0, 0},
+                      {GemmActivation::kClip, 0, 6},
+                      {GemmActivation::kClip, -0.5f, 0.25f},
+                      {GemmActivation::kLeakyRelu, 0.1f, 0},
+                      {GemmActivation::kSigmoid, 0, 0},
+                      {GemmActivation::kHardSigmoid, 0.2f, 0.5f},
+                      {GemmActivation::kHardSwish, 0, 0},
+                      {GemmActivation::kSilu, 0, 0},
+                      {GemmActivation::kGelu, 0, 0},
                       {GemmActivation::kTanh, 0, 0}};
   uint32_t seed = 200;
   // alpha == 1 with beta == 0 takes the kernels' straight-line store paths; anything else the
@@ -294,20 +333,20 @@ TEST_P(SgemmIsaTest, EveryEpilogue) {
     for (GemmBias bias : {GemmBias::kNone, GemmBias::kPerColumn, GemmBias::kPerRow})
       for (bool residual : {false, true})
         for (int ab = 0; ab < 3; ++ab) {
-        Case cs;
-        cs.m = 23;
-        cs.n = 37;
-        cs.k = 19;
-        cs.alpha = ab == 0 ? 1.f : 3.f;
-        cs.beta = ab == 2 ? 0.5f : 0.f;
-        cs.bias = bias;
-        cs.residual = residual;
-        cs.pad_r = 4;
-        cs.act = act.act;
-        cs.act_alpha = act.a;
-        cs.act_beta = act.b;
-        check_case(cs, GetParam(), nullptr, seed++);
-      }
+          Case cs;
+          cs.m = 23;
+          cs.n = 37;
+          cs.k = 19;
+          cs.alpha = ab == 0 ? 1.f : 3.f;
+          cs.beta = ab == 2 ? 0.5f : 0.f;
+          cs.bias = bias;
+          cs.residual = residual;
+          cs.pad_r = 4;
+          cs.act = act.act;
+          cs.act_alpha = act.a;
+          cs.act_beta = act.b;
+          check_case(cs, GetParam(), nullptr, seed++);
+        }
 }
 
 TEST_P(SgemmIsaTest, PrePackedOperands) {
@@ -407,11 +446,14 @@ TEST_P(SgemmIsaTest, DegenerateSizes) {
         check_case(cs, GetParam(), nullptr, seed++);
       }
   // Null data is fine when there is nothing to read or write.
-  EXPECT_TRUE(sgemm(false, false, 0, 0, 5, 1.f, nullptr, 5, nullptr, 0, 0.f, nullptr, 0, {}, {.isa = GetParam()}).is_ok());
+  EXPECT_TRUE(
+      sgemm(false, false, 0, 0, 5, 1.f, nullptr, 5, nullptr, 0, 0.f, nullptr, 0, {}, {.isa = GetParam()}).is_ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, SgemmIsaTest, ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512),
-                         [](const ::testing::TestParamInfo<Isa>& info) { return std::string(core::isa_name(info.param)); });
+                         [](const ::testing::TestParamInfo<Isa>& info) {
+                           return std::string(core::isa_name(info.param));
+                         });
 
 TEST(SgemmTest, RejectsBadArguments) {
   std::vector<float> a(64, 1.f), b(64, 1.f), c(64, 0.f);
@@ -426,9 +468,9 @@ TEST(SgemmTest, RejectsBadArguments) {
   ep.bias_kind = GemmBias::kPerRow;
   EXPECT_FALSE(sgemm(false, false, 4, 4, 4, 1.f, a.data(), 4, b.data(), 4, 0.f, c.data(), 4, ep).is_ok());
   // Overflowing extents.
-  EXPECT_FALSE(sgemm(false, false, int64_t{1} << 40, 4, 4, 1.f, a.data(), int64_t{1} << 40, b.data(), 4, 0.f,
-                     c.data(), 4)
-                   .is_ok());
+  EXPECT_FALSE(
+      sgemm(false, false, int64_t{1} << 40, 4, 4, 1.f, a.data(), int64_t{1} << 40, b.data(), 4, 0.f, c.data(), 4)
+          .is_ok());
   // Packed operand with the wrong shape, or used with another ISA.
   auto pb = pack_b(4, 4, b.data(), 4, false, Isa::kScalar);
   ASSERT_TRUE(pb.is_ok());

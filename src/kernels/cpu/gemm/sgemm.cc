@@ -25,12 +25,16 @@ namespace {
 
 const UkernelTable* table_for(Isa isa) {
   switch (isa) {
-    case Isa::kScalar: return gemm_detail::ukernel_table_scalar();
+    case Isa::kScalar:
+      return gemm_detail::ukernel_table_scalar();
 #if defined(__x86_64__) || defined(_M_X64)
-    case Isa::kAvx2: return gemm_detail::ukernel_table_avx2();
-    case Isa::kAvx512: return gemm_detail::ukernel_table_avx512();
+    case Isa::kAvx2:
+      return gemm_detail::ukernel_table_avx2();
+    case Isa::kAvx512:
+      return gemm_detail::ukernel_table_avx512();
 #else
-    default: return nullptr;
+    default:
+      return nullptr;
 #endif
   }
   return nullptr;
@@ -50,7 +54,9 @@ struct Blocking {
   int64_t mc, nc, kc;
 };
 
-int64_t round_down_to(int64_t x, int64_t unit) { return std::max(unit, x / unit * unit); }
+int64_t round_down_to(int64_t x, int64_t unit) {
+  return std::max(unit, x / unit * unit);
+}
 
 // The macro-kernel keeps one packed A sliver (MR x KC) in L1 while a B panel (KC x NC) streams
 // past it from L2, and the A block (MC x KC) is streamed once per B panel from L3. So: KC fills
@@ -146,7 +152,9 @@ bool run_block(const Problem& p, const Operands& o, int64_t m0, int64_t m1, int6
 
   auto round16 = [](size_t x) { return (x + 15) / 16 * 16; };
   const size_t a_floats = p.packed_a ? 0 : round16(static_cast<size_t>((mc_max + mr - 1) / mr * mr * kc_max));
-  const size_t b_floats = round16(static_cast<size_t>(direct_b ? nr * kc_max : p.packed_b ? 0 : (nc_max + nr - 1) / nr * nr * kc_max));
+  const size_t b_floats = round16(static_cast<size_t>(direct_b     ? nr * kc_max
+                                                      : p.packed_b ? 0
+                                                                   : (nc_max + nr - 1) / nr * nr * kc_max));
   float* ws = scratch_floats(a_floats + b_floats + 16);
   if (!ws) return false;
   float* a_buf = ws;
@@ -283,8 +291,10 @@ bool fits(int64_t rows, int64_t cols, int64_t ld) {
 
 Status check_matrix(const char* name, const float* data, int64_t rows, int64_t cols, int64_t ld, bool has_ptrs) {
   if (ld < cols || ld < 0)
-    return core::invalid_argument(core::str_cat("sgemm: ld", name, " = ", ld, " is smaller than the row length ", cols));
-  if (rows > 0 && cols > 0 && !data && !has_ptrs) return core::invalid_argument(core::str_cat("sgemm: ", name, " is null"));
+    return core::invalid_argument(
+        core::str_cat("sgemm: ld", name, " = ", ld, " is smaller than the row length ", cols));
+  if (rows > 0 && cols > 0 && !data && !has_ptrs)
+    return core::invalid_argument(core::str_cat("sgemm: ", name, " is null"));
   if (!fits(rows, cols, ld)) return core::out_of_range(core::str_cat("sgemm: ", name, " extent overflows"));
   return Status::ok();
 }
@@ -346,7 +356,8 @@ Status sgemm(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA& a, cons
 Status sgemm_batched(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA& a, const SgemmB& b, float beta,
                      float* c, int64_t ldc, const SgemmBatch& batch, const GemmEpilogue& ep, const SgemmContext& ctx) {
   if (m < 0 || n < 0 || k < 0 || batch.count < 0)
-    return core::invalid_argument(core::str_cat("sgemm: negative size m=", m, " n=", n, " k=", k, " batch=", batch.count));
+    return core::invalid_argument(
+        core::str_cat("sgemm: negative size m=", m, " n=", n, " k=", k, " batch=", batch.count));
   // Which instruction set: pre-packed operands fix it; an explicit request must agree.
   std::optional<Isa> isa = ctx.isa;
   for (std::optional<Isa> packed_isa : {a.packed ? std::optional<Isa>(a.packed->isa()) : std::nullopt,
@@ -361,20 +372,21 @@ Status sgemm_batched(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA&
 
   if (a.packed) {
     if (a.packed->empty() || a.packed->m() != m || a.packed->k() != k)
-      return core::invalid_argument(core::str_cat("sgemm: packed A is ", a.packed->m(), "x", a.packed->k(),
-                                                  ", the call needs ", m, "x", k));
+      return core::invalid_argument(
+          core::str_cat("sgemm: packed A is ", a.packed->m(), "x", a.packed->k(), ", the call needs ", m, "x", k));
   } else {
     KESTREL_RETURN_IF_ERROR(check_matrix("a", a.data, a.trans ? k : m, a.trans ? m : k, a.ld, batch.a_ptrs != nullptr));
   }
   if (b.packed) {
     if (b.packed->empty() || b.packed->k() != k || b.packed->n() != n)
-      return core::invalid_argument(core::str_cat("sgemm: packed B is ", b.packed->k(), "x", b.packed->n(),
-                                                  ", the call needs ", k, "x", n));
+      return core::invalid_argument(
+          core::str_cat("sgemm: packed B is ", b.packed->k(), "x", b.packed->n(), ", the call needs ", k, "x", n));
   } else {
     KESTREL_RETURN_IF_ERROR(check_matrix("b", b.data, b.trans ? n : k, b.trans ? k : n, b.ld, batch.b_ptrs != nullptr));
   }
   KESTREL_RETURN_IF_ERROR(check_matrix("c", c, m, n, ldc, batch.c_ptrs != nullptr));
-  if (ep.bias_kind != GemmBias::kNone && !ep.bias) return core::invalid_argument("sgemm: bias kind set but bias is null");
+  if (ep.bias_kind != GemmBias::kNone && !ep.bias)
+    return core::invalid_argument("sgemm: bias kind set but bias is null");
   if (ep.residual || batch.residual_ptrs) {
     KESTREL_RETURN_IF_ERROR(check_matrix("r", ep.residual, m, n, ep.ldr, batch.residual_ptrs != nullptr));
   }

@@ -96,7 +96,9 @@ struct Avx2Ops {
 
 namespace gemm_detail {
 
-const UkernelTable* ukernel_table_avx2() { return SgemmKernel<Avx2Ops, 6, 2>::table(core::Isa::kAvx2); }
+const UkernelTable* ukernel_table_avx2() {
+  return SgemmKernel<Avx2Ops, 6, 2>::table(core::Isa::kAvx2);
+}
 
 }  // namespace gemm_detail
 }  // namespace kestrel::kernels::cpu

@@ -89,7 +89,9 @@ namespace gemm_detail {
 // 14 x 32: 28 accumulators + 2 B vectors + 1 broadcast of the 32 registers. Measured against
 // 12x32, 8x48, 6x64 and 28x16 on square and conv shapes: best or within noise of the best overall
 // (6x64/8x48 win a few small-M shapes, 28x16 loses everywhere).
-const UkernelTable* ukernel_table_avx512() { return SgemmKernel<Avx512Ops, 14, 2>::table(core::Isa::kAvx512); }
+const UkernelTable* ukernel_table_avx512() {
+  return SgemmKernel<Avx512Ops, 14, 2>::table(core::Isa::kAvx512);
+}
 
 }  // namespace gemm_detail
 }  // namespace kestrel::kernels::cpu

@@ -42,7 +42,9 @@ struct ScalarOps {
 
 namespace gemm_detail {
 
-const UkernelTable* ukernel_table_scalar() { return SgemmKernel<ScalarOps, 4, 8>::table(core::Isa::kScalar); }
+const UkernelTable* ukernel_table_scalar() {
+  return SgemmKernel<ScalarOps, 4, 8>::table(core::Isa::kScalar);
+}
 
 }  // namespace gemm_detail
 }  // namespace kestrel::kernels::cpu

@@ -19,7 +19,7 @@ struct MacroTile {
   int64_t mc = 0, nc = 0, kc = 0;
   const float* a = nullptr;  // first A sliver
   int64_t a_sliver_stride = 0;
-  const float* b = nullptr;  // first B sliver (packed) or &op(B)[k0, n0] (direct)
+  const float* b = nullptr;     // first B sliver (packed) or &op(B)[k0, n0] (direct)
   int64_t b_sliver_stride = 0;  // floats between slivers (NR when direct)
   int64_t b_row_stride = 0;     // floats between k rows inside a sliver (NR packed, ldb direct)
   bool b_direct = false;        // B read in place (row stride ldb)
@@ -49,8 +49,7 @@ struct UkernelTable {
   void (*pack_b)(const float* b, int64_t ldb, bool trans, int64_t kc, int64_t nc, float* dst,
                  int64_t sliver_stride) = nullptr;
   // In-place activation of an [m, n] block (the passes the micro-kernel does not do in registers).
-  void (*activate)(float* c, int64_t ldc, int64_t m, int64_t n, GemmActivation act, float alpha,
-                   float beta) = nullptr;
+  void (*activate)(float* c, int64_t ldc, int64_t m, int64_t n, GemmActivation act, float alpha, float beta) = nullptr;
 };
 
 // Per-ISA tables; null when the ISA was not compiled into this binary.

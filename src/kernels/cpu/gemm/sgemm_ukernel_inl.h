@@ -34,16 +34,16 @@ struct SgemmKernel {
 
   // Where one tile reads and writes, and what it prefetches for the tiles after it.
   struct TileArgs {
-    const float* a;        // A sliver (k rows MR apart)
-    const float* b;        // B sliver (k rows ldb apart)
+    const float* a;  // A sliver (k rows MR apart)
+    const float* b;  // B sliver (k rows ldb apart)
     int64_t ldb;
     float* c;
     const float* c_ahead;  // C of the tile two steps along the row, or null
     const float* a_next;   // A sliver of the next tile (== a within a row)
     const float* b_next;   // B sliver of the next tile (rows ldb_next apart)
     int64_t ldb_next;
-    int m, n;              // valid rows / columns
-    int64_t row0, col0;    // offset in the block, for the epilogue
+    int m, n;            // valid rows / columns
+    int64_t row0, col0;  // offset in the block, for the epilogue
   };
 
   // How a tile's result is combined and stored, fixed per block so the store is straight-line
@@ -178,8 +178,8 @@ struct SgemmKernel {
 
   // alpha == 1, beta == 0: acc (+ bias) (+ residual) (clamped), stored. kFull: m == R, n == NV2 * W.
   template <int R, int NV2, int kMode, bool kFull>
-  static KESTREL_GEMM_INLINE void store_fast(const MacroTile& t, V (&acc)[R][NV2], float* c, int m, int n,
-                                             int64_t row0, int64_t col0) {
+  static KESTREL_GEMM_INLINE void store_fast(const MacroTile& t, V (&acc)[R][NV2], float* c, int m, int n, int64_t row0,
+                                             int64_t col0) {
     constexpr bool kRowBias = kMode & kEpiRowBias, kColBias = kMode & kEpiColBias;
     constexpr bool kRes = kMode & kEpiResidual, kClamp = kMode & kEpiClamp;
     V bcol[NV2];
@@ -206,7 +206,8 @@ struct SgemmKernel {
         V x = acc[i][v];
         if constexpr (kRowBias) x = S::add(x, brow);
         if constexpr (kColBias) x = S::add(x, bcol[v]);
-        if constexpr (kRes) x = S::add(x, kFull ? S::load(res + i * t.ldr + v * W) : S::load_n(res + i * t.ldr + v * W, nv));
+        if constexpr (kRes)
+          x = S::add(x, kFull ? S::load(res + i * t.ldr + v * W) : S::load_n(res + i * t.ldr + v * W, nv));
         if constexpr (kClamp) x = S::min(S::max(x, lo), hi);
         if (kFull) {
           S::store(crow + v * W, x);
@@ -253,8 +254,7 @@ struct SgemmKernel {
     }
   }
 
-  static KESTREL_GEMM_INLINE void run_tile(const MacroTile& t, int mode, const float* b_edge, int64_t ir,
-                                           int64_t jr) {
+  static KESTREL_GEMM_INLINE void run_tile(const MacroTile& t, int mode, const float* b_edge, int64_t ir, int64_t jr) {
     TileArgs g;
     g.m = static_cast<int>(gemm_min<int64_t>(MR, t.mc - ir));
     g.n = static_cast<int>(gemm_min<int64_t>(NR, t.nc - jr));

@@ -96,23 +96,22 @@ void activate_rows(float* c, int64_t ldc, int64_t m, int64_t n, GemmActivation a
   using V = typename S::V;
   const V va = S::set1(alpha), vb = S::set1(beta), zero = S::zero(), one = S::set1(1.f);
   switch (act) {
-    case GemmActivation::kNone: return;
+    case GemmActivation::kNone:
+      return;
     case GemmActivation::kRelu:
       return activate_rows_with<S>(c, ldc, m, n, [&](V x) { return S::max(x, zero); });
     case GemmActivation::kClip:
       return activate_rows_with<S>(c, ldc, m, n, [&](V x) { return S::min(S::max(x, va), vb); });
     case GemmActivation::kLeakyRelu:
-      return activate_rows_with<S>(c, ldc, m, n,
-                                   [&](V x) { return S::fmadd(S::min(x, zero), va, S::max(x, zero)); });
+      return activate_rows_with<S>(c, ldc, m, n, [&](V x) { return S::fmadd(S::min(x, zero), va, S::max(x, zero)); });
     case GemmActivation::kSigmoid:
       return activate_rows_with<S>(c, ldc, m, n, [&](V x) { return vsigmoid<S>(x); });
     case GemmActivation::kHardSigmoid:
-      return activate_rows_with<S>(c, ldc, m, n,
-                                   [&](V x) { return S::min(S::max(S::fmadd(x, va, vb), zero), one); });
+      return activate_rows_with<S>(c, ldc, m, n, [&](V x) { return S::min(S::max(S::fmadd(x, va, vb), zero), one); });
     case GemmActivation::kHardSwish: {
       const V sixth = S::set1(1.f / 6.f), half = S::set1(0.5f);
-      return activate_rows_with<S>(
-          c, ldc, m, n, [&](V x) { return S::mul(x, S::min(S::max(S::fmadd(x, sixth, half), zero), one)); });
+      return activate_rows_with<S>(c, ldc, m, n,
+                                   [&](V x) { return S::mul(x, S::min(S::max(S::fmadd(x, sixth, half), zero), one)); });
     }
     case GemmActivation::kSilu:
       return activate_rows_with<S>(c, ldc, m, n, [&](V x) { return S::mul(x, vsigmoid<S>(x)); });
