@@ -296,6 +296,14 @@ TEST_P(SgemmIsaTest, LargeShapesCrossCacheBlocks) {
   // wide N crosses NC.
   const Case cases[] = {
       {.m = 300, .n = 257, .k = 1100, .beta = 0.75f},
+      {.m = 100,
+       .n = 70,
+       .k = 1500,
+       .bias = GemmBias::kPerColumn,
+       .residual = true,
+       .act = GemmActivation::kClip,
+       .act_alpha = -0.5f,
+       .act_beta = 2.f},
       {.m = 1100,
        .n = 45,
        .k = 70,

@@ -47,15 +47,17 @@ struct SgemmKernel {
   };
 
   // How a tile's result is combined and stored, fixed per block so the store is straight-line
-  // code. kGeneral: any alpha, beta and epilogue. 0..15: alpha == 1, beta == 0, plus the listed
-  // epilogue parts (0 is C = A * B).
+  // code. kGeneral: any alpha, beta and epilogue. 0..31: alpha == 1, beta 0 or 1 (kEpiAccum: the
+  // later K blocks add onto C), plus the listed epilogue parts (0 is C = A * B).
   static constexpr int kGeneral = -1;
-  enum : int { kEpiRowBias = 1, kEpiColBias = 2, kEpiResidual = 4, kEpiClamp = 8 };
+  static constexpr int kModes = 32;
+  enum : int { kEpiRowBias = 1, kEpiColBias = 2, kEpiResidual = 4, kEpiClamp = 8, kEpiAccum = 16 };
 
   static int block_mode(const MacroTile& t) {
-    if (t.alpha != 1.f || t.beta != 0.f) return kGeneral;
-    if (!t.last_k) return 0;
-    int mode = 0;  // other activations run as a pass over the tile after the store
+    if (t.alpha != 1.f || (t.beta != 0.f && t.beta != 1.f)) return kGeneral;
+    int mode = t.beta == 1.f ? kEpiAccum : 0;
+    if (!t.last_k) return mode;
+    // Other activations run as a pass over the tile after the store.
     if (t.bias_row) mode |= kEpiRowBias;
     if (t.bias_col) mode |= kEpiColBias;
     if (t.residual) mode |= kEpiResidual;
@@ -181,7 +183,7 @@ struct SgemmKernel {
   static KESTREL_GEMM_INLINE void store_fast(const MacroTile& t, V (&acc)[R][NV2], float* c, int m, int n, int64_t row0,
                                              int64_t col0) {
     constexpr bool kRowBias = kMode & kEpiRowBias, kColBias = kMode & kEpiColBias;
-    constexpr bool kRes = kMode & kEpiResidual, kClamp = kMode & kEpiClamp;
+    constexpr bool kRes = kMode & kEpiResidual, kClamp = kMode & kEpiClamp, kAccum = kMode & kEpiAccum;
     V bcol[NV2];
     if constexpr (kColBias) {
       KESTREL_GEMM_UNROLL(8)
@@ -204,6 +206,7 @@ struct SgemmKernel {
       for (int v = 0; v < NV2; ++v) {
         const int nv = n - v * W;
         V x = acc[i][v];
+        if constexpr (kAccum) x = S::add(x, kFull ? S::load(crow + v * W) : S::load_n(crow + v * W, nv));
         if constexpr (kRowBias) x = S::add(x, brow);
         if constexpr (kColBias) x = S::add(x, bcol[v]);
         if constexpr (kRes)
@@ -285,7 +288,7 @@ struct SgemmKernel {
     // Edge tiles only get the plain and general stores (fewer instantiations), and only as many
     // vectors as they have columns.
     if (g.m == MR && g.n > NR - W) {
-      full_tile(std::make_integer_sequence<int, 16>(), mode, t, g);
+      full_tile(std::make_integer_sequence<int, kModes>(), mode, t, g);
       if (mode < 0) tile<MR, NV, kGeneral>(t, g);
     } else {
       edge_nv(std::make_integer_sequence<int, NV>(), mode == 0, t, g);
