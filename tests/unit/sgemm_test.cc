@@ -488,6 +488,15 @@ TEST(SgemmTest, RejectsBadArguments) {
     ctx.isa = core::detected_isa();
     EXPECT_FALSE(sgemm(4, 4, 4, 1.f, SgemmA(a.data(), 4), *pb, 0.f, c.data(), 4, {}, ctx).is_ok());
   }
+  // A packed operand is shared by a batch: strides or pointer arrays for it are a mistake.
+  SgemmBatch batch;
+  batch.count = 2;
+  batch.stride_b = 16;
+  batch.stride_c = 16;
+  EXPECT_FALSE(sgemm_batched(4, 4, 4, 1.f, SgemmA(a.data(), 4), *pb, 0.f, c.data(), 4, batch).is_ok());
+  batch.stride_b = 0;
+  batch.stride_c = -16;
+  EXPECT_FALSE(sgemm_batched(4, 4, 4, 1.f, SgemmA(a.data(), 4), *pb, 0.f, c.data(), 4, batch).is_ok());
   EXPECT_TRUE(sgemm(4, 4, 4, 1.f, SgemmA(a.data(), 4), *pb, 0.f, c.data(), 4).is_ok());
   EXPECT_FLOAT_EQ(c[0], 4.f);
 }

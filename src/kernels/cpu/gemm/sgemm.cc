@@ -390,6 +390,14 @@ Status sgemm_batched(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA&
   if (ep.residual || batch.residual_ptrs) {
     KESTREL_RETURN_IF_ERROR(check_matrix("r", ep.residual, m, n, ep.ldr, batch.residual_ptrs != nullptr));
   }
+  if ((a.packed && (batch.a_ptrs || batch.stride_a)) || (b.packed && (batch.b_ptrs || batch.stride_b)))
+    return core::invalid_argument("sgemm: a pre-packed operand is shared by the batch (no stride or pointer array)");
+  for (int64_t stride : {batch.stride_a, batch.stride_b, batch.stride_c, batch.stride_residual}) {
+    int64_t extent;
+    if (stride < 0 || (batch.count > 0 && __builtin_mul_overflow(batch.count - 1, stride, &extent)))
+      return core::out_of_range(
+          core::str_cat("sgemm: batch stride ", stride, " invalid for ", batch.count, " entries"));
+  }
   if (batch.count == 0 || m == 0 || n == 0) return Status::ok();
 
   Problem p;
