@@ -36,18 +36,26 @@ def main():
         data = json.load(f)
 
     runs = collections.defaultdict(list)
+    cpu_runs = collections.defaultdict(list)
     for b in data["benchmarks"]:
-        if b.get("run_type") == "aggregate":
+        if b.get("run_type") == "aggregate" or "GFLOPS" not in b:
             continue
         name = b["run_name"].replace("/real_time", "").replace("/min_time:0.300", "")
-        runs[name].append(b["GFLOPS"] / 1e9 if b["GFLOPS"] > 1e6 else b["GFLOPS"])
+        runs[name].append(b["GFLOPS"])
+        if "GFLOPS_cpu" in b:
+            cpu_runs[name].append(b["GFLOPS_cpu"])
     med = {k: statistics.median(v) for k, v in runs.items()}
+    cmed = {k: statistics.median(v) for k, v in cpu_runs.items()}
     peak = args.peak or med.get("fma_peak/avx512/t1", 0.0)
+    cpu_peak = cmed.get("fma_peak/avx512/t1", 0.0)
     ctx = data["context"]
     print(f"host: {ctx.get('host_name')}  cpus: {ctx.get('num_cpus')}  load avg: {ctx.get('load_avg')}")
-    print(f"single-core AVX-512 FMA peak (median of {args.reps}): {peak:.1f} GFLOP/s")
+    print(f"single-core AVX-512 FMA peak (median of {args.reps}): {peak:.1f} GFLOP/s wall, {cpu_peak:.1f} by CPU time")
     print()
-    hdr = f"{'shape':28s} {'thr':>3s} {'kestrel':>8s} {'packedA':>8s} {'dnnl':>8s} {'k/dnnl':>7s} {'k %peak':>8s}"
+    print("GFLOP/s, medians by wall time; 'cpu:' columns (t1 only) divide by the thread's CPU time,")
+    print("which discounts time the thread was descheduled on a loaded machine.")
+    hdr = (f"{'shape':28s} {'thr':>3s} {'kestrel':>8s} {'packedA':>8s} {'dnnl':>8s} {'k/dnnl':>7s} {'pA/dnnl':>7s}"
+           f" {'k %peak':>8s} | {'cpu:kes':>8s} {'cpu:pA':>8s} {'cpu:dnnl':>8s} {'k/dnnl':>7s}")
     print(hdr)
     print("-" * len(hdr))
     shapes = []
@@ -60,10 +68,16 @@ def main():
         kp = med.get(f"sgemm/kestrel_packedA/{shape}/{thr}")
         dn = med.get(f"sgemm/dnnl/{shape}/{thr}")
         nthr = int(thr[1:])
-        ratio = f"{kk / dn:7.2f}" if kk and dn else f"{'-':>7s}"
+        rat = lambda x, y: f"{x / y:7.2f}" if x and y else f"{'-':>7s}"
         pct = f"{100 * kk / (peak * nthr):7.1f}%" if kk and peak else f"{'-':>8s}"
         fmt = lambda x: f"{x:8.1f}" if x else f"{'-':>8s}"
-        print(f"{shape:28s} {nthr:3d} {fmt(kk)} {fmt(kp)} {fmt(dn)} {ratio} {pct}")
+        line = f"{shape:28s} {nthr:3d} {fmt(kk)} {fmt(kp)} {fmt(dn)} {rat(kk, dn)} {rat(kp, dn)} {pct}"
+        if nthr == 1:
+            ck = cmed.get(f"sgemm/kestrel/{shape}/{thr}")
+            cp = cmed.get(f"sgemm/kestrel_packedA/{shape}/{thr}")
+            cd = cmed.get(f"sgemm/dnnl/{shape}/{thr}")
+            line += f" | {fmt(ck)} {fmt(cp)} {fmt(cd)} {rat(ck, cd)}"
+        print(line)
 
 
 if __name__ == "__main__":
