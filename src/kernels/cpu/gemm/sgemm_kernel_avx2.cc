@@ -51,16 +51,19 @@ struct Avx2Ops {
   // In-register 8x8 transpose: r[i] holds row i (8 k values); afterwards r[k] holds column k.
   static KESTREL_GEMM_INLINE void transpose8(V (&r)[8]) {
     V t[8], u[8];
+    KESTREL_GEMM_UNROLL(4)
     for (int i = 0; i < 4; ++i) {
       t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
       t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
     }
+    KESTREL_GEMM_UNROLL(2)
     for (int g = 0; g < 2; ++g) {
       u[4 * g + 0] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
       u[4 * g + 1] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0xee);
       u[4 * g + 2] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
       u[4 * g + 3] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xee);
     }
+    KESTREL_GEMM_UNROLL(4)
     for (int j = 0; j < 4; ++j) {
       r[j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x20);
       r[j + 4] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x31);
@@ -74,13 +77,17 @@ struct Avx2Ops {
       const int valid = rows - g;
       for (int64_t k0 = 0; k0 < kc; k0 += 8) {
         const int kn = kc - k0 < 8 ? static_cast<int>(kc - k0) : 8;
+        // Fully unrolled with constant indices so r[] stays in registers.
         V r[8];
+        KESTREL_GEMM_UNROLL(8)
         for (int i = 0; i < 8; ++i) r[i] = i < valid ? load_n(src + (g + i) * ld + k0, kn) : _mm256_setzero_ps();
         transpose8(r);
         float* d = dst + k0 * R + g;
         // A full-width store spills into the next output row, which the next store rewrites; only
         // the chunk's last row needs a masked store.
-        for (int k = 0; k < kn; ++k) {
+        KESTREL_GEMM_UNROLL(8)
+        for (int k = 0; k < 8; ++k) {
+          if (k >= kn) break;
           if (lanes == 8 || k + 1 < kn) {
             _mm256_storeu_ps(d + k * R, r[k]);
           } else {

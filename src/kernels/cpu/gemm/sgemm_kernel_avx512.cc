@@ -42,17 +42,20 @@ struct Avx512Ops {
   // In-register 16x16 transpose: r[i] holds row i (16 k values); afterwards r[k] holds column k.
   static KESTREL_GEMM_INLINE void transpose16(V (&r)[16]) {
     V t[16], u[16];
+    KESTREL_GEMM_UNROLL(8)
     for (int i = 0; i < 8; ++i) {
       t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
       t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
     }
     // u[4g + j]: rows 4g..4g+3 at k = j (+4, +8, +12 in the upper 128-bit lanes).
+    KESTREL_GEMM_UNROLL(4)
     for (int g = 0; g < 4; ++g) {
       u[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
       u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xee);
       u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
       u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xee);
     }
+    KESTREL_GEMM_UNROLL(4)
     for (int j = 0; j < 4; ++j) {
       V v0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88), v1 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xdd);
       V w0 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88), w1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xdd);
@@ -71,12 +74,30 @@ struct Avx512Ops {
       const __mmask16 out_mask = mask(lanes);
       for (int64_t k0 = 0; k0 < kc; k0 += 16) {
         const int kn = kc - k0 < 16 ? static_cast<int>(kc - k0) : 16;
+        // Fully unrolled with constant indices so r[] stays in registers.
+        const __mmask16 in_mask = mask(kn);
+        // The rows are short, interleaved streams the hardware prefetcher does not follow: fetch
+        // each row a few lines ahead.
         V r[16];
-        for (int i = 0; i < 16; ++i)
-          r[i] = i < valid ? _mm512_maskz_loadu_ps(mask(kn), src + (g + i) * ld + k0) : _mm512_setzero_ps();
+        KESTREL_GEMM_UNROLL(16)
+        for (int i = 0; i < 16; ++i) {
+          if (i < valid) {
+            __builtin_prefetch(src + (g + i) * ld + k0 + 64, 0, 3);
+            r[i] = _mm512_maskz_loadu_ps(in_mask, src + (g + i) * ld + k0);
+          } else {
+            r[i] = _mm512_setzero_ps();
+          }
+        }
         transpose16(r);
         float* d = dst + k0 * R + g;
-        for (int k = 0; k < kn; ++k) _mm512_mask_storeu_ps(d + k * R, out_mask, r[k]);
+        if (kn == 16) {
+          KESTREL_GEMM_UNROLL(16)
+          for (int k = 0; k < 16; ++k) _mm512_mask_storeu_ps(d + k * R, out_mask, r[k]);
+        } else {
+          KESTREL_GEMM_UNROLL(16)
+          for (int k = 0; k < 16; ++k)
+            if (k < kn) _mm512_mask_storeu_ps(d + k * R, out_mask, r[k]);
+        }
       }
     }
   }
