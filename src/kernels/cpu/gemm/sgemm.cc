@@ -207,6 +207,16 @@ bool run_block(const Problem& p, const Operands& o, int64_t m0, int64_t m1, int6
           t.b_row_stride = p.ldb;
           t.b_direct = true;
           t.b_edge_buf = b_buf;
+          // The next panel in place: along N in this K block, else the first of the next K block.
+          if (jc + nc < n1) {
+            t.b_next_panel = o.b + pc * p.ldb + jc + nc;
+            t.b_next_panel_cols = std::min(nc_max, n1 - jc - nc);
+          } else if (pc + kc < p.k && std::min(kc_max, p.k - pc - kc) == kc) {
+            t.b_next_panel = o.b + (pc + kc) * p.ldb + n0;
+            t.b_next_panel_cols = std::min(nc_max, n1 - n0);
+          } else {
+            t.b_next_panel = nullptr;
+          }
         } else {
           const float* src = p.trans_b ? o.b + jc * p.ldb + pc : o.b + pc * p.ldb + jc;
           uk.pack_b(src, p.ldb, p.trans_b, kc, nc, b_buf, kc * nr);

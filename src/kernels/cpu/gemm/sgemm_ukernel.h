@@ -19,11 +19,13 @@ struct MacroTile {
   int64_t mc = 0, nc = 0, kc = 0;
   const float* a = nullptr;  // first A sliver
   int64_t a_sliver_stride = 0;
-  const float* b = nullptr;     // first B sliver (packed) or &op(B)[k0, n0] (direct)
-  int64_t b_sliver_stride = 0;  // floats between slivers (NR when direct)
-  int64_t b_row_stride = 0;     // floats between k rows inside a sliver (NR packed, ldb direct)
-  bool b_direct = false;        // B read in place (row stride ldb)
-  float* b_edge_buf = nullptr;  // direct B: kc * NR floats of scratch for the last partial sliver
+  const float* b = nullptr;             // first B sliver (packed) or &op(B)[k0, n0] (direct)
+  int64_t b_sliver_stride = 0;          // floats between slivers (NR when direct)
+  int64_t b_row_stride = 0;             // floats between k rows inside a sliver (NR packed, ldb direct)
+  bool b_direct = false;                // B read in place (row stride ldb)
+  float* b_edge_buf = nullptr;          // direct B: kc * NR floats of scratch for the last partial sliver
+  const float* b_next_panel = nullptr;  // direct B: the panel after this one (to prefetch), or null
+  int64_t b_next_panel_cols = 0;
   float* c = nullptr;
   int64_t ldc = 0;
   float alpha = 1.f, beta = 0.f;  // beta == 0: C is not read

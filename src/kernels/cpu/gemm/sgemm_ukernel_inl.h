@@ -42,8 +42,9 @@ struct SgemmKernel {
     const float* a_next;   // A sliver of the next tile (== a within a row)
     const float* b_next;   // B sliver of the next tile (rows ldb_next apart)
     int64_t ldb_next;
-    int m, n;            // valid rows / columns
-    int64_t row0, col0;  // offset in the block, for the epilogue
+    const float* p_next;  // one 64-byte column of the next B panel (rows ldb apart), or b_next
+    int m, n;             // valid rows / columns
+    int64_t row0, col0;   // offset in the block, for the epilogue
   };
 
   // How a tile's result is combined and stored, fixed per block so the store is straight-line
@@ -104,8 +105,11 @@ struct SgemmKernel {
     // a_next: the A sliver the next tile starts on (itself when it is this one, then the prefetch
     // finds it in L1); one line per k step keeps ahead of the MR floats consumed per step.
     // b_next likewise, for B read in place (strided rows the hardware prefetcher follows badly).
+    // p_next spreads the fetch of the next B panel (read in place, from memory) over the tiles of
+    // this one instead of leaving it all to the first sweep.
     const float* a_next = g.a_next;
     const float* b_next = g.b_next;
+    const float* p_next = g.p_next;
     int64_t k = 0;
     for (; k + kSets <= t.kc; k += kSets) {
       KESTREL_GEMM_UNROLL(4)
@@ -114,6 +118,8 @@ struct SgemmKernel {
         KESTREL_GEMM_UNROLL(8)
         for (int v = 0; v < NR; v += 16) __builtin_prefetch(b_next + v, 0, 3);
         b_next += g.ldb_next;
+        __builtin_prefetch(p_next, 0, 2);
+        p_next += g.ldb_next;
         fma_step<R, NV2>(acc[s], a, b);
         a += MR;
         b += ldb;
@@ -257,7 +263,8 @@ struct SgemmKernel {
     }
   }
 
-  static KESTREL_GEMM_INLINE void run_tile(const MacroTile& t, int mode, const float* b_edge, int64_t ir, int64_t jr) {
+  static KESTREL_GEMM_INLINE void run_tile(const MacroTile& t, int mode, const float* b_edge, int64_t ir, int64_t jr,
+                                           int64_t tile_index) {
     TileArgs g;
     g.m = static_cast<int>(gemm_min<int64_t>(MR, t.mc - ir));
     g.n = static_cast<int>(gemm_min<int64_t>(NR, t.nc - jr));
@@ -285,6 +292,9 @@ struct SgemmKernel {
       g.b_next = g.b;  // a packed panel streams well by itself
       g.ldb_next = g.ldb;
     }
+    g.p_next = g.b_next;
+    if (t.b_next_panel && tile_index * 16 < t.b_next_panel_cols && g.ldb_next == t.b_row_stride)
+      g.p_next = t.b_next_panel + tile_index * 16;
     // Edge tiles only get the plain and general stores (fewer instantiations), and only as many
     // vectors as they have columns.
     if (g.m == MR && g.n > NR - W) {
@@ -308,8 +318,9 @@ struct SgemmKernel {
     // A sliver outer, B slivers inner: the A sliver stays in L1, the B panel streams from L2, and
     // C is written along its rows (walking C down its columns thrashes L1 sets and the TLB).
     const int mode = block_mode(t);
+    int64_t tile_index = 0;
     for (int64_t ir = 0; ir < t.mc; ir += MR)
-      for (int64_t jr = 0; jr < t.nc; jr += NR) run_tile(t, mode, b_edge, ir, jr);
+      for (int64_t jr = 0; jr < t.nc; jr += NR) run_tile(t, mode, b_edge, ir, jr, tile_index++);
   }
 
   // Copies kc rows of r valid floats (row k at src + k * ld) into rows of R floats, zero padded.
