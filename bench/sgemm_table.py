@@ -22,6 +22,7 @@ def main():
     ap.add_argument("--min-time", default="0.2")
     ap.add_argument("--json", help="keep the raw Google Benchmark JSON here")
     ap.add_argument("--peak", type=float, default=0.0, help="single-core peak GFLOP/s (default: measure)")
+    ap.add_argument("--from-json", help="only format an earlier --json output")
     args = ap.parse_args()
 
     out = args.json or tempfile.mktemp(suffix=".json")
@@ -30,9 +31,10 @@ def main():
            "--benchmark_enable_random_interleaving=true", f"--benchmark_min_time={args.min_time}",
            f"--benchmark_out={out}", "--benchmark_out_format=json"]
     print("$ " + " ".join(cmd), file=sys.stderr)
-    with open(os.devnull, "w") as devnull:
-        subprocess.run(cmd, check=True, stdout=devnull)
-    with open(out) as f:
+    if not args.from_json:
+        with open(os.devnull, "w") as devnull:
+            subprocess.run(cmd, check=True, stdout=devnull)
+    with open(args.from_json or out) as f:
         data = json.load(f)
 
     runs = collections.defaultdict(list)
@@ -55,11 +57,16 @@ def main():
     print("GFLOP/s, medians by wall time; 'cpu:' columns (t1 only) divide by the thread's CPU time,")
     print("which discounts time the thread was descheduled on a loaded machine.")
     hdr = (f"{'shape':28s} {'thr':>3s} {'kestrel':>8s} {'packedA':>8s} {'dnnl':>8s} {'k/dnnl':>7s} {'pA/dnnl':>7s}"
-           f" {'k %peak':>8s} | {'cpu:kes':>8s} {'cpu:pA':>8s} {'cpu:dnnl':>8s} {'k/dnnl':>7s}")
+           f" {'k %peak':>8s} | {'cpu:kes':>8s} {'cpu:pA':>8s} {'cpu:dnnl':>8s} {'k/dnnl':>7s} {'pA/dnnl':>7s}")
     print(hdr)
     print("-" * len(hdr))
+    # Registration order (the order of the shape list in the benchmark), not the shuffled run order.
+    order = {}
+    for b in data["benchmarks"]:
+        name = b["run_name"].replace("/real_time", "")
+        order.setdefault(name, b.get("family_index", len(order)))
     shapes = []
-    for k in runs:
+    for k in sorted(runs, key=lambda k: order.get(k, 0)):
         parts = k.split("/")
         if parts[0] == "sgemm" and (parts[2], parts[3]) not in shapes:
             shapes.append((parts[2], parts[3]))
@@ -76,7 +83,7 @@ def main():
             ck = cmed.get(f"sgemm/kestrel/{shape}/{thr}")
             cp = cmed.get(f"sgemm/kestrel_packedA/{shape}/{thr}")
             cd = cmed.get(f"sgemm/dnnl/{shape}/{thr}")
-            line += f" | {fmt(ck)} {fmt(cp)} {fmt(cd)} {rat(ck, cd)}"
+            line += f" | {fmt(ck)} {fmt(cp)} {fmt(cd)} {rat(ck, cd)} {rat(cp, cd)}"
         print(line)
 
 
