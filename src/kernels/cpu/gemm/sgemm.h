@@ -139,7 +139,8 @@ struct SgemmBatch {
 };
 
 // C = act(alpha * op(A) * op(B) + beta * C + bias + residual). With beta == 0, C is not read (it
-// may hold NaN). M, N or K may be 0 (K = 0 gives beta * C + epilogue).
+// may hold NaN). M, N or K may be 0 (K = 0 gives beta * C + epilogue). C must not overlap A, B,
+// bias or residual (deep K is accumulated in C in several passes; for C += ... use beta = 1).
 Status sgemm(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA& a, const SgemmB& b, float beta, float* c,
              int64_t ldc, const GemmEpilogue& epilogue = {}, const SgemmContext& ctx = {});
 
