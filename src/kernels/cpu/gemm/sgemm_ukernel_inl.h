@@ -39,6 +39,7 @@ struct SgemmKernel {
     int64_t ldb;
     float* c;
     const float* c_ahead;  // C of the tile two steps along the row, or null
+    bool prefetch_c;       // this tile's C was not prefetched by an earlier tile
     const float* a_next;   // A sliver of the next tile (== a within a row)
     const float* b_next;   // B sliver of the next tile (rows ldb_next apart)
     int64_t ldb_next;
@@ -89,13 +90,16 @@ struct SgemmKernel {
         for (int v = 0; v < NV2; ++v) acc[s][i][v] = S::zero();
       }
     }
-    // The C tile is read (beta) or written only after the k loop; start fetching it now, and the
-    // tile two steps ahead along the row (short k loops finish before memory answers).
+    // The C tile is read (beta) or written only after the k loop; fetch the tile two steps ahead
+    // along the row (short k loops finish before memory answers), and this one when no earlier
+    // tile did.
     KESTREL_GEMM_UNROLL(32)
     for (int i = 0; i < R; ++i) {
       if (i < m) {
-        KESTREL_GEMM_UNROLL(8)
-        for (int v = 0; v < NV2 * W; v += 16) __builtin_prefetch(c + i * t.ldc + v, 1, 3);
+        if (g.prefetch_c) {
+          KESTREL_GEMM_UNROLL(8)
+          for (int v = 0; v < NV2 * W; v += 16) __builtin_prefetch(c + i * t.ldc + v, 1, 3);
+        }
         if (g.c_ahead) {
           KESTREL_GEMM_UNROLL(8)
           for (int v = 0; v < NR; v += 16) __builtin_prefetch(g.c_ahead + i * t.ldc + v, 1, 3);
@@ -283,6 +287,7 @@ struct SgemmKernel {
     b_sliver(jr, &g.b, &g.ldb);
     g.c = t.c + ir * t.ldc + jr;
     g.c_ahead = jr + 3 * NR <= t.nc ? g.c + 2 * NR : nullptr;
+    g.prefetch_c = jr < 2 * NR;
     // At the end of a row of tiles the next tile starts the next A sliver, back at B sliver 0.
     const bool row_end = jr + NR >= t.nc;
     g.a_next = row_end && ir + MR < t.mc ? g.a + t.a_sliver_stride : g.a;
