@@ -115,18 +115,31 @@ struct SgemmKernel {
     const float* b_next = g.b_next;
     const float* p_next = g.p_next;
     int64_t k = 0;
-    for (; k + kSets <= t.kc; k += kSets) {
-      KESTREL_GEMM_UNROLL(4)
-      for (int s = 0; s < kSets; ++s) {
-        __builtin_prefetch(a_next + (k + s) * MR, 0, 3);
-        KESTREL_GEMM_UNROLL(8)
-        for (int v = 0; v < NR; v += 16) __builtin_prefetch(b_next + v, 0, 3);
-        b_next += g.ldb_next;
-        __builtin_prefetch(p_next, 0, 2);
-        p_next += g.ldb_next;
-        fma_step<R, NV2>(acc[s], a, b);
-        a += MR;
-        b += ldb;
+    if (t.b_direct) {
+      for (; k + kSets <= t.kc; k += kSets) {
+        KESTREL_GEMM_UNROLL(4)
+        for (int s = 0; s < kSets; ++s) {
+          __builtin_prefetch(a_next + (k + s) * MR, 0, 3);
+          KESTREL_GEMM_UNROLL(8)
+          for (int v = 0; v < NR; v += 16) __builtin_prefetch(b_next + v, 0, 3);
+          b_next += g.ldb_next;
+          __builtin_prefetch(p_next, 0, 2);
+          p_next += g.ldb_next;
+          fma_step<R, NV2>(acc[s], a, b);
+          a += MR;
+          b += ldb;
+        }
+      }
+    } else {
+      // A packed B panel streams well by itself.
+      for (; k + kSets <= t.kc; k += kSets) {
+        KESTREL_GEMM_UNROLL(4)
+        for (int s = 0; s < kSets; ++s) {
+          __builtin_prefetch(a_next + (k + s) * MR, 0, 3);
+          fma_step<R, NV2>(acc[s], a, b);
+          a += MR;
+          b += ldb;
+        }
       }
     }
     for (; k < t.kc; ++k) {
@@ -294,7 +307,7 @@ struct SgemmKernel {
     if (t.b_direct) {
       b_sliver(row_end ? 0 : jr + NR, &g.b_next, &g.ldb_next);
     } else {
-      g.b_next = g.b;  // a packed panel streams well by itself
+      g.b_next = g.b;  // not used: a packed panel is not prefetched
       g.ldb_next = g.ldb;
     }
     g.p_next = g.b_next;
