@@ -318,6 +318,23 @@ TEST_P(SgemmIsaTest, LargeShapesCrossCacheBlocks) {
   for (const Case& cs : cases) check_case(cs, GetParam(), nullptr, seed++);
 }
 
+TEST_P(SgemmIsaTest, BPackedWhenItsStrideAliases) {
+  // ldb = 128 or 1024 floats: B is packed on the fly instead of read in place.
+  uint32_t seed = 150;
+  for (int64_t ldb : {128, 1024})
+    for (bool ta : {false, true}) {
+      Case cs;
+      cs.m = 37;
+      cs.n = 100;
+      cs.k = 45;
+      cs.ta = ta;
+      cs.pad_b = ldb - cs.n;
+      cs.beta = 0.5f;
+      cs.bias = GemmBias::kPerRow;
+      check_case(cs, GetParam(), nullptr, seed++);
+    }
+}
+
 TEST_P(SgemmIsaTest, EveryEpilogue) {
   struct Act {
     GemmActivation act;
