@@ -201,7 +201,9 @@ TEST(CApi, BadTensors) {
   EXPECT_NE(kestrel_tensor_wrap(KESTREL_F32, negative, 2, x, &t), KESTREL_OK);
   EXPECT_NE(kestrel_tensor_wrap(KESTREL_F32, huge, 3, x, &t), KESTREL_OK);
   int64_t shape[] = {4};
-  for (int bad : {0, 99, -1}) {
+  // 15 is no dtype but still a value a KestrelDType can hold in C++ (its enumerators need 4 bits);
+  // farther-out values would make the cast itself undefined behaviour in this C++ test.
+  for (int bad : {0, 15}) {
     SCOPED_TRACE(bad);
     EXPECT_NE(kestrel_tensor_create(static_cast<KestrelDType>(bad), shape, 1, nullptr, &t), KESTREL_OK);
     EXPECT_NE(kestrel_tensor_wrap(static_cast<KestrelDType>(bad), shape, 1, x, &t), KESTREL_OK);

@@ -34,11 +34,6 @@ TEST_P(TorchModel, MatchesPyTorch) {
   const TorchCase& c = GetParam();
   const std::string prefix = std::string(c.model) + "." + c.case_name;
   auto s = runtime::Session::open(data_path(std::string(c.model) + ".onnx"));
-  if (!s.is_ok() && s.status().code() == core::StatusCode::kUnsupported && std::string(c.model) == "torch_lstm_gru") {
-    // Its export wraps the recurrent nodes in shape and tensor ops (Shape, Gather, Concat,
-    // Transpose, Reshape, Squeeze, MatMul, ...) that other op families provide.
-    GTEST_SKIP() << c.model << " needs ops this build lacks: " << s.status().to_string();
-  }
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   std::vector<std::pair<std::string, Tensor>> inputs;
   for (const auto& in : (*s)->inputs()) {

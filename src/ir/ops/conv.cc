@@ -1,0 +1,193 @@
+// Schemas of the convolution ops: Conv and ConvTranspose (any spatial rank, groups, dilations,
+// auto_pad), with the channel/group/kernel checks that catch broken models at load time.
+#include <optional>
+
+#include "core/str_util.h"
+#include "ir/ops/infer_helpers.h"
+#include "ir/ops/window_geometry.h"
+
+namespace kestrel::ir {
+
+using core::Status;
+
+namespace {
+
+Status check_same_dtypes(const InferContext& ctx) {
+  KESTREL_RETURN_IF_ERROR(expect_float(ctx, 0));
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) {
+    if (!ctx.has_input(i)) continue;
+    DType a = ctx.input_dtype(0), b = ctx.input_dtype(i);
+    if (a != DType::kUndefined && b != DType::kUndefined && a != b)
+      return ctx.fail("input ", i, " has dtype ", core::dtype_name(b), ", input 0 has ", core::dtype_name(a));
+  }
+  return Status::ok();
+}
+
+// What Conv and ConvTranspose share: rank, spatial count, window attributes and kernel shape.
+struct ConvSetup {
+  int64_t rank = -1;                  // -1: unknown
+  std::optional<WindowAttrs> window;  // nullopt when the kernel shape is unknown
+  int64_t group = 1;
+};
+
+core::Result<ConvSetup> conv_setup(const InferContext& ctx) {
+  ConvSetup s;
+  KESTREL_RETURN_IF_ERROR(check_same_dtypes(ctx));
+  const Shape& xs = ctx.input_shape(0);
+  const Shape& ws = ctx.input_shape(1);
+  if (xs.rank_known() && xs.rank() < 3)
+    return ctx.fail("input X must have rank >= 3 (N, C, spatial...), is ", xs.to_string());
+  if (ws.rank_known() && ws.rank() < 3) return ctx.fail("weight W must have rank >= 3, is ", ws.to_string());
+  if (xs.rank_known() && ws.rank_known() && xs.rank() != ws.rank())
+    return ctx.fail("X ", xs.to_string(), " and W ", ws.to_string(), " must have the same rank");
+  s.rank = xs.rank_known() ? xs.rank() : ws.rank();
+  KESTREL_ASSIGN_OR_RETURN(s.group, ctx.attr_int("group", 1));
+  if (s.group < 1) return ctx.fail("group must be >= 1, is ", s.group);
+  if (ctx.has_input(2)) {
+    const Shape& bs = ctx.input_shape(2);
+    if (bs.rank_known() && bs.rank() != 1) return ctx.fail("bias B must be 1-D, is ", bs.to_string());
+  }
+  std::optional<std::vector<int64_t>> kernel;
+  if (ctx.node().has_attr("kernel_shape")) {
+    KESTREL_ASSIGN_OR_RETURN(kernel, ctx.attr_ints("kernel_shape"));
+    if (s.rank >= 0 && static_cast<int64_t>(kernel->size()) != s.rank - 2)
+      return ctx.fail("kernel_shape has ", kernel->size(), " values but the input has ", s.rank - 2, " spatial axes");
+    if (ws.rank_known())
+      for (size_t i = 0; i < kernel->size(); ++i) {
+        const Dim& d = ws[static_cast<int64_t>(i) + 2];
+        if (d.known() && d.value != (*kernel)[i])
+          return ctx.fail("kernel_shape ", core::join(*kernel), " does not match W ", ws.to_string());
+      }
+    if (s.rank < 0) s.rank = static_cast<int64_t>(kernel->size()) + 2;
+  } else if (ws.rank_known()) {
+    std::vector<int64_t> k;
+    for (int64_t i = 2; i < ws.rank(); ++i)
+      if (ws[i].known()) k.push_back(ws[i].value);
+    if (static_cast<int64_t>(k.size()) == ws.rank() - 2) kernel = std::move(k);
+  }
+  if (s.rank < 0) return s;
+  const size_t spatial = static_cast<size_t>(s.rank - 2);
+  // Validate the other attributes even when the kernel is unknown (with a stand-in kernel).
+  KESTREL_ASSIGN_OR_RETURN(WindowAttrs a,
+                           read_window_attrs(ctx.node(), kernel ? *kernel : std::vector<int64_t>(spatial, 1), false));
+  if (kernel) s.window = std::move(a);
+  return s;
+}
+
+Status infer_conv(InferContext& ctx) {
+  KESTREL_ASSIGN_OR_RETURN(ConvSetup s, conv_setup(ctx));
+  if (s.rank < 0) {
+    ctx.set_output(0, ctx.input_dtype(0), Shape::unknown_rank());
+    return Status::ok();
+  }
+  const Shape& xs = ctx.input_shape(0);
+  const Shape& ws = ctx.input_shape(1);
+  Dim c = xs.rank_known() ? xs[1] : Dim::unknown();
+  Dim wc = ws.rank_known() ? ws[1] : Dim::unknown();
+  Dim m = ws.rank_known() ? ws[0] : Dim::unknown();
+  if (c.known() && c.value % s.group != 0)
+    return ctx.fail("input channels ", c.value, " are not divisible by group ", s.group);
+  if (m.known() && m.value % s.group != 0)
+    return ctx.fail("output channels (W dim 0) ", m.value, " are not divisible by group ", s.group);
+  if (c.known() && wc.known() && c.value != wc.value * s.group)
+    return ctx.fail("X has ", c.value, " channels but W ", ws.to_string(), " with group ", s.group, " expects ",
+                    wc.value * s.group);
+  if (ctx.has_input(2)) {
+    const Shape& bs = ctx.input_shape(2);
+    if (bs.rank_known() && bs.rank() == 1 && bs[0].known() && m.known() && bs[0].value != m.value)
+      return ctx.fail("bias B has ", bs[0].value, " elements, W has ", m.value, " output channels");
+  }
+  std::vector<Dim> out(static_cast<size_t>(s.rank));
+  out[0] = xs.rank_known() ? xs[0] : Dim::unknown();
+  out[1] = m;
+  for (int64_t i = 2; i < s.rank; ++i) {
+    if (!s.window || !xs.rank_known() || !xs[i].known()) continue;
+    auto w = forward_window(*s.window, static_cast<size_t>(i - 2), xs[i].value);
+    if (!w.is_ok()) return ctx.fail(w.status().message());
+    out[static_cast<size_t>(i)] = Dim(w->out);
+  }
+  ctx.set_output(0, ctx.input_dtype(0), Shape(std::move(out)));
+  return Status::ok();
+}
+
+}  // namespace
+
+// Shared with the ConvTranspose binding: output_padding and output_shape (spatial part) checked.
+core::Status read_conv_transpose_extras(const Node& n, size_t spatial, std::vector<int64_t>* output_padding,
+                                        std::optional<std::vector<int64_t>>* output_shape) {
+  KESTREL_ASSIGN_OR_RETURN(*output_padding, n.attr_ints("output_padding", std::vector<int64_t>(spatial, 0)));
+  if (output_padding->size() != spatial)
+    return core::invalid_model(
+        core::str_cat(n.describe(), ": output_padding has ", output_padding->size(), " values, expected ", spatial));
+  for (int64_t v : *output_padding)
+    if (v < 0 || v > (int64_t{1} << 31))
+      return core::invalid_model(core::str_cat(n.describe(), ": output_padding value ", v, " is out of range"));
+  output_shape->reset();
+  if (n.has_attr("output_shape")) {
+    KESTREL_ASSIGN_OR_RETURN(std::vector<int64_t> os, n.attr_ints("output_shape"));
+    // Exporters write either the spatial sizes or the full N, C, spatial... shape.
+    if (os.size() == spatial + 2) os.erase(os.begin(), os.begin() + 2);
+    if (os.size() != spatial)
+      return core::invalid_model(
+          core::str_cat(n.describe(), ": output_shape has ", os.size(), " values, expected ", spatial));
+    for (int64_t v : os)
+      if (v < 0 || v > (int64_t{1} << 40))
+        return core::invalid_model(core::str_cat(n.describe(), ": output_shape value ", v, " is out of range"));
+    *output_shape = std::move(os);
+  }
+  return core::Status::ok();
+}
+
+namespace {
+
+Status infer_conv_transpose(InferContext& ctx) {
+  KESTREL_ASSIGN_OR_RETURN(ConvSetup s, conv_setup(ctx));
+  if (s.rank < 0) {
+    ctx.set_output(0, ctx.input_dtype(0), Shape::unknown_rank());
+    return Status::ok();
+  }
+  const size_t spatial = static_cast<size_t>(s.rank - 2);
+  std::vector<int64_t> output_padding;
+  std::optional<std::vector<int64_t>> output_shape;
+  KESTREL_RETURN_IF_ERROR(read_conv_transpose_extras(ctx.node(), spatial, &output_padding, &output_shape));
+  const Shape& xs = ctx.input_shape(0);
+  const Shape& ws = ctx.input_shape(1);
+  Dim c = xs.rank_known() ? xs[1] : Dim::unknown();
+  Dim wc = ws.rank_known() ? ws[0] : Dim::unknown();
+  Dim mg = ws.rank_known() ? ws[1] : Dim::unknown();
+  if (c.known() && c.value % s.group != 0)
+    return ctx.fail("input channels ", c.value, " are not divisible by group ", s.group);
+  if (c.known() && wc.known() && c.value != wc.value)
+    return ctx.fail("X has ", c.value, " channels but W ", ws.to_string(), " expects ", wc.value);
+  Dim m = mg.known() ? Dim(mg.value * s.group) : Dim::unknown();
+  if (ctx.has_input(2)) {
+    const Shape& bs = ctx.input_shape(2);
+    if (bs.rank_known() && bs.rank() == 1 && bs[0].known() && m.known() && bs[0].value != m.value)
+      return ctx.fail("bias B has ", bs[0].value, " elements, output has ", m.value, " channels");
+  }
+  std::vector<Dim> out(static_cast<size_t>(s.rank));
+  out[0] = xs.rank_known() ? xs[0] : Dim::unknown();
+  out[1] = m;
+  for (size_t i = 0; i < spatial; ++i) {
+    const int64_t axis = static_cast<int64_t>(i) + 2;
+    if (!s.window || !xs.rank_known() || !xs[axis].known()) {
+      if (output_shape) out[i + 2] = Dim((*output_shape)[i]);
+      continue;
+    }
+    auto w = transpose_window(*s.window, i, xs[axis].value, output_padding[i],
+                              output_shape ? std::optional<int64_t>((*output_shape)[i]) : std::nullopt);
+    if (!w.is_ok()) return ctx.fail(w.status().message());
+    out[i + 2] = Dim(w->out);
+  }
+  ctx.set_output(0, ctx.input_dtype(0), Shape(std::move(out)));
+  return Status::ok();
+}
+
+}  // namespace
+
+void register_conv_ops(OpRegistry& r) {
+  add_op(r, "Conv", 2, 3, 1, 1, infer_conv, "N-d convolution with groups, dilations and padding");
+  add_op(r, "ConvTranspose", 2, 3, 1, 1, infer_conv_transpose, "N-d transposed convolution");
+}
+
+}  // namespace kestrel::ir

@@ -1,0 +1,105 @@
+// Kernel bindings for Conv and ConvTranspose: window attributes read once at creation; pads and
+// output sizes resolved from the actual input shape at run time (auto_pad depends on it).
+#include "kernels/reference/conv.h"
+
+#include <optional>
+
+#include "ir/ops/window_geometry.h"
+#include "runtime/kernel.h"
+
+namespace kestrel::runtime {
+
+namespace ref = kernels::ref;
+using core::str_cat;
+
+namespace {
+
+struct ConvBinding {
+  ir::WindowAttrs window;      // kernel is a stand-in when kernel_from_w
+  bool kernel_from_w = false;  // no kernel_shape attribute: W's spatial dims are the kernel
+  int64_t group = 1;
+  bool transpose = false;
+  std::vector<int64_t> output_padding;
+  std::optional<std::vector<int64_t>> output_shape;
+};
+
+Result<ConvBinding> read_binding(const KernelCreateInfo& info, bool transpose) {
+  const ir::Node& n = info.node;
+  ConvBinding b;
+  b.transpose = transpose;
+  std::optional<std::vector<int64_t>> kernel;
+  if (n.has_attr("kernel_shape")) {
+    KESTREL_ASSIGN_OR_RETURN(kernel, n.attr_ints("kernel_shape"));
+  }
+  int64_t rank = -1;
+  for (size_t i : {size_t{1}, size_t{0}})
+    if (rank < 0 && i < info.input_types.size() && info.input_types[i] && info.input_types[i]->shape.rank_known())
+      rank = info.input_types[i]->shape.rank();
+  if (rank < 0 && kernel) rank = static_cast<int64_t>(kernel->size()) + 2;
+  if (rank < 3) return info.unsupported("the rank of X and W must be known (>= 3) when the session is created");
+  const size_t spatial = static_cast<size_t>(rank - 2);
+  b.kernel_from_w = !kernel;
+  KESTREL_ASSIGN_OR_RETURN(b.window,
+                           ir::read_window_attrs(n, kernel ? *kernel : std::vector<int64_t>(spatial, 1), false));
+  KESTREL_ASSIGN_OR_RETURN(b.group, n.attr_int("group", 1));
+  if (b.group < 1) return info.fail("group must be >= 1, is ", b.group);
+  if (transpose)
+    KESTREL_RETURN_IF_ERROR(ir::read_conv_transpose_extras(n, spatial, &b.output_padding, &b.output_shape));
+  return b;
+}
+
+// Resolves pads and checks that y has the shape the attributes give for these inputs.
+Status resolve(const ConvBinding& b, const Tensor& x, const Tensor& w, const Tensor& y, ref::ConvParams* p) {
+  const size_t spatial = b.window.spatial();
+  if (x.rank() != static_cast<int64_t>(spatial) + 2 || w.rank() != x.rank())
+    return core::invalid_argument(
+        str_cat("X ", x.type_string(), " and W ", w.type_string(), " must have rank ", spatial + 2));
+  ir::WindowAttrs a = b.window;
+  for (size_t i = 0; i < spatial; ++i) {
+    int64_t k = w.dim(static_cast<int64_t>(i) + 2);
+    if (b.kernel_from_w) {
+      if (k < 1 || k > (int64_t{1} << 31))
+        return core::invalid_argument(str_cat("W ", w.type_string(), " has a bad kernel size"));
+      a.kernel[i] = k;
+      if (a.dilated_kernel(i) > (int64_t{1} << 31)) return core::invalid_argument("dilated kernel is too large");
+    } else if (k != a.kernel[i]) {
+      return core::invalid_argument(str_cat("W ", w.type_string(), " does not match kernel_shape"));
+    }
+  }
+  p->strides = a.strides;
+  p->dilations = a.dilations;
+  p->group = b.group;
+  p->pads_begin.assign(spatial, 0);
+  for (size_t i = 0; i < spatial; ++i) {
+    const int64_t in = x.dim(static_cast<int64_t>(i) + 2);
+    core::Result<ir::AxisWindow> r =
+        b.transpose ? ir::transpose_window(a, i, in, b.output_padding[i],
+                                           b.output_shape ? std::optional<int64_t>((*b.output_shape)[i]) : std::nullopt)
+                    : ir::forward_window(a, i, in);
+    if (!r.is_ok()) return r.status();
+    if (y.rank() != x.rank() || y.dim(static_cast<int64_t>(i) + 2) != r->out)
+      return core::internal_error(
+          str_cat("output ", y.type_string(), " has the wrong size on spatial axis ", i, " (expected ", r->out, ")"));
+    p->pads_begin[i] = r->pad_begin;
+  }
+  return Status::ok();
+}
+
+Result<std::unique_ptr<OpKernel>> make_conv(const KernelCreateInfo& info, bool transpose) {
+  KESTREL_ASSIGN_OR_RETURN(ConvBinding b, read_binding(info, transpose));
+  return make_kernel([b = std::move(b)](KernelContext& ctx) -> Status {
+    ref::ConvParams p;
+    KESTREL_RETURN_IF_ERROR(resolve(b, ctx.input(0), ctx.input(1), ctx.output(0), &p));
+    if (b.transpose) return ref::conv_transpose(p, ctx.input(0), ctx.input(1), ctx.input_or_null(2), ctx.output(0));
+    return ref::conv(p, ctx.input(0), ctx.input(1), ctx.input_or_null(2), ctx.output(0));
+  });
+}
+
+}  // namespace
+
+void register_conv_kernels(KernelRegistry& r) {
+  r.add("Conv", [](const KernelCreateInfo& info) { return make_conv(info, false); });
+  r.add("ConvTranspose", [](const KernelCreateInfo& info) { return make_conv(info, true); });
+}
+
+}  // namespace kestrel::runtime

@@ -1,0 +1,85 @@
+// Kernel bindings for the normalization ops.
+#include "kernels/reference/normalization.h"
+
+#include "runtime/kernel.h"
+
+namespace kestrel::runtime {
+
+namespace ref = kernels::ref;
+
+namespace {
+
+Tensor* optional_output(KernelContext& ctx, size_t i) {
+  return i < ctx.num_outputs() ? &ctx.output(i) : nullptr;
+}
+
+}  // namespace
+
+void register_normalization_kernels(KernelRegistry& r) {
+  r.add("BatchNormalization", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
+    KESTREL_ASSIGN_OR_RETURN(int64_t training, info.node.attr_int("training_mode", 0));
+    if (training != 0) return info.unsupported("training_mode=1 is not supported (inference only)");
+    KESTREL_ASSIGN_OR_RETURN(float eps, info.node.attr_float("epsilon", 1e-5f));
+    return make_kernel([eps](KernelContext& ctx) -> Status {
+      KESTREL_RETURN_IF_ERROR(
+          ref::batch_norm(ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3), ctx.input(4), eps, ctx.output(0)));
+      // Inference: running statistics pass through unchanged.
+      for (size_t o = 1; o < ctx.num_outputs(); ++o)
+        KESTREL_RETURN_IF_ERROR(core::copy_tensor_data(ctx.input(o + 2), ctx.output(o)));
+      return Status::ok();
+    });
+  });
+  r.add("InstanceNormalization", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
+    KESTREL_ASSIGN_OR_RETURN(float eps, info.node.attr_float("epsilon", 1e-5f));
+    return make_kernel([eps](KernelContext& ctx) {
+      return ref::instance_norm(ctx.input(0), ctx.input(1), ctx.input(2), eps, ctx.output(0));
+    });
+  });
+  r.add("LayerNormalization", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
+    KESTREL_ASSIGN_OR_RETURN(float eps, info.node.attr_float("epsilon", 1e-5f));
+    KESTREL_ASSIGN_OR_RETURN(int64_t axis, info.node.attr_int("axis", -1));
+    return make_kernel([eps, axis](KernelContext& ctx) -> Status {
+      const int64_t r = ctx.input(0).rank();
+      if (axis < -r || axis > r)
+        return core::invalid_argument(core::str_cat("axis ", axis, " is out of range for rank ", r));
+      return ref::layer_norm(ctx.input(0), ctx.input(1), ctx.input_or_null(2), axis < 0 ? axis + r : axis, eps,
+                             ctx.output(0), optional_output(ctx, 1), optional_output(ctx, 2));
+    });
+  });
+  r.add("GroupNormalization", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
+    KESTREL_ASSIGN_OR_RETURN(float eps, info.node.attr_float("epsilon", 1e-5f));
+    KESTREL_ASSIGN_OR_RETURN(int64_t groups, info.node.attr_int("num_groups"));
+    return make_kernel([eps, groups](KernelContext& ctx) {
+      return ref::group_norm(ctx.input(0), ctx.input(1), ctx.input(2), groups, eps, ctx.output(0));
+    });
+  });
+  r.add("LRN", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
+    KESTREL_ASSIGN_OR_RETURN(int64_t size, info.node.attr_int("size"));
+    KESTREL_ASSIGN_OR_RETURN(float alpha, info.node.attr_float("alpha", 1e-4f));
+    KESTREL_ASSIGN_OR_RETURN(float beta, info.node.attr_float("beta", 0.75f));
+    KESTREL_ASSIGN_OR_RETURN(float bias, info.node.attr_float("bias", 1.0f));
+    return make_kernel(
+        [=](KernelContext& ctx) { return ref::lrn(ctx.input(0), size, alpha, beta, bias, ctx.output(0)); });
+  });
+  r.add("LpNormalization", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
+    KESTREL_ASSIGN_OR_RETURN(int64_t axis, info.node.attr_int("axis", -1));
+    KESTREL_ASSIGN_OR_RETURN(int64_t p, info.node.attr_int("p", 2));
+    return make_kernel([axis, p](KernelContext& ctx) -> Status {
+      KESTREL_ASSIGN_OR_RETURN(int64_t a, core::normalize_axis(axis, ctx.input(0).rank()));
+      return ref::lp_norm(ctx.input(0), a, p, ctx.output(0));
+    });
+  });
+  r.add("MeanVarianceNormalization", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
+    KESTREL_ASSIGN_OR_RETURN(std::vector<int64_t> axes, info.node.attr_ints("axes", std::vector<int64_t>{0, 2, 3}));
+    return make_kernel([axes](KernelContext& ctx) -> Status {
+      std::vector<int64_t> norm;
+      for (int64_t a : axes) {
+        KESTREL_ASSIGN_OR_RETURN(int64_t n, core::normalize_axis(a, ctx.input(0).rank()));
+        norm.push_back(n);
+      }
+      return ref::mean_variance_norm(ctx.input(0), norm, ctx.output(0));
+    });
+  });
+}
+
+}  // namespace kestrel::runtime

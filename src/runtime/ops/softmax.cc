@@ -1,0 +1,25 @@
+// Kernel bindings for Softmax, LogSoftmax and Hardmax.
+#include "kernels/reference/softmax.h"
+
+#include "runtime/kernel.h"
+
+namespace kestrel::runtime {
+
+namespace ref = kernels::ref;
+
+void register_softmax_kernels(KernelRegistry& r) {
+  const std::pair<const char*, ref::SoftmaxKind> ops[] = {{"Softmax", ref::SoftmaxKind::kSoftmax},
+                                                          {"LogSoftmax", ref::SoftmaxKind::kLogSoftmax},
+                                                          {"Hardmax", ref::SoftmaxKind::kHardmax}};
+  for (const auto& [name, kind] : ops) {
+    r.add(name, [kind = kind](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
+      KESTREL_ASSIGN_OR_RETURN(int64_t axis, info.node.attr_int("axis", -1));
+      return make_kernel([kind, axis](KernelContext& ctx) -> Status {
+        KESTREL_ASSIGN_OR_RETURN(int64_t a, core::normalize_axis(axis, ctx.input(0).rank()));
+        return ref::softmax(kind, a, ctx.input(0), ctx.output(0));
+      });
+    });
+  }
+}
+
+}  // namespace kestrel::runtime
