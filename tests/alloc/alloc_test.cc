@@ -14,6 +14,7 @@
 #include "common/onnx_builder.h"
 #include "core/buffer.h"
 #include "core/tensor.h"
+#include "kestrel/kestrel.hpp"
 #include "runtime/session.h"
 #include "testing/alloc_counter.h"
 
@@ -22,6 +23,7 @@ namespace {
 
 using core::DType;
 using core::Tensor;
+using kestrel::testing::alloc_bytes;
 using kestrel::testing::alloc_count;
 using kestrel::testing::OnnxBuilder;
 
@@ -168,6 +170,33 @@ TEST(RunAllocations, EnabledProfilerThatAllocatesNothingAddsNothing) {
   EXPECT_EQ(alloc_count() - before, 0u);
   EXPECT_EQ(events, 9);
   check_outputs(x, out);
+}
+
+// The public API binds caller memory both ways: Tensor::view inputs are read where they are and
+// view outputs of the right type are written where they are. The API wrappers allocate a few
+// small vectors per call, but far fewer bytes than one tensor: no tensor data is copied.
+TEST(RunAllocations, PublicApiViewsAreNotCopied) {
+  std::string bytes = static_model();
+  kestrel::Session s = kestrel::Session::from_memory(bytes.data(), bytes.size());
+  Tensor ref_x = input_tensor();
+  const size_t n = static_cast<size_t>(ref_x.num_elements());
+  std::vector<float> x_buf(ref_x.data<float>(), ref_x.data<float>() + n);
+  std::vector<std::vector<float>> out_buf(4, std::vector<float>(n, 99.0f));
+  const std::vector<int64_t> shape = {2, 8, 5, 7};
+  std::vector<kestrel::Tensor> ins = {kestrel::Tensor::view(kestrel::DType::kF32, shape, x_buf.data())};
+  std::vector<kestrel::Tensor> outs;
+  for (auto& b : out_buf) outs.push_back(kestrel::Tensor::view(kestrel::DType::kF32, shape, b.data()));
+  s.run(ins, outs);  // plans
+  uint64_t b0 = alloc_bytes();
+  s.run(ins, outs);
+  uint64_t copied = alloc_bytes() - b0;
+  EXPECT_LT(copied, n * sizeof(float)) << "bytes allocated by one public run";
+  std::vector<Tensor> core_out;
+  for (size_t k = 0; k < outs.size(); ++k) {
+    EXPECT_EQ(outs[k].data(), out_buf[k].data()) << k;
+    core_out.push_back(Tensor::view(core::DType::kF32, {2, 8, 5, 7}, out_buf[k].data()));
+  }
+  check_outputs(ref_x, core_out);
 }
 
 // The arena reuses memory along the chain: much less than one buffer per activation.
