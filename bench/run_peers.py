@@ -59,10 +59,24 @@ def load_models(models_dir, only):
 
 def run_json(cmd, timeout, engine, model, threads):
     """Runs cmd; returns the last JSON line of its stdout, or a record with an error."""
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"engine": engine, "model": model, "threads": threads, "error": f"timeout {timeout}s"}
+    # os.wait4 gives this child's own peak RSS (ru_maxrss), whatever the engine reports.
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
+        deadline = time.time() + timeout
+        while True:
+            pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.time() > deadline:
+                p.kill()
+                os.wait4(p.pid, 0)
+                return {"engine": engine, "model": model, "threads": threads, "error": f"timeout {timeout}s"}
+            time.sleep(0.05)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        p.stdout, p.stderr = out.read(), err.read()
+    max_rss = usage.ru_maxrss * 1024  # KiB on Linux
     lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
     rec = None
     if lines:
@@ -78,6 +92,7 @@ def run_json(cmd, timeout, engine, model, threads):
             why = f"crashed (signal {-p.returncode})"
         return {"engine": engine, "model": model, "threads": threads, "error": str(why)[:300]}
     rec["engine"] = engine
+    rec["process_peak_rss_bytes"] = max_rss
     return rec
 
 
@@ -189,8 +204,8 @@ def main():
 
     lines = []
     lines.append("| model | threads | Kestrel median ms | ORT median ms | Kestrel / ORT | Kestrel peak RSS | "
-                 "Kestrel arena (no reuse) | allocs/run |")
-    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|")
+                 "ORT peak RSS | Kestrel arena (no reuse) | allocs/run |")
+    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     errors = {}
     for m in models:
         for t in args.threads:
@@ -200,6 +215,7 @@ def main():
             o_ms = statistics.median(r["median_ms"] for r in o) if o else None
             ratio = f"{k_ms / o_ms:.2f}" if k_ms and o_ms else "-"
             rss = max(r["peak_rss_bytes"] for r in k) if k else None
+            o_rss = max(r["process_peak_rss_bytes"] for r in o) if o else None
             arena = f"{fmt_bytes(k[0]['arena_bytes'])} ({fmt_bytes(k[0]['sum_activation_bytes'])})" if k else "-"
             allocs = str(max(r["allocs_per_run"] for r in k)) if k else "-"
             k_cell = fmt_ms(k_ms) if k else ("ERR" if k_err else "-")
@@ -208,13 +224,15 @@ def main():
                 errors.setdefault(("Kestrel", m["name"]), k_err)
             if o_err:
                 errors.setdefault(("ORT", m["name"]), o_err)
-            lines.append(f"| {m['name']} | {t} | {k_cell} | {o_cell} | {ratio} | {fmt_bytes(rss)} | {arena} | {allocs} |")
+            lines.append(f"| {m['name']} | {t} | {k_cell} | {o_cell} | {ratio} | {fmt_bytes(rss)} | {fmt_bytes(o_rss)} | {arena} | {allocs} |")
     print("\n".join(lines))
     print()
     print(f"Medians of {args.reps} repetitions, each the median of up to {args.iters} timed runs after {args.warmup} "
           f"warm-up runs (Kestrel stops a measurement after {args.max_time:g} s of timed runs), on the reference "
           f"inputs; engines interleaved per model. {cpu}, {os.cpu_count()} cpus; "
           f"{(time.time() - start) / 60:.1f} min; raw: {out}")
+    print("Peak RSS: the process's high-water mark (Kestrel: VmHWM reported by kestrel bench; ORT: ru_maxrss of the "
+          "node process, which includes the Node.js runtime, about 40 MiB).")
     print("Kestrel arena: activation arena bytes (in parentheses: the sum of all activation sizes, i.e. without "
           "reuse); allocs/run: heap allocations per Session::run, counted by `kestrel bench`.")
     for (engine, model), e in sorted(errors.items()):
