@@ -14,6 +14,7 @@
 #include "common/onnx_builder.h"
 #include "core/buffer.h"
 #include "core/tensor.h"
+#include "core/thread_pool.h"
 #include "kestrel/kestrel.hpp"
 #include "runtime/session.h"
 #include "testing/alloc_counter.h"
@@ -197,6 +198,23 @@ TEST(RunAllocations, PublicApiViewsAreNotCopied) {
     core_out.push_back(Tensor::view(core::DType::kF32, {2, 8, 5, 7}, out_buf[k].data()));
   }
   check_outputs(ref_x, core_out);
+}
+
+// Dispatching work to the pool allocates nothing (FunctionRef, no std::function, no queue).
+TEST(RunAllocations, ThreadPoolDispatchAllocatesNothing) {
+  core::ThreadPool pool(2);
+  std::vector<int64_t> out(1000, 0);
+  pool.run(4, [&](int64_t) {});  // the workers are running from here on
+  uint64_t before = alloc_count();
+  for (int i = 0; i < 200; ++i) {
+    pool.parallel_for(1000, 16, [&](int64_t b, int64_t e) {
+      for (int64_t k = b; k < e; ++k) out[static_cast<size_t>(k)] += k;
+    });
+    pool.run(3, [&](int64_t t) { out[static_cast<size_t>(t)] += 1; });
+  }
+  EXPECT_EQ(alloc_count() - before, 0u);
+  EXPECT_EQ(out[999], 999 * 200);
+  EXPECT_EQ(out[0], 200);
 }
 
 // The arena reuses memory along the chain: much less than one buffer per activation.

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <thread>
+#include <utility>
 #include <vector>
 
 namespace kestrel {
@@ -39,6 +41,63 @@ TEST(ThreadPool, NestedRunIsInline) {
   std::atomic<int> inner{0};
   pool.run(4, [&](int64_t) { pool.run(3, [&](int64_t) { inner.fetch_add(1); }); });
   EXPECT_EQ(inner.load(), 12);
+}
+
+TEST(ThreadPool, SerialFallbacks) {
+  // No pool: the free parallel_for runs the whole range inline, once; n <= 0 calls nothing.
+  std::vector<std::pair<int64_t, int64_t>> calls;
+  core::parallel_for(nullptr, 10, 1, [&](int64_t b, int64_t e) { calls.emplace_back(b, e); });
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0], (std::pair<int64_t, int64_t>{0, 10}));
+  core::parallel_for(nullptr, 0, 1, [&](int64_t, int64_t) { ADD_FAILURE() << "called for n = 0"; });
+  core::ThreadPool pool(2);
+  pool.parallel_for(-3, 1, [&](int64_t, int64_t) { ADD_FAILURE() << "called for n < 0"; });
+  pool.run(0, [&](int64_t) { ADD_FAILURE() << "called for 0 tasks"; });
+  // A grain larger than the range: one inline call on the caller's thread.
+  calls.clear();
+  std::thread::id who;
+  pool.parallel_for(7, 100, [&](int64_t b, int64_t e) {
+    calls.emplace_back(b, e);
+    who = std::this_thread::get_id();
+  });
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0], (std::pair<int64_t, int64_t>{0, 7}));
+  EXPECT_EQ(who, std::this_thread::get_id());
+  // One thread: every task on the caller, in order.
+  core::ThreadPool one(1);
+  std::vector<int64_t> order;
+  one.run(5, [&](int64_t t) {
+    order.push_back(t);
+    EXPECT_EQ(std::this_thread::get_id(), who);
+  });
+  EXPECT_EQ(order, (std::vector<int64_t>{0, 1, 2, 3, 4}));
+}
+
+TEST(ThreadPool, NestedParallelForCoversEveryPair) {
+  core::ThreadPool pool(3);
+  constexpr int64_t kOuter = 9, kInner = 13;
+  std::vector<std::atomic<int>> hits(kOuter * kInner);
+  pool.parallel_for(kOuter, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      pool.parallel_for(kInner, 1, [&](int64_t ib, int64_t ie) {
+        for (int64_t j = ib; j < ie; ++j) hits[static_cast<size_t>(i * kInner + j)].fetch_add(1);
+      });
+  });
+  for (auto& h : hits) EXPECT_EQ(h.load(), 1);
+}
+
+// Jobs submitted from several outside threads at once are serialized, each complete.
+TEST(ThreadPool, ConcurrentCallersEachGetTheirWholeJob) {
+  core::ThreadPool pool(2);
+  constexpr int kCallers = 3, kJobs = 50, kTasks = 17;
+  std::vector<std::atomic<int>> sums(kCallers);
+  std::vector<std::thread> callers;
+  for (int c = 0; c < kCallers; ++c)
+    callers.emplace_back([&, c] {
+      for (int j = 0; j < kJobs; ++j) pool.run(kTasks, [&](int64_t t) { sums[c].fetch_add(static_cast<int>(t) + 1); });
+    });
+  for (auto& t : callers) t.join();
+  for (auto& s : sums) EXPECT_EQ(s.load(), kJobs * kTasks * (kTasks + 1) / 2);
 }
 
 // A worker that had not started when the destructor ran used to sleep through the stop signal
