@@ -95,6 +95,9 @@ class SharedModelAllocs : public ::testing::TestWithParam<Case> {};
 
 TEST_P(SharedModelAllocs, SteadyStateRunAllocatesOnlyInReferenceKernels) {
   const Case& c = GetParam();
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "whole models under the sanitizers are slow; the Release build runs this";
+#endif
   const std::string dir = kestrel::testing::data_dir() + "/models/";
   std::ifstream mf(dir + "manifest.json");
   if (!mf) GTEST_SKIP() << "no " << dir << "manifest.json (set KESTREL_DATA)";
