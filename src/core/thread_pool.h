@@ -27,8 +27,8 @@ class ThreadPool {
   // done. Allocates nothing. Nested calls from inside a task run serially on the calling thread.
   void run(int64_t num_tasks, FunctionRef<void(int64_t)> fn);
 
-  // Splits [0, n) into contiguous ranges of at least `grain` items, about one per thread (or a few
-  // per thread when n is large), and calls fn(begin, end) on each.
+  // Splits [0, n) into at most num_threads() contiguous ranges of at least `grain` items (sizes
+  // differ by at most one item) and calls fn(begin, end) on each; a single range runs inline.
   void parallel_for(int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t)> fn);
 
  private:

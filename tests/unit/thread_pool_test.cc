@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 #include <utility>
@@ -33,6 +34,26 @@ TEST(ThreadPool, ParallelForCoversTheRange) {
       for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
     });
     for (int64_t i = 0; i < n; ++i) EXPECT_EQ(hits[static_cast<size_t>(i)].load(), 1);
+  }
+}
+
+TEST(ThreadPool, ParallelForRangesHonourTheGrain) {
+  core::ThreadPool pool(3);
+  for (int64_t n : {int64_t{5}, int64_t{8}, int64_t{9}, int64_t{100}}) {
+    for (int64_t grain : {int64_t{1}, int64_t{3}, int64_t{4}, int64_t{50}}) {
+      std::atomic<int> ranges{0};
+      std::atomic<int64_t> covered{0};
+      pool.parallel_for(n, grain, [&](int64_t b, int64_t e) {
+        if (n >= grain) {
+          EXPECT_GE(e - b, grain) << n << " " << grain;
+        }
+        ranges.fetch_add(1);
+        covered.fetch_add(e - b);
+      });
+      EXPECT_EQ(covered.load(), n);
+      EXPECT_LE(ranges.load(), 3);
+      EXPECT_EQ(ranges.load(), std::min<int64_t>(3, std::max<int64_t>(n / grain, 1))) << n << " " << grain;
+    }
   }
 }
 
