@@ -227,6 +227,7 @@ def main():
             lines.append(f"| {m['name']} | {t} | {k_cell} | {o_cell} | {ratio} | {fmt_bytes(rss)} | {fmt_bytes(o_rss)} | {arena} | {allocs} |")
     print("\n".join(lines))
     print()
+    print(f"Command: {' '.join(shlex.quote(a) for a in [sys.executable] + sys.argv)}")
     print(f"Medians of {args.reps} repetitions, each the median of up to {args.iters} timed runs after {args.warmup} "
           f"warm-up runs (Kestrel stops a measurement after {args.max_time:g} s of timed runs), on the reference "
           f"inputs; engines interleaved per model. {cpu}, {os.cpu_count()} cpus; "
