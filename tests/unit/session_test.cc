@@ -93,6 +93,83 @@ TEST(Session, WritesIntoCallerOutputBuffer) {
   EXPECT_FLOAT_EQ(y.data<float>()[3], 4.f);
 }
 
+// run() points kernels at the caller's tensors only for the call: these are the edges of that.
+TEST(Session, GraphInputAsOutputAndRepeatedOutputsAreOwnCopies) {
+  OnnxBuilder b;
+  b.input("x", 1, {3});
+  b.node("Neg", {"x"}, {"y"});
+  b.output("x").output("y").output("y");
+  auto s = open(b.bytes());
+  ASSERT_TRUE(s);
+  Tensor x = Tensor::from_vector<float>({1, 2, 3});
+  const Tensor* in[] = {&x};
+  std::vector<Tensor> out;
+  for (int run = 0; run < 2; ++run) {  // the second run has bound outputs
+    ASSERT_TRUE(s->run(in, out).is_ok());
+    ASSERT_EQ(out.size(), 3u);
+    EXPECT_NE(out[0].raw_data(), x.raw_data());  // a copy: writing it must not change x
+    EXPECT_NE(out[1].raw_data(), out[2].raw_data());
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(out[0].data<float>()[i], static_cast<float>(i + 1));
+      EXPECT_EQ(out[1].data<float>()[i], -static_cast<float>(i + 1));
+      EXPECT_EQ(out[2].data<float>()[i], -static_cast<float>(i + 1));
+    }
+    out[2].data<float>()[0] = 42;  // the caller owns its copies
+  }
+  EXPECT_EQ(x.data<float>()[0], 1.f);
+}
+
+// A run that fails inside a kernel must not leave kernels pointing at that call's tensors: the
+// next run reads its own (new) input and writes its own output.
+TEST(Session, RunAfterAFailedRunUsesTheNewTensors) {
+  OnnxBuilder b;
+  b.input("x", 1, {4}).input("i", 7, {2});
+  b.node("Gather", {"x", "i"}, {"g"});
+  b.node("Neg", {"g"}, {"y"});
+  b.output("y");
+  auto s = open(b.bytes());
+  ASSERT_TRUE(s);
+  std::vector<Tensor> out;
+  {
+    Tensor x = Tensor::from_vector<float>({1, 2, 3, 4});
+    Tensor bad = Tensor::from_vector<int64_t>({0, 9}, {2});
+    Tensor y = *Tensor::allocate(DType::kF32, {2});
+    out = {y};
+    const Tensor* in[] = {&x, &bad};
+    EXPECT_FALSE(s->run(in, out).is_ok());
+  }  // x, bad and y are gone
+  Tensor x = Tensor::from_vector<float>({10, 20, 30, 40});
+  Tensor idx = Tensor::from_vector<int64_t>({3, 1}, {2});
+  std::vector<Tensor> out2;
+  const Tensor* in[] = {&x, &idx};
+  ASSERT_TRUE(s->run(in, out2).is_ok());
+  ASSERT_EQ(out2.size(), 1u);
+  EXPECT_EQ(out2[0].data<float>()[0], -40.f);
+  EXPECT_EQ(out2[0].data<float>()[1], -20.f);
+}
+
+// Bound once, an output buffer is not written by later runs that pass other tensors.
+TEST(Session, EarlierOutputBufferIsNotWrittenLater) {
+  OnnxBuilder b;
+  b.input("x", 1, {2});
+  b.node("Neg", {"x"}, {"y"});
+  b.output("y");
+  auto s = open(b.bytes());
+  ASSERT_TRUE(s);
+  Tensor x = Tensor::from_vector<float>({1, 2});
+  const Tensor* in[] = {&x};
+  Tensor first = *Tensor::allocate(DType::kF32, {2});
+  std::vector<Tensor> out{first};
+  ASSERT_TRUE(s->run(in, out).is_ok());
+  EXPECT_EQ(out[0].raw_data(), first.raw_data());
+  x.data<float>()[0] = 5;
+  std::vector<Tensor> fresh;
+  ASSERT_TRUE(s->run(in, fresh).is_ok());
+  EXPECT_NE(fresh[0].raw_data(), first.raw_data());
+  EXPECT_EQ(fresh[0].data<float>()[0], -5.f);
+  EXPECT_EQ(first.data<float>()[0], -1.f);
+}
+
 TEST(Session, UnknownOpFailsAtLoadNamingNodeOpAndOpset) {
   OnnxBuilder b(11);
   b.input("x", 1, {2});
