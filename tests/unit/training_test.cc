@@ -191,7 +191,8 @@ TEST(TrainingReference, MomentumMatchesNaive) {
         want_v.push_back(0.7 * vv[i] + (c.t > 0 ? 0.4 : 1.0) * gr);
         want_x.push_back(nesterov ? xv[i] - 0.1 * (gr + 0.7 * want_v.back()) : xv[i] - 0.1 * want_v.back());
       }
-      const std::string what = core::dims_to_string(c.dims) + " T=" + std::to_string(c.t) + (nesterov ? " nesterov" : "");
+      const std::string what =
+          core::dims_to_string(c.dims) + " T=" + std::to_string(c.t) + (nesterov ? " nesterov" : "");
       testing::expect_close(xn, want_x, tol(c.dt), tol(c.dt), what);
       testing::expect_close(vn, want_v, tol(c.dt), tol(c.dt), what);
     }
@@ -307,7 +308,7 @@ TEST(TrainingModel, AdagradTwoTensors) {
 TEST(TrainingModel, AdamDefaultsAndMomentumModes) {
   // Adam with no attributes: alpha 0.9, beta 0.999, epsilon 1e-6, no regularization.
   OnnxBuilder adam = optimizer_model("Adam", {{2}}, {"V", "H"});
-  std::vector<Tensor> feed = {r_scalar(0.1), t_scalar(3), f32({1, -2}, {2}), f32({0.5f, 0.25f}, {2}),
+  std::vector<Tensor> feed = {r_scalar(0.1),          t_scalar(3),           f32({1, -2}, {2}), f32({0.5f, 0.25f}, {2}),
                               f32({0.1f, 0.2f}, {2}), f32({0.3f, 0.4f}, {2})};
   auto out = testing::run_model(adam, feed);
   ASSERT_EQ(out.size(), 3u);
@@ -377,7 +378,8 @@ TEST(TrainingModel, BadModels) {
   EXPECT_TRUE(testing::contains(testing::open_error(odd, "opt"), "groups"));
   // G with another shape than X.
   OnnxBuilder shape = optimizer_model("Adagrad", {{2}}, {"H"});
-  shape.graph().mutable_input(3)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_value(3);
+  shape.graph().mutable_input(3)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_value(
+      3);
   EXPECT_TRUE(testing::contains(testing::open_error(shape, "opt"), "shape of X"));
   // T must be int64.
   OnnxBuilder tf = optimizer_model("Adagrad", {{2}}, {"H"});

@@ -64,7 +64,8 @@ Status infer_optimizer(InferContext& ctx, int groups, std::initializer_list<cons
     }
     // Outputs: X_new, then each state group (skipping G).
     ctx.set_output(j, ctx.input_type(x));
-    for (size_t g = 2; g < static_cast<size_t>(groups); ++g) ctx.set_output((g - 1) * n + j, ctx.input_type(2 + g * n + j));
+    for (size_t g = 2; g < static_cast<size_t>(groups); ++g)
+      ctx.set_output((g - 1) * n + j, ctx.input_type(2 + g * n + j));
   }
   return Status::ok();
 }
@@ -114,7 +115,8 @@ void add_training_op(OpRegistry& r, const char* name, int groups, InferFn fn, co
 
 void register_training_ops(OpRegistry& r) {
   add_training_op(r, "Adagrad", 3, infer_adagrad, "one ADAGRAD step: (R, T, X..., G..., H...) -> (X_new..., H_new...)");
-  add_training_op(r, "Adam", 4, infer_adam, "one Adam step: (R, T, X..., G..., V..., H...) -> (X_new..., V_new..., H_new...)");
+  add_training_op(r, "Adam", 4, infer_adam,
+                  "one Adam step: (R, T, X..., G..., V..., H...) -> (X_new..., V_new..., H_new...)");
   add_training_op(r, "Momentum", 3, infer_momentum,
                   "one SGD step with standard or Nesterov momentum: (R, T, X..., G..., V...) -> (X_new..., V_new...)");
 }

@@ -68,8 +68,7 @@ Status check_tensors(const char* op, std::initializer_list<std::pair<const char*
 Status adagrad(const Tensor& r, const Tensor& t, const Tensor& x, const Tensor& g, const Tensor& h,
                const AdagradParams& p, Tensor& x_new, Tensor& h_new) {
   KESTREL_ASSIGN_OR_RETURN(Scalars s, read_scalars("Adagrad", r, t));
-  KESTREL_RETURN_IF_ERROR(
-      check_tensors("Adagrad", {{"X", &x}, {"G", &g}, {"H", &h}}, {{&x_new, &x}, {&h_new, &h}}));
+  KESTREL_RETURN_IF_ERROR(check_tensors("Adagrad", {{"X", &x}, {"G", &g}, {"H", &h}}, {{&x_new, &x}, {&h_new, &h}}));
   const double rate = s.r / (1.0 + static_cast<double>(s.t) * p.decay_factor);
   for (int64_t i = 0; i < x.num_elements(); ++i) {
     const double xi = load(x, i);
@@ -84,8 +83,8 @@ Status adagrad(const Tensor& r, const Tensor& t, const Tensor& x, const Tensor& 
 Status adam(const Tensor& r, const Tensor& t, const Tensor& x, const Tensor& g, const Tensor& v, const Tensor& h,
             const AdamParams& p, Tensor& x_new, Tensor& v_new, Tensor& h_new) {
   KESTREL_ASSIGN_OR_RETURN(Scalars s, read_scalars("Adam", r, t));
-  KESTREL_RETURN_IF_ERROR(check_tensors("Adam", {{"X", &x}, {"G", &g}, {"V", &v}, {"H", &h}},
-                                        {{&x_new, &x}, {&v_new, &v}, {&h_new, &h}}));
+  KESTREL_RETURN_IF_ERROR(
+      check_tensors("Adam", {{"X", &x}, {"G", &g}, {"V", &v}, {"H", &h}}, {{&x_new, &x}, {&v_new, &v}, {&h_new, &h}}));
   double rate = s.r;
   if (s.t > 0) {
     const double tt = static_cast<double>(s.t);
@@ -106,8 +105,7 @@ Status adam(const Tensor& r, const Tensor& t, const Tensor& x, const Tensor& g, 
 Status momentum(const Tensor& r, const Tensor& t, const Tensor& x, const Tensor& g, const Tensor& v,
                 const MomentumParams& p, Tensor& x_new, Tensor& v_new) {
   KESTREL_ASSIGN_OR_RETURN(Scalars s, read_scalars("Momentum", r, t));
-  KESTREL_RETURN_IF_ERROR(
-      check_tensors("Momentum", {{"X", &x}, {"G", &g}, {"V", &v}}, {{&x_new, &x}, {&v_new, &v}}));
+  KESTREL_RETURN_IF_ERROR(check_tensors("Momentum", {{"X", &x}, {"G", &g}, {"V", &v}}, {{&x_new, &x}, {&v_new, &v}}));
   // The first step (T = 0) takes the whole gradient: there is no earlier momentum to blend with.
   const double beta = s.t > 0 ? p.beta : 1.0;
   for (int64_t i = 0; i < x.num_elements(); ++i) {
