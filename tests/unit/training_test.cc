@@ -11,6 +11,7 @@
 
 #include "common/nn_test_util.h"
 #include "ir/op_schema.h"
+#include "runtime/kernel.h"
 
 namespace kestrel {
 namespace {
@@ -354,6 +355,27 @@ TEST(TrainingModel, WithDefaultDomainNodes) {
   ASSERT_EQ(out.size(), 2u);
   testing::expect_close(out[0], {-5, -6});  // X - 1 * (2 G)
   testing::expect_close(out[1], {6, 8});
+}
+
+TEST(TrainingModel, ConstantInputsAreFolded) {
+  // Every input constant: inference plus the binding through runtime::evaluate_node (plan-time
+  // folding), with the op looked up in its own domain.
+  ir::Graph g("fold");
+  std::vector<ir::Value*> ins = {g.add_constant("R", r_scalar(0.5)), g.add_constant("T", t_scalar(1)),
+                                 g.add_constant("X", f32({1}, {1})), g.add_constant("G", f32({2}, {1})),
+                                 g.add_constant("V", f32({4}, {1}))};
+  ir::Node* n = g.add_node("Momentum", ins, {"X_new", "V_new"}, "opt", ir::kOnnxTrainingDomain);
+  n->set_attr("alpha", 0.5f);
+  n->set_attr("beta", 0.25f);
+  n->set_attr("norm_coefficient", 0.f);
+  n->set_attr("mode", std::string("nesterov"));
+  std::vector<const Tensor*> values;
+  for (ir::Value* v : ins) values.push_back(&v->constant());
+  auto out = runtime::evaluate_node(*n, values);
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  ASSERT_EQ(out->size(), 2u);
+  testing::expect_close((*out)[0], {-0.625});
+  testing::expect_close((*out)[1], {2.5});
 }
 
 TEST(TrainingModel, BadModels) {
