@@ -1,0 +1,208 @@
+// The int8 GEMM macro-kernel, MR x NR register-blocked micro-kernel and packers, written once over
+// an ISA traits type T and instantiated per ISA by qgemm_kernel_*.cc.
+//
+// Include only from a kernel .cc; the unnamed namespace keeps each ISA's copy private to its
+// translation unit (they are compiled with different -m flags and must never be merged).
+//
+// T provides: V (int32 accumulator vector), VA / VB (what bcast_a / load_b return), kLanes,
+// kKg (4: u8 x s8 bytes, 2: u16 x s16), zero(), load_b(p) (kLanes groups of 4 bytes), bcast_a(p) (one 4-byte group to every lane),
+// dot(acc, a, b) (acc + per-lane dot product of the groups), and
+// finish(acc, ColParams, j0, Epilogue, out, n): epilogue of columns j0..j0+n-1 of one row.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+
+#include "kernels/cpu/qgemm/qgemm_ukernel.h"
+
+#define KESTREL_QGEMM_INLINE inline __attribute__((always_inline))
+#define KESTREL_QGEMM_PRAGMA(x) _Pragma(#x)
+#define KESTREL_QGEMM_UNROLL(n) KESTREL_QGEMM_PRAGMA(GCC unroll n)
+
+namespace kestrel::kernels::cpu {
+namespace {
+
+using qgemm_detail::ColParams;
+using qgemm_detail::Epilogue;
+using qgemm_detail::MacroTile;
+using qgemm_detail::UkernelTable;
+
+inline int qgemm_out_size(QgemmOutput o) {
+  return o == QgemmOutput::kU8 || o == QgemmOutput::kS8 ? 1 : 4;
+}
+
+template <class T, int MR, int NV>
+struct QgemmKernel {
+  using V = typename T::V;
+  using VA = typename T::VA;
+  using VB = typename T::VB;
+  static constexpr int kNr = NV * T::kLanes;
+  static_assert(kNr <= qgemm_detail::kMaxNr, "NR too large for ColParams");
+
+  // One R x NR tile over `groups` groups of A (row stride a_rs, group stride a_gs bytes) and B (NR
+  // groups of 4 bytes per group), then optionally one more group from `tail` ([R][4] bytes).
+  template <int R>
+  static void tile(const uint8_t* a, int64_t a_rs, int64_t a_gs, int64_t groups, const uint8_t* tail,
+                   const uint8_t* b, const ColParams& cp, const Epilogue& ep, uint8_t* c, int64_t ldc_bytes, int esize,
+                   int cols) {
+    V acc[R][NV];
+    KESTREL_QGEMM_UNROLL(16)
+    for (int r = 0; r < R; ++r) {
+      KESTREL_QGEMM_UNROLL(4)
+      for (int v = 0; v < NV; ++v) acc[r][v] = T::zero();
+    }
+    for (int64_t g = 0; g < groups; ++g) {
+      VB bv[NV];
+      KESTREL_QGEMM_UNROLL(4)
+      for (int v = 0; v < NV; ++v) bv[v] = T::load_b(b + (g * kNr + v * T::kLanes) * 4);
+      KESTREL_QGEMM_UNROLL(16)
+      for (int r = 0; r < R; ++r) {
+        const VA av = T::bcast_a(a + r * a_rs + g * a_gs);
+        KESTREL_QGEMM_UNROLL(4)
+        for (int v = 0; v < NV; ++v) acc[r][v] = T::dot(acc[r][v], av, bv[v]);
+      }
+    }
+    if (tail) {
+      const uint8_t* bt = b + groups * kNr * 4;
+      VB bv[NV];
+      KESTREL_QGEMM_UNROLL(4)
+      for (int v = 0; v < NV; ++v) bv[v] = T::load_b(bt + v * T::kLanes * 4);
+      KESTREL_QGEMM_UNROLL(16)
+      for (int r = 0; r < R; ++r) {
+        const VA av = T::bcast_a(tail + r * 4);
+        KESTREL_QGEMM_UNROLL(4)
+        for (int v = 0; v < NV; ++v) acc[r][v] = T::dot(acc[r][v], av, bv[v]);
+      }
+    }
+    KESTREL_QGEMM_UNROLL(16)
+    for (int r = 0; r < R; ++r) {
+      KESTREL_QGEMM_UNROLL(4)
+      for (int v = 0; v < NV; ++v) {
+        const int j0 = v * T::kLanes;
+        if (j0 >= cols) break;
+        const int n = cols - j0 < T::kLanes ? cols - j0 : T::kLanes;
+        T::finish(acc[r][v], cp, j0, ep, c + r * ldc_bytes + static_cast<int64_t>(j0) * esize, n);
+      }
+    }
+  }
+
+  using TileFn = void (*)(const uint8_t*, int64_t, int64_t, int64_t, const uint8_t*, const uint8_t*,
+                          const ColParams&, const Epilogue&, uint8_t*, int64_t, int, int);
+
+  template <size_t... I>
+  static constexpr auto make_tiles(std::index_sequence<I...>) {
+    return std::array<TileFn, MR>{&tile<static_cast<int>(I) + 1>...};
+  }
+
+  static void macro(const MacroTile& t) {
+    static constexpr auto kTiles = make_tiles(std::make_index_sequence<MR>{});
+    const Epilogue& ep = *t.ep;
+    const int esize = qgemm_out_size(ep.output);
+    const int64_t ldc_bytes = t.ldc * esize;
+    const int64_t groups_all = (t.k + T::kKg - 1) / T::kKg;
+    // Reading A in place: whole groups from A, the partial last one from a padded copy.
+    const int64_t groups_main = t.a_direct ? t.k / 4 : groups_all;
+    const bool has_tail = t.a_direct && t.k % 4 != 0;
+    alignas(64) uint8_t tail_buf[MR * 4];
+    ColParams cp;
+    for (int64_t j = 0; j < t.nc; j += kNr) {
+      const int cols = static_cast<int>(t.nc - j < kNr ? t.nc - j : kNr);
+      for (int c = 0; c < kNr; ++c) {
+        const bool in = c < cols;
+        const int64_t pc = t.per_column ? j + c : 0;
+        const uint32_t bias = in && t.bias ? static_cast<uint32_t>(t.bias[j + c]) : 0u;
+        const uint32_t corr = in ? static_cast<uint32_t>(t.a_zero_point) * static_cast<uint32_t>(t.col_sums[j + c]) : 0u;
+        cp.offset[c] = static_cast<int32_t>(bias - corr);
+        cp.scale[c] = in && t.scale ? t.scale[pc] : 0.f;
+        cp.multiplier[c] = in && t.multiplier ? t.multiplier[pc] : 0;
+        cp.shift[c] = in && t.shift ? t.shift[pc] : 1;
+      }
+      const uint8_t* b = t.b + (j / kNr) * t.b_sliver_stride;
+      for (int64_t i = 0; i < t.mc; i += MR) {
+        const int rows = static_cast<int>(t.mc - i < MR ? t.mc - i : MR);
+        uint8_t* c = static_cast<uint8_t*>(t.c) + i * ldc_bytes + j * esize;
+        if (t.a_direct) {
+          const uint8_t* a = t.a + i * t.lda;
+          if (has_tail) {
+            const int64_t k0 = groups_main * 4;
+            std::memset(tail_buf, 0, sizeof(tail_buf));
+            for (int r = 0; r < rows; ++r) std::memcpy(tail_buf + r * 4, a + r * t.lda + k0, static_cast<size_t>(t.k - k0));
+          }
+          kTiles[rows - 1](a, t.lda, 4, groups_main, has_tail ? tail_buf : nullptr, b, cp, ep, c, ldc_bytes, esize,
+                           cols);
+        } else {
+          const uint8_t* a = t.a + (i / MR) * groups_all * MR * 4;
+          kTiles[rows - 1](a, 4, MR * 4, groups_all, nullptr, b, cp, ep, c, ldc_bytes, esize, cols);
+        }
+      }
+    }
+  }
+
+  // A[0:mc, 0:k] -> slivers [group][row][4 bytes]: u8 (KG 4) or u16 (KG 2), zero padded.
+  static void pack_a(const uint8_t* a, int64_t lda, int64_t mc, int64_t k, uint8_t* dst) {
+    const int64_t groups = (k + T::kKg - 1) / T::kKg;
+    const int64_t full = k / T::kKg;
+    for (int64_t i = 0; i < mc; i += MR) {
+      uint8_t* d = dst + (i / MR) * groups * MR * 4;
+      const int rows = static_cast<int>(mc - i < MR ? mc - i : MR);
+      for (int r = 0; r < MR; ++r) {
+        uint8_t* dr = d + r * 4;
+        if (r >= rows) {
+          for (int64_t g = 0; g < groups; ++g) std::memset(dr + g * MR * 4, 0, 4);
+          continue;
+        }
+        const uint8_t* src = a + (i + r) * lda;
+        if constexpr (T::kKg == 4) {
+          for (int64_t g = 0; g < full; ++g) std::memcpy(dr + g * MR * 4, src + g * 4, 4);
+          if (full < groups) {
+            uint8_t last[4] = {0, 0, 0, 0};
+            std::memcpy(last, src + full * 4, static_cast<size_t>(k - full * 4));
+            std::memcpy(dr + full * MR * 4, last, 4);
+          }
+        } else {
+          for (int64_t g = 0; g < full; ++g) {
+            const uint32_t w = static_cast<uint32_t>(src[2 * g]) | (static_cast<uint32_t>(src[2 * g + 1]) << 16);
+            std::memcpy(dr + g * MR * 4, &w, 4);
+          }
+          if (full < groups) {
+            const uint32_t w = src[2 * full];
+            std::memcpy(dr + full * MR * 4, &w, 4);
+          }
+        }
+      }
+    }
+  }
+
+  // B (s8) -> slivers [group][column][4 bytes]: s8 (KG 4) or s16 (KG 2), zero padded.
+  static void pack_b(const int8_t* b, int64_t ldb, bool trans, int64_t k, int64_t n, uint8_t* dst) {
+    const int64_t groups = (k + T::kKg - 1) / T::kKg;
+    for (int64_t j = 0; j < n; j += kNr) {
+      uint8_t* d = dst + (j / kNr) * groups * kNr * 4;
+      for (int64_t g = 0; g < groups; ++g) {
+        for (int c = 0; c < kNr; ++c) {
+          uint8_t* dc = d + (g * kNr + c) * 4;
+          for (int e = 0; e < T::kKg; ++e) {
+            const int64_t kk = g * T::kKg + e, nn = j + c;
+            const int8_t v = kk < k && nn < n ? (trans ? b[nn * ldb + kk] : b[kk * ldb + nn]) : int8_t{0};
+            if constexpr (T::kKg == 4) {
+              dc[e] = static_cast<uint8_t>(v);
+            } else {
+              const int16_t w = v;
+              std::memcpy(dc + 2 * e, &w, 2);
+            }
+          }
+        }
+      }
+    }
+  }
+
+  static const UkernelTable* table(QgemmIsa isa) {
+    static const UkernelTable t{isa, MR, kNr, T::kKg, T::kKg == 4, &macro, &pack_a, &pack_b};
+    return &t;
+  }
+};
+
+}  // namespace
+}  // namespace kestrel::kernels::cpu
