@@ -1,5 +1,5 @@
 // Int8 GEMM driver: ISA choice, B packing with column sums, argument checks, A blocking (packed
-// into per-thread scratch, or read in place), and the split of C into tasks for the thread pool.
+// into per-thread scratch), and the split of C into tasks for the thread pool.
 #include "kernels/cpu/qgemm/qgemm.h"
 
 #include <algorithm>
@@ -105,7 +105,6 @@ struct Problem {
   int64_t ldc = 0;
   int esize = 4;
   int64_t mc = 0;  // rows per A block
-  bool pack_a = false;
   int32_t a_zero_point = 0;
   const QgemmEpilogue* ep = nullptr;
   const qgemm_detail::Epilogue* uep = nullptr;
@@ -116,16 +115,12 @@ struct Problem {
 bool run_block(const Problem& p, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   const UkernelTable& uk = *p.uk;
   const int64_t groups = (p.k + uk.kg - 1) / uk.kg;
-  uint8_t* a_buf = nullptr;
-  if (p.pack_a) {
-    a_buf = scratch_bytes(static_cast<size_t>((p.mc + uk.mr - 1) / uk.mr * uk.mr * std::max<int64_t>(groups, 1) * 4));
-    if (!a_buf) return false;
-  }
+  uint8_t* a_buf =
+      scratch_bytes(static_cast<size_t>((p.mc + uk.mr - 1) / uk.mr * uk.mr * std::max<int64_t>(groups, 1) * 4));
+  if (!a_buf) return false;
   const QgemmEpilogue& ep = *p.ep;
   MacroTile t;
   t.k = p.k;
-  t.lda = p.lda;
-  t.a_direct = !p.pack_a;
   t.b = p.b->data() + (n0 / uk.nr) * p.b_sliver_stride;
   t.b_sliver_stride = p.b_sliver_stride;
   t.col_sums = p.b->col_sums() + n0;
@@ -141,12 +136,8 @@ bool run_block(const Problem& p, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
   t.nc = n1 - n0;
   for (int64_t i = m0; i < m1; i += p.mc) {
     t.mc = std::min(p.mc, m1 - i);
-    if (p.pack_a) {
-      if (p.k > 0) uk.pack_a(p.a + i * p.lda, p.lda, t.mc, p.k, a_buf);
-      t.a = a_buf;
-    } else {
-      t.a = p.a + i * p.lda;
-    }
+    if (p.k > 0) uk.pack_a(p.a + i * p.lda, p.lda, t.mc, p.k, a_buf);
+    t.a = a_buf;
     t.c = p.c + (i * p.ldc + n0) * p.esize;
     uk.macro(t);
   }
@@ -297,8 +288,6 @@ Status qgemm_u8s8(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda
   p.a_zero_point = a_zero_point;
   p.ep = &ep;
   p.uep = &uep;
-  // A is read in place when the kernel can (u8 groups of 4); otherwise it is widened into scratch.
-  p.pack_a = !uk->direct_a || k == 0;
   // An A block is swept once per B sliver: keep it within half of L2.
   const int64_t l2 = std::clamp<int64_t>(core::cpu_features().l2_bytes, 128 << 10, 4 << 20);
   const int64_t row_bytes = std::max<int64_t>((k + 3) / 4 * 4, 4) * (uk->kg == 2 ? 2 : 1);

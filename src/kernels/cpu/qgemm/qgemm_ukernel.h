@@ -11,8 +11,9 @@ namespace kestrel::kernels::cpu::qgemm_detail {
 // per row / column: KG = 4 (u8 A, s8 B; vpdpbusd) or KG = 2 (A and B widened to 16 bits; vpmaddwd).
 //   A: slivers of MR rows, [group][row][4 bytes], zero rows past M and zero k past K.
 //   B: slivers of NR columns, [group][column][4 bytes], zero columns past N and zero k past K.
-// With direct_a (KG = 4 only) the micro-kernel may also read A in place: row stride lda, group
-// stride 4 bytes, the partial last group from a zero-padded copy.
+// A is packed per call (a copy, M * K bytes against M * N * K multiply-adds): the micro-kernel
+// then finds every row's group at a constant offset from one pointer. Reading A in place (14 row
+// pointers of stride lda) ran out of general registers and was ~2x slower.
 
 // Everything about the epilogue that does not depend on the column.
 struct Epilogue {
@@ -36,9 +37,7 @@ struct alignas(64) ColParams {
 struct MacroTile {
   int64_t mc = 0, nc = 0;
   int64_t k = 0;                // true K (groups = ceil(K / KG))
-  const uint8_t* a = nullptr;   // packed A block, or A itself when a_direct
-  int64_t lda = 0;              // a_direct: row stride of A in bytes
-  bool a_direct = false;
+  const uint8_t* a = nullptr;   // packed A block
   const uint8_t* b = nullptr;   // first B sliver
   int64_t b_sliver_stride = 0;  // bytes between B slivers
   // Column parameters, offset to this block's first column: offset = bias - a_zp * col_sums.
@@ -57,7 +56,6 @@ struct MacroTile {
 struct UkernelTable {
   QgemmIsa isa = QgemmIsa::kScalar;
   int mr = 0, nr = 0, kg = 4;
-  bool direct_a = false;  // the micro-kernel can read u8 A in place (KG = 4)
   void (*macro)(const MacroTile& t) = nullptr;
   // Packs A[0:mc, 0:k] (u8, row stride lda) into ceil(mc / MR) slivers of groups(k) * MR * 4 bytes.
   void (*pack_a)(const uint8_t* a, int64_t lda, int64_t mc, int64_t k, uint8_t* dst) = nullptr;

@@ -41,12 +41,11 @@ struct QgemmKernel {
   static constexpr int kNr = NV * T::kLanes;
   static_assert(kNr <= qgemm_detail::kMaxNr, "NR too large for ColParams");
 
-  // One R x NR tile over `groups` groups of A (row stride a_rs, group stride a_gs bytes) and B (NR
-  // groups of 4 bytes per group), then optionally one more group from `tail` ([R][4] bytes).
+  // One R x NR tile: `groups` groups of the packed A sliver ([group][MR][4 bytes]) against the B
+  // sliver ([group][NR][4 bytes]), then the epilogue straight from the registers.
   template <int R>
-  static void tile(const uint8_t* a, int64_t a_rs, int64_t a_gs, int64_t groups, const uint8_t* tail,
-                   const uint8_t* b, const ColParams& cp, const Epilogue& ep, uint8_t* c, int64_t ldc_bytes, int esize,
-                   int cols) {
+  static void tile(const uint8_t* a, int64_t groups, const uint8_t* b, const ColParams& cp, const Epilogue& ep,
+                   uint8_t* c, int64_t ldc_bytes, int esize, int cols) {
     V acc[R][NV];
     KESTREL_QGEMM_UNROLL(16)
     for (int r = 0; r < R; ++r) {
@@ -56,40 +55,31 @@ struct QgemmKernel {
     for (int64_t g = 0; g < groups; ++g) {
       VB bv[NV];
       KESTREL_QGEMM_UNROLL(4)
-      for (int v = 0; v < NV; ++v) bv[v] = T::load_b(b + (g * kNr + v * T::kLanes) * 4);
+      for (int v = 0; v < NV; ++v) bv[v] = T::load_b(b + v * T::kLanes * 4);
       KESTREL_QGEMM_UNROLL(16)
       for (int r = 0; r < R; ++r) {
-        const VA av = T::bcast_a(a + r * a_rs + g * a_gs);
+        const VA av = T::bcast_a(a + r * 4);
         KESTREL_QGEMM_UNROLL(4)
         for (int v = 0; v < NV; ++v) acc[r][v] = T::dot(acc[r][v], av, bv[v]);
       }
-    }
-    if (tail) {
-      const uint8_t* bt = b + groups * kNr * 4;
-      VB bv[NV];
-      KESTREL_QGEMM_UNROLL(4)
-      for (int v = 0; v < NV; ++v) bv[v] = T::load_b(bt + v * T::kLanes * 4);
-      KESTREL_QGEMM_UNROLL(16)
-      for (int r = 0; r < R; ++r) {
-        const VA av = T::bcast_a(tail + r * 4);
-        KESTREL_QGEMM_UNROLL(4)
-        for (int v = 0; v < NV; ++v) acc[r][v] = T::dot(acc[r][v], av, bv[v]);
-      }
+      a += MR * 4;
+      b += kNr * 4;
     }
     KESTREL_QGEMM_UNROLL(16)
     for (int r = 0; r < R; ++r) {
       KESTREL_QGEMM_UNROLL(4)
       for (int v = 0; v < NV; ++v) {
         const int j0 = v * T::kLanes;
-        if (j0 >= cols) break;
-        const int n = cols - j0 < T::kLanes ? cols - j0 : T::kLanes;
-        T::finish(acc[r][v], cp, j0, ep, c + r * ldc_bytes + static_cast<int64_t>(j0) * esize, n);
+        if (j0 < cols) {
+          const int n = cols - j0 < T::kLanes ? cols - j0 : T::kLanes;
+          T::finish(acc[r][v], cp, j0, ep, c + r * ldc_bytes + static_cast<int64_t>(j0) * esize, n);
+        }
       }
     }
   }
 
-  using TileFn = void (*)(const uint8_t*, int64_t, int64_t, int64_t, const uint8_t*, const uint8_t*,
-                          const ColParams&, const Epilogue&, uint8_t*, int64_t, int, int);
+  using TileFn = void (*)(const uint8_t*, int64_t, const uint8_t*, const ColParams&, const Epilogue&, uint8_t*,
+                          int64_t, int, int);
 
   template <size_t... I>
   static constexpr auto make_tiles(std::index_sequence<I...>) {
@@ -101,11 +91,7 @@ struct QgemmKernel {
     const Epilogue& ep = *t.ep;
     const int esize = qgemm_out_size(ep.output);
     const int64_t ldc_bytes = t.ldc * esize;
-    const int64_t groups_all = (t.k + T::kKg - 1) / T::kKg;
-    // Reading A in place: whole groups from A, the partial last one from a padded copy.
-    const int64_t groups_main = t.a_direct ? t.k / 4 : groups_all;
-    const bool has_tail = t.a_direct && t.k % 4 != 0;
-    alignas(64) uint8_t tail_buf[MR * 4];
+    const int64_t groups = (t.k + T::kKg - 1) / T::kKg;
     ColParams cp;
     for (int64_t j = 0; j < t.nc; j += kNr) {
       const int cols = static_cast<int>(t.nc - j < kNr ? t.nc - j : kNr);
@@ -123,19 +109,7 @@ struct QgemmKernel {
       for (int64_t i = 0; i < t.mc; i += MR) {
         const int rows = static_cast<int>(t.mc - i < MR ? t.mc - i : MR);
         uint8_t* c = static_cast<uint8_t*>(t.c) + i * ldc_bytes + j * esize;
-        if (t.a_direct) {
-          const uint8_t* a = t.a + i * t.lda;
-          if (has_tail) {
-            const int64_t k0 = groups_main * 4;
-            std::memset(tail_buf, 0, sizeof(tail_buf));
-            for (int r = 0; r < rows; ++r) std::memcpy(tail_buf + r * 4, a + r * t.lda + k0, static_cast<size_t>(t.k - k0));
-          }
-          kTiles[rows - 1](a, t.lda, 4, groups_main, has_tail ? tail_buf : nullptr, b, cp, ep, c, ldc_bytes, esize,
-                           cols);
-        } else {
-          const uint8_t* a = t.a + (i / MR) * groups_all * MR * 4;
-          kTiles[rows - 1](a, 4, MR * 4, groups_all, nullptr, b, cp, ep, c, ldc_bytes, esize, cols);
-        }
+        kTiles[rows - 1](t.a + (i / MR) * groups * MR * 4, groups, b, cp, ep, c, ldc_bytes, esize, cols);
       }
     }
   }
@@ -199,7 +173,7 @@ struct QgemmKernel {
   }
 
   static const UkernelTable* table(QgemmIsa isa) {
-    static const UkernelTable t{isa, MR, kNr, T::kKg, T::kKg == 4, &macro, &pack_a, &pack_b};
+    static const UkernelTable t{isa, MR, kNr, T::kKg, &macro, &pack_a, &pack_b};
     return &t;
   }
 };
