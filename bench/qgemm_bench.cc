@@ -27,13 +27,12 @@ struct ConvShape {
 };
 
 const ConvShape kConvShapes[] = {
-    {"56x56_k288_c64", 3136, 64, 288},      // 3x3 conv, 32 -> 64 channels
-    {"56x56_k288_c128", 3136, 128, 288},
-    {"56x56_k288_c256", 3136, 256, 288},
-    {"56x56_3x3_64", 3136, 64, 576},        // ResNet-50 conv2_x 3x3
-    {"28x28_3x3_128", 784, 128, 1152},      // ResNet-50 conv3_x 3x3
-    {"14x14_3x3_256", 196, 256, 2304},      // ResNet-50 conv4_x 3x3
-    {"56x56_1x1_64to256", 3136, 256, 64},   // ResNet-50 1x1 expand
+    {"56x56_k288_c64", 3136, 64, 288},  // 3x3 conv, 32 -> 64 channels
+    {"56x56_k288_c128", 3136, 128, 288},  {"56x56_k288_c256", 3136, 256, 288},
+    {"56x56_3x3_64", 3136, 64, 576},       // ResNet-50 conv2_x 3x3
+    {"28x28_3x3_128", 784, 128, 1152},     // ResNet-50 conv3_x 3x3
+    {"14x14_3x3_256", 196, 256, 2304},     // ResNet-50 conv4_x 3x3
+    {"56x56_1x1_64to256", 3136, 256, 64},  // ResNet-50 1x1 expand
     {"square512", 512, 512, 512},
 };
 
@@ -74,8 +73,8 @@ void bm_qgemm(benchmark::State& st, ConvShape s, QgemmIsa isa, kernels::cpu::Qge
   kernels::cpu::QgemmContext ctx;
   ctx.pool = qpool_for(threads);
   for (auto _ : st) {
-    auto status = kernels::cpu::qgemm_u8s8(s.pixels, s.cout, s.k, a.data(), s.k, 128, pb.value(), c.data(), s.cout,
-                                           ep, ctx);
+    auto status =
+        kernels::cpu::qgemm_u8s8(s.pixels, s.cout, s.k, a.data(), s.k, 128, pb.value(), c.data(), s.cout, ep, ctx);
     if (!status.is_ok()) {
       st.SkipWithError(status.to_string().c_str());
       return;
@@ -135,8 +134,8 @@ int register_qgemm() {
                                      QgemmOutput::kU8, threads)
             ->UseRealTime();
       }
-      benchmark::RegisterBenchmark(("qconv/qgemm_avx512vnni_i32/" + suffix).c_str(), bm_qgemm, s,
-                                   QgemmIsa::kAvx512Vnni, QgemmOutput::kInt32, threads)
+      benchmark::RegisterBenchmark(("qconv/qgemm_avx512vnni_i32/" + suffix).c_str(), bm_qgemm, s, QgemmIsa::kAvx512Vnni,
+                                   QgemmOutput::kInt32, threads)
           ->UseRealTime();
       benchmark::RegisterBenchmark(("qconv/sgemm_conv_layout/" + suffix).c_str(), bm_sgemm, s, true, threads)
           ->UseRealTime();

@@ -25,8 +25,8 @@ struct Case {
 };
 
 struct Inputs {
-  std::vector<uint8_t> a;   // [m, lda]
-  std::vector<int8_t> b;    // [k, n] or [n, k]
+  std::vector<uint8_t> a;  // [m, lda]
+  std::vector<int8_t> b;   // [k, n] or [n, k]
   std::vector<int32_t> bias;
   int64_t lda = 0, ldb = 0;
 };
@@ -52,7 +52,8 @@ std::vector<int64_t> reference_acc(const Case& cs, const Inputs& in, int zp, boo
     for (int64_t j = 0; j < cs.n; ++j) {
       int64_t s = with_bias ? in.bias[static_cast<size_t>(j)] : 0;
       for (int64_t p = 0; p < cs.k; ++p) {
-        const int64_t bv = cs.trans_b ? in.b[static_cast<size_t>(j * in.ldb + p)] : in.b[static_cast<size_t>(p * in.ldb + j)];
+        const int64_t bv =
+            cs.trans_b ? in.b[static_cast<size_t>(j * in.ldb + p)] : in.b[static_cast<size_t>(p * in.ldb + j)];
         s += (static_cast<int64_t>(in.a[static_cast<size_t>(i * in.lda + p)]) - zp) * bv;
       }
       acc[static_cast<size_t>(i * cs.n + j)] = s;
@@ -76,9 +77,9 @@ class QgemmIsaTest : public ::testing::TestWithParam<QgemmIsa> {
 };
 
 std::string describe(const Case& cs, int zp) {
-  return "m=" + std::to_string(cs.m) + " n=" + std::to_string(cs.n) + " k=" + std::to_string(cs.k) +
-         " lda+" + std::to_string(cs.lda_pad) + " ldc+" + std::to_string(cs.ldc_pad) +
-         (cs.trans_b ? " transB" : "") + " a_zp=" + std::to_string(zp);
+  return "m=" + std::to_string(cs.m) + " n=" + std::to_string(cs.n) + " k=" + std::to_string(cs.k) + " lda+" +
+         std::to_string(cs.lda_pad) + " ldc+" + std::to_string(cs.ldc_pad) + (cs.trans_b ? " transB" : "") +
+         " a_zp=" + std::to_string(zp);
 }
 
 // int32 output (with and without bias) vs the reference; the padding of C must stay untouched.
@@ -90,8 +91,8 @@ void check_int32(const Case& cs, const Inputs& in, const PackedBS8& pb, int zp, 
   ep.bias = with_bias ? in.bias.data() : nullptr;
   QgemmContext ctx;
   ctx.pool = pool;
-  ASSERT_TRUE(qgemm_u8s8(cs.m, cs.n, cs.k, in.a.data(), in.lda, static_cast<uint8_t>(zp), pb, c.data(), ldc, ep, ctx)
-                  .is_ok());
+  ASSERT_TRUE(
+      qgemm_u8s8(cs.m, cs.n, cs.k, in.a.data(), in.lda, static_cast<uint8_t>(zp), pb, c.data(), ldc, ep, ctx).is_ok());
   const auto ref = reference_acc(cs, in, zp, with_bias);
   int bad = 0;
   for (int64_t i = 0; i < cs.m && bad < 5; ++i) {
@@ -112,10 +113,27 @@ TEST_P(QgemmIsaTest, RandomShapesInt32) {
   const int64_t mr = tile.value().mr, nr = tile.value().nr;
   std::mt19937 rng(1234);
   std::vector<Case> cases = {
-      {1, 1, 1},      {1, 7, 3},     {3, 1, 5},       {2, 2, 4},           {13, 17, 19},   {14, 32, 288},
-      {15, 33, 4},    {29, 31, 97},  {64, 64, 64},    {100, 65, 130},      {5, 3, 1000},   {2, 3, 5003},
-      {mr, nr, 16},   {mr + 1, nr - 1, 17}, {mr - 1, nr + 1, 15}, {2 * mr + 3, 2 * nr + 5, 63}, {37, 80, 257},
-      {1, 200, 301},  {7, 16, 1},    {3, 64, 2},      {11, 5, 3},
+      {1, 1, 1},
+      {1, 7, 3},
+      {3, 1, 5},
+      {2, 2, 4},
+      {13, 17, 19},
+      {14, 32, 288},
+      {15, 33, 4},
+      {29, 31, 97},
+      {64, 64, 64},
+      {100, 65, 130},
+      {5, 3, 1000},
+      {2, 3, 5003},
+      {mr, nr, 16},
+      {mr + 1, nr - 1, 17},
+      {mr - 1, nr + 1, 15},
+      {2 * mr + 3, 2 * nr + 5, 63},
+      {37, 80, 257},
+      {1, 200, 301},
+      {7, 16, 1},
+      {3, 64, 2},
+      {11, 5, 3},
   };
   for (const Case& base : cases) {
     for (int variant = 0; variant < 3; ++variant) {
@@ -264,9 +282,9 @@ TEST_P(QgemmIsaTest, EveryEpilogue) {
             what = std::to_string(got) + " want " + std::to_string(want);
           }
           if (!ok) {
-            ADD_FAILURE() << describe(cs, a_zp) << " out=" << static_cast<int>(e.out) << " req="
-                          << static_cast<int>(e.req) << " per_column=" << e.per_column << " zp=" << e.zp << " C[" << i
-                          << "," << j << "] = " << what;
+            ADD_FAILURE() << describe(cs, a_zp) << " out=" << static_cast<int>(e.out)
+                          << " req=" << static_cast<int>(e.req) << " per_column=" << e.per_column << " zp=" << e.zp
+                          << " C[" << i << "," << j << "] = " << what;
             ++bad;
           }
         }

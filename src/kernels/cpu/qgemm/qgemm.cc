@@ -87,8 +87,7 @@ bool fits(int64_t rows, int64_t cols, int64_t ld) {
 
 Status check_matrix(const char* fn, const char* name, const void* data, int64_t rows, int64_t cols, int64_t ld) {
   if (ld < cols || ld < 0)
-    return core::invalid_argument(
-        core::str_cat(fn, ": ld", name, " = ", ld, " is smaller than the row length ", cols));
+    return core::invalid_argument(core::str_cat(fn, ": ld", name, " = ", ld, " is smaller than the row length ", cols));
   if (rows > 0 && cols > 0 && !data) return core::invalid_argument(core::str_cat(fn, ": ", name, " is null"));
   if (!fits(rows, cols, ld)) return core::out_of_range(core::str_cat(fn, ": ", name, " extent overflows"));
   return Status::ok();
@@ -263,7 +262,8 @@ Status qgemm_u8s8(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda
     uep.lo_f = static_cast<float>(uep.lo - uep.zero_point);
     uep.hi_f = static_cast<float>(uep.hi - uep.zero_point);
     if (ep.requant == QgemmRequant::kFixedPoint) {
-      if (!ep.multiplier || !ep.shift) return core::invalid_argument("qgemm: fixed-point requantization needs multiplier and shift");
+      if (!ep.multiplier || !ep.shift)
+        return core::invalid_argument("qgemm: fixed-point requantization needs multiplier and shift");
       for (int64_t j = 0; j < params; ++j) {
         if (ep.multiplier[j] <= 0 || ep.shift[j] < 1 || ep.shift[j] > 62)
           return core::invalid_argument(core::str_cat("qgemm: column ", j, ": multiplier ", ep.multiplier[j],

@@ -66,8 +66,8 @@ KESTREL_QGEMM_INLINE void qgemm_finish256(__m256i acc, const ColParams& cp, int 
     const __m256i hi = _mm256_set1_epi64x(static_cast<int64_t>(ep.hi) - ep.zero_point);
     const __m256i low32 = _mm256_set1_epi64x(0xffffffff);
     const __m256i even = qgemm_fixed_half256(x, m, _mm256_and_si256(s, low32), lo, hi);
-    const __m256i odd = qgemm_fixed_half256(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(m, 32),
-                                            _mm256_srli_epi64(s, 32), lo, hi);
+    const __m256i odd =
+        qgemm_fixed_half256(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(m, 32), _mm256_srli_epi64(s, 32), lo, hi);
     q = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
   }
   q = _mm256_add_epi32(q, _mm256_set1_epi32(ep.zero_point));

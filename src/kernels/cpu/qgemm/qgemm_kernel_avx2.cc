@@ -27,8 +27,7 @@ struct Avx2Ops {
   }
   // a: (a0, a1) as u16 in [0, 255]; b: (b0, b1) as s16 in [-128, 127]; a0 b0 + a1 b1 is exact.
   static KESTREL_QGEMM_INLINE V dot(V acc, VA a, VB b) { return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)); }
-  static KESTREL_QGEMM_INLINE void finish(V acc, const ColParams& cp, int j0, const Epilogue& ep, uint8_t* out,
-                                          int n) {
+  static KESTREL_QGEMM_INLINE void finish(V acc, const ColParams& cp, int j0, const Epilogue& ep, uint8_t* out, int n) {
     qgemm_finish256(acc, cp, j0, ep, out, n);
   }
 };

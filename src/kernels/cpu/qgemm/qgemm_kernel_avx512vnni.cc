@@ -38,8 +38,7 @@ struct Avx512VnniOps {
     return _mm512_min_epi64(_mm512_max_epi64(p, lo), hi);
   }
 
-  static KESTREL_QGEMM_INLINE void finish(V acc, const ColParams& cp, int j0, const Epilogue& ep, uint8_t* out,
-                                          int n) {
+  static KESTREL_QGEMM_INLINE void finish(V acc, const ColParams& cp, int j0, const Epilogue& ep, uint8_t* out, int n) {
     const __mmask16 mask = static_cast<__mmask16>(n >= 16 ? 0xffff : (1u << n) - 1);
     const __m512i x = _mm512_add_epi32(acc, _mm512_load_si512(cp.offset + j0));
     switch (ep.output) {

@@ -25,8 +25,7 @@ struct AvxVnniOps {
   }
   // vpdpbusd: 4 u8 (a) x 4 s8 (b) products summed into int32 without intermediate saturation.
   static KESTREL_QGEMM_INLINE V dot(V acc, VA a, VB b) { return _mm256_dpbusd_avx_epi32(acc, a, b); }
-  static KESTREL_QGEMM_INLINE void finish(V acc, const ColParams& cp, int j0, const Epilogue& ep, uint8_t* out,
-                                          int n) {
+  static KESTREL_QGEMM_INLINE void finish(V acc, const ColParams& cp, int j0, const Epilogue& ep, uint8_t* out, int n) {
     qgemm_finish256(acc, cp, j0, ep, out, n);
   }
 };

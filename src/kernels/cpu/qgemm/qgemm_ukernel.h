@@ -41,12 +41,12 @@ struct MacroTile {
   const uint8_t* b = nullptr;   // first B sliver
   int64_t b_sliver_stride = 0;  // bytes between B slivers
   // Column parameters, offset to this block's first column: offset = bias - a_zp * col_sums.
-  const int32_t* col_sums = nullptr;     // [nc]
-  const int32_t* bias = nullptr;         // [nc] or null
+  const int32_t* col_sums = nullptr;  // [nc]
+  const int32_t* bias = nullptr;      // [nc] or null
   int32_t a_zero_point = 0;
-  const float* scale = nullptr;          // [nc] or [1]
-  const int32_t* multiplier = nullptr;   // [nc] or [1]
-  const int32_t* shift = nullptr;        // [nc] or [1]
+  const float* scale = nullptr;         // [nc] or [1]
+  const int32_t* multiplier = nullptr;  // [nc] or [1]
+  const int32_t* shift = nullptr;       // [nc] or [1]
   bool per_column = true;
   const Epilogue* ep = nullptr;
   void* c = nullptr;  // &C[m0, n0] in the output type

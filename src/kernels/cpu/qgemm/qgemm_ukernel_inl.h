@@ -5,9 +5,9 @@
 // translation unit (they are compiled with different -m flags and must never be merged).
 //
 // T provides: V (int32 accumulator vector), VA / VB (what bcast_a / load_b return), kLanes,
-// kKg (4: u8 x s8 bytes, 2: u16 x s16), zero(), load_b(p) (kLanes groups of 4 bytes), bcast_a(p) (one 4-byte group to every lane),
-// dot(acc, a, b) (acc + per-lane dot product of the groups), and
-// finish(acc, ColParams, j0, Epilogue, out, n): epilogue of columns j0..j0+n-1 of one row.
+// kKg (4: u8 x s8 bytes, 2: u16 x s16), zero(), load_b(p) (kLanes groups of 4 bytes), bcast_a(p) (one 4-byte group to
+// every lane), dot(acc, a, b) (acc + per-lane dot product of the groups), and finish(acc, ColParams, j0, Epilogue, out,
+// n): epilogue of columns j0..j0+n-1 of one row.
 #pragma once
 
 #include <array>
@@ -78,8 +78,8 @@ struct QgemmKernel {
     }
   }
 
-  using TileFn = void (*)(const uint8_t*, int64_t, const uint8_t*, const ColParams&, const Epilogue&, uint8_t*,
-                          int64_t, int, int);
+  using TileFn = void (*)(const uint8_t*, int64_t, const uint8_t*, const ColParams&, const Epilogue&, uint8_t*, int64_t,
+                          int, int);
 
   template <size_t... I>
   static constexpr auto make_tiles(std::index_sequence<I...>) {
@@ -99,7 +99,8 @@ struct QgemmKernel {
         const bool in = c < cols;
         const int64_t pc = t.per_column ? j + c : 0;
         const uint32_t bias = in && t.bias ? static_cast<uint32_t>(t.bias[j + c]) : 0u;
-        const uint32_t corr = in ? static_cast<uint32_t>(t.a_zero_point) * static_cast<uint32_t>(t.col_sums[j + c]) : 0u;
+        const uint32_t corr =
+            in ? static_cast<uint32_t>(t.a_zero_point) * static_cast<uint32_t>(t.col_sums[j + c]) : 0u;
         cp.offset[c] = static_cast<int32_t>(bias - corr);
         cp.scale[c] = in && t.scale ? t.scale[pc] : 0.f;
         cp.multiplier[c] = in && t.multiplier ? t.multiplier[pc] : 0;
