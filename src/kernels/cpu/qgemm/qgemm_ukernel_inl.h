@@ -41,26 +41,28 @@ struct QgemmKernel {
   static constexpr int kNr = NV * T::kLanes;
   static_assert(kNr <= qgemm_detail::kMaxNr, "NR too large for ColParams");
 
-  // One R x NR tile: `groups` groups of the packed A sliver ([group][MR][4 bytes]) against the B
-  // sliver ([group][NR][4 bytes]), then the epilogue straight from the registers.
-  template <int R>
+  // One R x (NE vectors) tile: `groups` groups of the packed A sliver ([group][MR][4 bytes])
+  // against the first NE vectors of the B sliver ([group][NR][4 bytes]), then the epilogue straight
+  // from the registers. Edge tiles (R < MR, NE < NV) are their own instantiations, so a narrow N
+  // (16-channel convolutions) does not pay for the full register block.
+  template <int R, int NE>
   static void tile(const uint8_t* a, int64_t groups, const uint8_t* b, const ColParams& cp, const Epilogue& ep,
                    uint8_t* c, int64_t ldc_bytes, int esize, int cols) {
-    V acc[R][NV];
+    V acc[R][NE];
     KESTREL_QGEMM_UNROLL(16)
     for (int r = 0; r < R; ++r) {
       KESTREL_QGEMM_UNROLL(4)
-      for (int v = 0; v < NV; ++v) acc[r][v] = T::zero();
+      for (int v = 0; v < NE; ++v) acc[r][v] = T::zero();
     }
     for (int64_t g = 0; g < groups; ++g) {
-      VB bv[NV];
+      VB bv[NE];
       KESTREL_QGEMM_UNROLL(4)
-      for (int v = 0; v < NV; ++v) bv[v] = T::load_b(b + v * T::kLanes * 4);
+      for (int v = 0; v < NE; ++v) bv[v] = T::load_b(b + v * T::kLanes * 4);
       KESTREL_QGEMM_UNROLL(16)
       for (int r = 0; r < R; ++r) {
         const VA av = T::bcast_a(a + r * 4);
         KESTREL_QGEMM_UNROLL(4)
-        for (int v = 0; v < NV; ++v) acc[r][v] = T::dot(acc[r][v], av, bv[v]);
+        for (int v = 0; v < NE; ++v) acc[r][v] = T::dot(acc[r][v], av, bv[v]);
       }
       a += MR * 4;
       b += kNr * 4;
@@ -68,7 +70,7 @@ struct QgemmKernel {
     KESTREL_QGEMM_UNROLL(16)
     for (int r = 0; r < R; ++r) {
       KESTREL_QGEMM_UNROLL(4)
-      for (int v = 0; v < NV; ++v) {
+      for (int v = 0; v < NE; ++v) {
         const int j0 = v * T::kLanes;
         if (j0 < cols) {
           const int n = cols - j0 < T::kLanes ? cols - j0 : T::kLanes;
@@ -81,13 +83,17 @@ struct QgemmKernel {
   using TileFn = void (*)(const uint8_t*, int64_t, const uint8_t*, const ColParams&, const Epilogue&, uint8_t*, int64_t,
                           int, int);
 
-  template <size_t... I>
-  static constexpr auto make_tiles(std::index_sequence<I...>) {
-    return std::array<TileFn, MR>{&tile<static_cast<int>(I) + 1>...};
+  template <int NE, size_t... I>
+  static constexpr std::array<TileFn, MR> make_row(std::index_sequence<I...>) {
+    return {&tile<static_cast<int>(I) + 1, NE>...};
+  }
+  template <size_t... J>
+  static constexpr auto make_tiles(std::index_sequence<J...>) {
+    return std::array<std::array<TileFn, MR>, NV>{make_row<static_cast<int>(J) + 1>(std::make_index_sequence<MR>{})...};
   }
 
   static void macro(const MacroTile& t) {
-    static constexpr auto kTiles = make_tiles(std::make_index_sequence<MR>{});
+    static constexpr auto kTiles = make_tiles(std::make_index_sequence<NV>{});
     const Epilogue& ep = *t.ep;
     const int esize = qgemm_out_size(ep.output);
     const int64_t ldc_bytes = t.ldc * esize;
@@ -107,10 +113,11 @@ struct QgemmKernel {
         cp.shift[c] = in && t.shift ? t.shift[pc] : 1;
       }
       const uint8_t* b = t.b + (j / kNr) * t.b_sliver_stride;
+      const auto& tiles = kTiles[(cols + T::kLanes - 1) / T::kLanes - 1];
       for (int64_t i = 0; i < t.mc; i += MR) {
         const int rows = static_cast<int>(t.mc - i < MR ? t.mc - i : MR);
         uint8_t* c = static_cast<uint8_t*>(t.c) + i * ldc_bytes + j * esize;
-        kTiles[rows - 1](t.a + (i / MR) * groups * MR * 4, groups, b, cp, ep, c, ldc_bytes, esize, cols);
+        tiles[rows - 1](t.a + (i / MR) * groups * MR * 4, groups, b, cp, ep, c, ldc_bytes, esize, cols);
       }
     }
   }
