@@ -15,6 +15,10 @@
 #include <cstring>
 #include <utility>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "kernels/cpu/qgemm/qgemm_ukernel.h"
 
 #define KESTREL_QGEMM_INLINE inline __attribute__((always_inline))
@@ -129,6 +133,32 @@ struct QgemmKernel {
     for (int64_t i = 0; i < mc; i += MR) {
       uint8_t* d = dst + (i / MR) * groups * MR * 4;
       const int rows = static_cast<int>(mc - i < MR ? mc - i : MR);
+      // Groups [0, g_vec) of rows [0, rows4) go 4 rows x 4 groups at a time through a 4 x 4
+      // transpose of 32-bit groups (SSE2); the rest one group at a time.
+      int rows4 = 0;
+      int64_t g_vec = 0;
+#if defined(__SSE2__)
+      if constexpr (T::kKg == 4) {
+        rows4 = rows / 4 * 4;
+        g_vec = full / 4 * 4;
+        for (int r0 = 0; r0 < rows4; r0 += 4) {
+          const uint8_t* s0 = a + (i + r0) * lda;
+          for (int64_t g = 0; g < g_vec; g += 4) {
+            const __m128i x0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s0 + g * 4));
+            const __m128i x1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s0 + lda + g * 4));
+            const __m128i x2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s0 + 2 * lda + g * 4));
+            const __m128i x3 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s0 + 3 * lda + g * 4));
+            const __m128i t0 = _mm_unpacklo_epi32(x0, x1), t1 = _mm_unpacklo_epi32(x2, x3);
+            const __m128i t2 = _mm_unpackhi_epi32(x0, x1), t3 = _mm_unpackhi_epi32(x2, x3);
+            uint8_t* o = d + g * MR * 4 + r0 * 4;
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(o), _mm_unpacklo_epi64(t0, t1));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(o + MR * 4), _mm_unpackhi_epi64(t0, t1));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(o + 2 * MR * 4), _mm_unpacklo_epi64(t2, t3));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(o + 3 * MR * 4), _mm_unpackhi_epi64(t2, t3));
+          }
+        }
+      }
+#endif
       for (int r = 0; r < MR; ++r) {
         uint8_t* dr = d + r * 4;
         if (r >= rows) {
@@ -137,7 +167,7 @@ struct QgemmKernel {
         }
         const uint8_t* src = a + (i + r) * lda;
         if constexpr (T::kKg == 4) {
-          for (int64_t g = 0; g < full; ++g) std::memcpy(dr + g * MR * 4, src + g * 4, 4);
+          for (int64_t g = r < rows4 ? g_vec : 0; g < full; ++g) std::memcpy(dr + g * MR * 4, src + g * 4, 4);
           if (full < groups) {
             uint8_t last[4] = {0, 0, 0, 0};
             std::memcpy(last, src + full * 4, static_cast<size_t>(k - full * 4));
