@@ -138,16 +138,23 @@ struct QgemmKernel {
       int rows4 = 0;
       int64_t g_vec = 0;
 #if defined(__SSE2__)
-      if constexpr (T::kKg == 4) {
+      {
         rows4 = rows / 4 * 4;
         g_vec = full / 4 * 4;
+        // One row's 4 groups: 16 bytes (KG 4), or 8 bytes widened to 16 (KG 2, u8 -> u16).
+        auto load4 = [](const uint8_t* p) {
+          if constexpr (T::kKg == 4) {
+            return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+          } else {
+            return _mm_unpacklo_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)), _mm_setzero_si128());
+          }
+        };
         for (int r0 = 0; r0 < rows4; r0 += 4) {
           const uint8_t* s0 = a + (i + r0) * lda;
           for (int64_t g = 0; g < g_vec; g += 4) {
-            const __m128i x0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s0 + g * 4));
-            const __m128i x1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s0 + lda + g * 4));
-            const __m128i x2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s0 + 2 * lda + g * 4));
-            const __m128i x3 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s0 + 3 * lda + g * 4));
+            const int64_t off = g * T::kKg;
+            const __m128i x0 = load4(s0 + off), x1 = load4(s0 + lda + off);
+            const __m128i x2 = load4(s0 + 2 * lda + off), x3 = load4(s0 + 3 * lda + off);
             const __m128i t0 = _mm_unpacklo_epi32(x0, x1), t1 = _mm_unpacklo_epi32(x2, x3);
             const __m128i t2 = _mm_unpackhi_epi32(x0, x1), t3 = _mm_unpackhi_epi32(x2, x3);
             uint8_t* o = d + g * MR * 4 + r0 * 4;
@@ -174,7 +181,7 @@ struct QgemmKernel {
             std::memcpy(dr + full * MR * 4, last, 4);
           }
         } else {
-          for (int64_t g = 0; g < full; ++g) {
+          for (int64_t g = r < rows4 ? g_vec : 0; g < full; ++g) {
             const uint32_t w = static_cast<uint32_t>(src[2 * g]) | (static_cast<uint32_t>(src[2 * g + 1]) << 16);
             std::memcpy(dr + g * MR * 4, &w, 4);
           }
