@@ -30,7 +30,7 @@ using core::Status;
 // is derived from core::active_isa() (KESTREL_ISA) and core::cpu_features() (qgemm_active_isa).
 enum class QgemmIsa : uint8_t {
   kScalar = 0,
-  kAvx2 = 1,        // vpmovzxbw / vpmovsxbw widened, vpmaddwd (no vpmaddubsw saturation)
+  kAvx2 = 1,        // A and B widened to 16 bits when packed, vpmaddwd (no vpmaddubsw saturation)
   kAvxVnni = 2,     // 256-bit vpdpbusd (VEX)
   kAvx512Vnni = 3,  // 512-bit vpdpbusd
 };
