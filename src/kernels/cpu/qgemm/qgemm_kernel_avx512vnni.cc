@@ -1,5 +1,5 @@
 // AVX-512 VNNI int8 GEMM micro-kernel (14 x 32 tile): 512-bit vpdpbusd with the A group broadcast
-// from memory, u8 A read in place, s8 B in groups of 4 k; epilogue with AVX-512 masks.
+// from the packed u8 A, s8 B in groups of 4 k; epilogue with AVX-512 masks.
 // GCC 12 reports -Wmaybe-uninitialized inside its own AVX-512 headers (the self-initialized
 // "undefined" vectors of the masked intrinsics); the warning is about the headers, not this code.
 #if defined(__GNUC__) && !defined(__clang__)

@@ -1,5 +1,5 @@
-// AVX-VNNI int8 GEMM micro-kernel (6 x 16 tile): 256-bit vpdpbusd (VEX encoding), u8 A read in
-// place, s8 B in groups of 4 k.
+// AVX-VNNI int8 GEMM micro-kernel (6 x 16 tile): 256-bit vpdpbusd (VEX encoding) on packed u8 A
+// and s8 B, both in groups of 4 k.
 #include <immintrin.h>
 
 #include "kernels/cpu/qgemm/qgemm_epilogue_avx2_inl.h"
