@@ -50,7 +50,8 @@ void set_gops(benchmark::State& st, const ConvShape& s) {
   st.counters["GOPS"] = benchmark::Counter(ops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void bm_qgemm(benchmark::State& st, ConvShape s, QgemmIsa isa, kernels::cpu::QgemmOutput out, int threads) {
+void bm_qgemm(benchmark::State& st, ConvShape s, QgemmIsa isa, kernels::cpu::QgemmOutput out, int threads,
+              bool transpose_c) {
   if (!kernels::cpu::qgemm_isa_available(isa)) {
     st.SkipWithError("ISA not available on this CPU");
     return;
@@ -74,11 +75,12 @@ void bm_qgemm(benchmark::State& st, ConvShape s, QgemmIsa isa, kernels::cpu::Qge
   ep.bias = bias.data();
   ep.scale = scale.data();
   ep.out_zero_point = 128;
+  ep.transpose_c = transpose_c;
   kernels::cpu::QgemmContext ctx;
   ctx.pool = qpool_for(threads);
   for (auto _ : st) {
-    auto status =
-        kernels::cpu::qgemm_u8s8(s.pixels, s.cout, s.k, a.data(), s.k, 128, pb.value(), c.data(), s.cout, ep, ctx);
+    auto status = kernels::cpu::qgemm_u8s8(s.pixels, s.cout, s.k, a.data(), s.k, 128, pb.value(), c.data(),
+                                           transpose_c ? s.pixels : s.cout, ep, ctx);
     if (!status.is_ok()) {
       st.SkipWithError(status.to_string().c_str());
       return;
@@ -135,11 +137,14 @@ int register_qgemm() {
         if (isa == QgemmIsa::kScalar && threads > 1) continue;
         const std::string isa_name = kernels::cpu::qgemm_isa_name(isa);
         benchmark::RegisterBenchmark(("qconv/qgemm_" + isa_name + "_u8/" + suffix).c_str(), bm_qgemm, s, isa,
-                                     QgemmOutput::kU8, threads)
+                                     QgemmOutput::kU8, threads, false)
             ->UseRealTime();
       }
       benchmark::RegisterBenchmark(("qconv/qgemm_avx512vnni_i32/" + suffix).c_str(), bm_qgemm, s, QgemmIsa::kAvx512Vnni,
-                                   QgemmOutput::kInt32, threads)
+                                   QgemmOutput::kInt32, threads, false)
+          ->UseRealTime();
+      benchmark::RegisterBenchmark(("qconv/qgemm_avx512vnni_u8_nchw/" + suffix).c_str(), bm_qgemm, s,
+                                   QgemmIsa::kAvx512Vnni, QgemmOutput::kU8, threads, true)
           ->UseRealTime();
       benchmark::RegisterBenchmark(("qconv/sgemm_conv_layout/" + suffix).c_str(), bm_sgemm, s, true, threads)
           ->UseRealTime();

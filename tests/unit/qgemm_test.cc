@@ -22,6 +22,7 @@ struct Case {
   int64_t m, n, k;
   int64_t lda_pad = 0, ldc_pad = 0;
   bool trans_b = false;
+  bool trans_c = false;  // C stored transposed ([N, M], ldc >= M)
 };
 
 struct Inputs {
@@ -85,20 +86,23 @@ std::string describe(const Case& cs, int zp) {
 // int32 output (with and without bias) vs the reference; the padding of C must stay untouched.
 void check_int32(const Case& cs, const Inputs& in, const PackedBS8& pb, int zp, bool with_bias,
                  core::ThreadPool* pool = nullptr) {
-  const int64_t ldc = cs.n + cs.ldc_pad;
-  std::vector<int32_t> c(static_cast<size_t>(std::max<int64_t>(cs.m * ldc, 1)), -777);
+  const int64_t rows = cs.trans_c ? cs.n : cs.m, cols = cs.trans_c ? cs.m : cs.n;
+  const int64_t ldc = cols + cs.ldc_pad;
+  std::vector<int32_t> c(static_cast<size_t>(std::max<int64_t>(rows * ldc, 1)), -777);
   QgemmEpilogue ep;
   ep.bias = with_bias ? in.bias.data() : nullptr;
+  ep.transpose_c = cs.trans_c;
   QgemmContext ctx;
   ctx.pool = pool;
   ASSERT_TRUE(
       qgemm_u8s8(cs.m, cs.n, cs.k, in.a.data(), in.lda, static_cast<uint8_t>(zp), pb, c.data(), ldc, ep, ctx).is_ok());
   const auto ref = reference_acc(cs, in, zp, with_bias);
   int bad = 0;
-  for (int64_t i = 0; i < cs.m && bad < 5; ++i) {
-    for (int64_t j = 0; j < ldc && bad < 5; ++j) {
-      const int64_t got = c[static_cast<size_t>(i * ldc + j)];
-      const int64_t want = j < cs.n ? ref[static_cast<size_t>(i * cs.n + j)] : -777;
+  for (int64_t si = 0; si < rows && bad < 5; ++si) {
+    for (int64_t sj = 0; sj < ldc && bad < 5; ++sj) {
+      const int64_t i = cs.trans_c ? sj : si, j = cs.trans_c ? si : sj;
+      const int64_t got = c[static_cast<size_t>(si * ldc + sj)];
+      const int64_t want = sj < cols ? ref[static_cast<size_t>(i * cs.n + j)] : -777;
       if (got != want) {
         ADD_FAILURE() << describe(cs, zp) << " C[" << i << "," << j << "] = " << got << ", want " << want;
         ++bad;
@@ -136,11 +140,13 @@ TEST_P(QgemmIsaTest, RandomShapesInt32) {
       {11, 5, 3},
   };
   for (const Case& base : cases) {
-    for (int variant = 0; variant < 3; ++variant) {
+    for (int variant = 0; variant < 4; ++variant) {
       Case cs = base;
       cs.lda_pad = variant == 1 ? 5 : 0;
       cs.ldc_pad = variant == 1 ? 3 : 0;
       cs.trans_b = variant == 2;
+      cs.trans_c = variant == 3;
+      if (variant == 3) cs.ldc_pad = 2;
       const Inputs in = make_inputs(cs, rng);
       const PackedBS8 pb = pack(cs, in);
       ASSERT_FALSE(pb.empty());
@@ -203,7 +209,8 @@ TEST_P(QgemmIsaTest, EveryEpilogue) {
       {QgemmOutput::kS8, QgemmRequant::kFixedPoint, true, 7, -2147483647 - 1, 2147483647},
       {QgemmOutput::kS8, QgemmRequant::kFixedPoint, true, -128, -100, 50},
   };
-  for (const Case& cs : std::vector<Case>{{1, 1, 1}, {13, 17, 19}, {29, 70, 97, 3, 2}, {40, 33, 300, 0, 0, true}}) {
+  for (const Case& cs : std::vector<Case>{
+           {1, 1, 1}, {13, 17, 19}, {29, 70, 97, 3, 2}, {40, 33, 300, 0, 0, true}, {31, 45, 70, 0, 3, false, true}}) {
     const Inputs in = make_inputs(cs, rng);
     const PackedBS8 pb = pack(cs, in);
     const int a_zp = 77;
@@ -231,18 +238,21 @@ TEST_P(QgemmIsaTest, EveryEpilogue) {
       ep.out_zero_point = e.zp;
       ep.out_min = e.out_min;
       ep.out_max = e.out_max;
-      const int64_t ldc = cs.n + cs.ldc_pad;
+      ep.transpose_c = cs.trans_c;
+      const int64_t rows = cs.trans_c ? cs.n : cs.m, cols = cs.trans_c ? cs.m : cs.n;
+      const int64_t ldc = cols + cs.ldc_pad;
       const bool q = e.out == QgemmOutput::kU8 || e.out == QgemmOutput::kS8;
       const size_t esize = q ? 1 : 4;
-      std::vector<uint8_t> c(static_cast<size_t>(cs.m * ldc) * esize, 0xA5);
+      std::vector<uint8_t> c(static_cast<size_t>(rows * ldc) * esize, 0xA5);
       ASSERT_TRUE(qgemm_u8s8(cs.m, cs.n, cs.k, in.a.data(), in.lda, a_zp, pb, c.data(), ldc, ep).is_ok());
       const int32_t tmin = e.out == QgemmOutput::kU8 ? 0 : -128, tmax = e.out == QgemmOutput::kU8 ? 255 : 127;
       const int64_t lo = std::max(tmin, e.out_min), hi = std::min(tmax, e.out_max);
       int bad = 0;
-      for (int64_t i = 0; i < cs.m && bad < 5; ++i) {
-        for (int64_t j = 0; j < ldc && bad < 5; ++j) {
-          const size_t at = static_cast<size_t>(i * ldc + j);
-          if (j >= cs.n) {  // padding untouched
+      for (int64_t si = 0; si < rows && bad < 5; ++si) {
+        for (int64_t sj = 0; sj < ldc && bad < 5; ++sj) {
+          const int64_t i = cs.trans_c ? sj : si, j = cs.trans_c ? si : sj;
+          const size_t at = static_cast<size_t>(si * ldc + sj);
+          if (sj >= cols) {  // padding untouched
             for (size_t bidx = 0; bidx < esize; ++bidx) {
               if (c[at * esize + bidx] != 0xA5) {
                 ADD_FAILURE() << describe(cs, a_zp) << " padding C[" << i << "," << j << "] written";
@@ -296,7 +306,8 @@ TEST_P(QgemmIsaTest, EveryEpilogue) {
 TEST_P(QgemmIsaTest, TwoThreadPool) {
   core::ThreadPool pool(2);
   std::mt19937 rng(5);
-  for (const Case& cs : std::vector<Case>{{300, 64, 288}, {7, 500, 300}, {130, 130, 130, 1, 1}}) {
+  for (const Case& cs :
+       std::vector<Case>{{300, 64, 288}, {7, 500, 300}, {130, 130, 130, 1, 1}, {200, 40, 100, 0, 1, false, true}}) {
     const Inputs in = make_inputs(cs, rng);
     const PackedBS8 pb = pack(cs, in);
     check_int32(cs, in, pb, 99, true, &pool);

@@ -132,12 +132,13 @@ bool run_block(const Problem& p, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
   t.per_column = ep.per_column;
   t.ep = p.uep;
   t.ldc = p.ldc;
+  t.transpose_c = ep.transpose_c;
   t.nc = n1 - n0;
   for (int64_t i = m0; i < m1; i += p.mc) {
     t.mc = std::min(p.mc, m1 - i);
     if (p.k > 0) uk.pack_a(p.a + i * p.lda, p.lda, t.mc, p.k, a_buf);
     t.a = a_buf;
-    t.c = p.c + (i * p.ldc + n0) * p.esize;
+    t.c = p.c + (ep.transpose_c ? n0 * p.ldc + i : i * p.ldc + n0) * p.esize;
     uk.macro(t);
   }
   return true;
@@ -239,7 +240,8 @@ Status qgemm_u8s8(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda
         core::str_cat("qgemm: packed B is ", b.k(), "x", b.n(), ", the call needs ", k, "x", n));
   KESTREL_ASSIGN_OR_RETURN(const UkernelTable* uk, resolve(b.isa()));
   KESTREL_RETURN_IF_ERROR(check_matrix("qgemm", "a", a, m, k, lda));
-  KESTREL_RETURN_IF_ERROR(check_matrix("qgemm", "c", c, m, n, ldc));
+  KESTREL_RETURN_IF_ERROR(ep.transpose_c ? check_matrix("qgemm", "c", c, n, m, ldc)
+                                         : check_matrix("qgemm", "c", c, m, n, ldc));
 
   qgemm_detail::Epilogue uep;
   uep.output = ep.output;

@@ -100,6 +100,10 @@ struct QgemmEpilogue {
   int32_t out_zero_point = 0;           // kU8 / kS8
   // Output clamp in the quantized domain (fused Relu / Clip), intersected with the type's range.
   int32_t out_min = -2147483647 - 1, out_max = 2147483647;
+  // Store C transposed: element [m, n] at c[n * ldc + m] (ldc >= M). With A = im2col patches
+  // [pixels, K] this writes an NCHW convolution's [Cout, pixels] output directly. Each tile goes
+  // through an L1 buffer and is scattered column by column (slower than the row-major store).
+  bool transpose_c = false;
 };
 
 // Splits a positive real multiplier into (multiplier in [2^30, 2^31), shift) for kFixedPoint.
@@ -110,10 +114,10 @@ struct QgemmContext {
   core::ThreadPool* pool = nullptr;  // null: the calling thread only
 };
 
-// C[M,N] (row stride ldc, in elements of the output type) from A (u8 [M,K], lda) and packed B.
-// The ISA is the one B was packed for. K must equal b.k(); M, N, K may be 0 (K = 0: acc = bias).
-// Steady-state calls allocate nothing (per-thread packing scratch grows to the largest use).
-// Integer arithmetic wraps modulo 2^32 only when bias pushes acc past int32 (not for A * B).
+// C[M,N] (row stride ldc, in elements of the output type; C^T [N,M] with transpose_c) from A (u8 [M,K], lda) and packed
+// B. The ISA is the one B was packed for. K must equal b.k(); M, N, K may be 0 (K = 0: acc = bias). Steady-state calls
+// allocate nothing (per-thread packing scratch grows to the largest use). Integer arithmetic wraps modulo 2^32 only
+// when bias pushes acc past int32 (not for A * B).
 Status qgemm_u8s8(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda, uint8_t a_zero_point,
                   const PackedBS8& b, void* c, int64_t ldc, const QgemmEpilogue& epilogue = {},
                   const QgemmContext& ctx = {});

@@ -49,8 +49,9 @@ struct MacroTile {
   const int32_t* shift = nullptr;       // [nc] or [1]
   bool per_column = true;
   const Epilogue* ep = nullptr;
-  void* c = nullptr;  // &C[m0, n0] in the output type
-  int64_t ldc = 0;    // elements
+  void* c = nullptr;         // &C[m0, n0] in the output type
+  int64_t ldc = 0;           // elements
+  bool transpose_c = false;  // c is &C^T[n0, m0]: element (m, n) at c[n * ldc + m]
 };
 
 struct UkernelTable {

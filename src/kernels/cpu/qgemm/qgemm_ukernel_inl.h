@@ -120,8 +120,23 @@ struct QgemmKernel {
       const auto& tiles = kTiles[(cols + T::kLanes - 1) / T::kLanes - 1];
       for (int64_t i = 0; i < t.mc; i += MR) {
         const int rows = static_cast<int>(t.mc - i < MR ? t.mc - i : MR);
-        uint8_t* c = static_cast<uint8_t*>(t.c) + i * ldc_bytes + j * esize;
-        tiles[rows - 1](t.a + (i / MR) * groups * MR * 4, groups, b, cp, ep, c, ldc_bytes, esize, cols);
+        const uint8_t* a = t.a + (i / MR) * groups * MR * 4;
+        if (!t.transpose_c) {
+          uint8_t* c = static_cast<uint8_t*>(t.c) + i * ldc_bytes + j * esize;
+          tiles[rows - 1](a, groups, b, cp, ep, c, ldc_bytes, esize, cols);
+        } else {
+          // The tile lands row-major in L1, then goes out one C^T row (one column of C) at a time.
+          alignas(64) uint8_t buf[MR * kNr * 4];
+          tiles[rows - 1](a, groups, b, cp, ep, buf, kNr * esize, esize, cols);
+          for (int cc = 0; cc < cols; ++cc) {
+            uint8_t* dst = static_cast<uint8_t*>(t.c) + (j + cc) * ldc_bytes + i * esize;
+            if (esize == 1) {
+              for (int r = 0; r < rows; ++r) dst[r] = buf[r * kNr + cc];
+            } else {
+              for (int r = 0; r < rows; ++r) std::memcpy(dst + r * 4, buf + (r * kNr + cc) * 4, 4);
+            }
+          }
+        }
       }
     }
   }
