@@ -44,7 +44,9 @@ void ThreadPool::work_on(const FunctionRef<void(int64_t)>& fn, int64_t num_tasks
 }
 
 void ThreadPool::worker_loop() {
-  uint64_t seen = generation_.load();
+  // The generation at construction, not at thread start: a thread that starts late (loaded
+  // machine) must still see a job or the destructor's stop that was published before it ran.
+  uint64_t seen = 0;
   for (;;) {
     int spins = 0;
     while (generation_.load(std::memory_order_acquire) == seen && spins < kSpinIterations) {
