@@ -1,0 +1,157 @@
+// Depthwise plane kernel written once over a vector-ops traits type S (the same contract as
+// kernels/cpu/gemm/vec_math_inl.h); each ISA translation unit instantiates it with its own S and
+// compile flags. Everything sits in an unnamed namespace so the copies never merge at link time.
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/conv/depthwise.h"
+#include "kernels/cpu/gemm/vec_math_inl.h"
+
+namespace kestrel::kernels::cpu::conv_detail {
+namespace {
+
+// Phase planes: R rows x L columns each, s*s of them; phase (qy, qx) holds padded input element
+// (i*s + qy, j*s + qx) at [i, j]. Output (oy, ox) tap (ky, kx) then reads phase (ky%s, kx%s) at
+// [oy + ky/s, ox + kx/s]: with the output flattened at pitch L, tap t is a constant offset.
+inline void fill_phases(const DepthwisePlane& p, int64_t R, int64_t L, float* planes) {
+  const int s = p.stride;
+  for (int qy = 0; qy < s; ++qy)
+    for (int qx = 0; qx < s; ++qx) {
+      float* plane = planes + (qy * s + qx) * R * L;
+      for (int64_t i = 0; i < R; ++i) {
+        float* row = plane + i * L;
+        const int64_t iy = i * s + qy - p.pad_top;
+        if (iy < 0 || iy >= p.ih) {
+          std::memset(row, 0, static_cast<size_t>(L) * sizeof(float));
+          continue;
+        }
+        const float* xr = p.x + iy * p.iw;
+        if (s == 1) {
+          // ix = j - pad_left is inside for j in [pad_left, pad_left + iw).
+          const int64_t j0 = std::min(p.pad_left, L), j1 = std::min(p.pad_left + p.iw, L);
+          std::memset(row, 0, static_cast<size_t>(j0) * sizeof(float));
+          if (j1 > j0) std::memcpy(row + j0, xr + (j0 - p.pad_left), static_cast<size_t>(j1 - j0) * sizeof(float));
+          if (L > std::max(j0, j1)) std::memset(row + std::max(j0, j1), 0, static_cast<size_t>(L - std::max(j0, j1)) * sizeof(float));
+        } else {
+          for (int64_t j = 0; j < L; ++j) {
+            const int64_t ix = j * s + qx - p.pad_left;
+            row[j] = ix >= 0 && ix < p.iw ? xr[ix] : 0.f;
+          }
+        }
+      }
+    }
+}
+
+template <class S, int K>
+void depthwise_compute(const DepthwisePlane& p, int64_t R, int64_t L, const float* planes, float* out) {
+  using V = typename S::V;
+  constexpr int W = S::kWidth;
+  constexpr int T = K * K;
+  const int s = p.stride;
+  int64_t off[T];
+  V wv[T];
+  for (int ky = 0; ky < K; ++ky)
+    for (int kx = 0; kx < K; ++kx) {
+      const int t = ky * K + kx;
+      off[t] = ((ky % s) * s + (kx % s)) * R * L + (ky / s) * L + kx / s;
+      wv[t] = S::set1(p.w[t]);
+    }
+  const V bias = S::set1(p.bias);
+  const int64_t total = p.oh * L;
+  int64_t f = 0;
+  for (; f + 2 * W <= total; f += 2 * W) {
+    V a0 = bias, a1 = bias;
+    for (int t = 0; t < T; ++t) {
+      const float* src = planes + off[t] + f;
+      a0 = S::fmadd(wv[t], S::load(src), a0);
+      a1 = S::fmadd(wv[t], S::load(src + W), a1);
+    }
+    S::store(out + f, a0);
+    S::store(out + f + W, a1);
+  }
+  // Whole vectors past the end read the scratch slack and write the output slack.
+  for (; f < total; f += W) {
+    V a0 = bias;
+    for (int t = 0; t < T; ++t) a0 = S::fmadd(wv[t], S::load(planes + off[t] + f), a0);
+    S::store(out + f, a0);
+  }
+}
+
+// y[oy, :] = act(out[oy, :ow] + residual[oy, :]).
+template <class S, class F>
+void depthwise_epilogue_with(const DepthwisePlane& p, int64_t L, const float* out, F act) {
+  constexpr int W = S::kWidth;
+  for (int64_t oy = 0; oy < p.oh; ++oy) {
+    const float* src = out + oy * L;
+    const float* res = p.residual ? p.residual + oy * p.ow : nullptr;
+    float* dst = p.y + oy * p.ow;
+    for (int64_t j = 0; j < p.ow; j += W) {
+      const int n = p.ow - j < W ? static_cast<int>(p.ow - j) : W;
+      typename S::V v = S::load(src + j);
+      if (res) v = S::add(v, S::load_n(res + j, n));
+      v = act(v);
+      if (n == W) {
+        S::store(dst + j, v);
+      } else {
+        S::store_n(dst + j, v, n);
+      }
+    }
+  }
+}
+
+template <class S>
+void depthwise_epilogue(const DepthwisePlane& p, int64_t L, const float* out) {
+  using V = typename S::V;
+  const V va = S::set1(p.act_alpha), vb = S::set1(p.act_beta), zero = S::zero(), one = S::set1(1.f);
+  switch (p.activation) {
+    case GemmActivation::kNone:
+      return depthwise_epilogue_with<S>(p, L, out, [](V x) { return x; });
+    case GemmActivation::kRelu:
+      return depthwise_epilogue_with<S>(p, L, out, [&](V x) { return S::max(x, zero); });
+    case GemmActivation::kClip:
+      return depthwise_epilogue_with<S>(p, L, out, [&](V x) { return S::min(S::max(x, va), vb); });
+    case GemmActivation::kLeakyRelu:
+      return depthwise_epilogue_with<S>(p, L, out,
+                                        [&](V x) { return S::fmadd(S::min(x, zero), va, S::max(x, zero)); });
+    case GemmActivation::kSigmoid:
+      return depthwise_epilogue_with<S>(p, L, out, [](V x) { return vsigmoid<S>(x); });
+    case GemmActivation::kHardSigmoid:
+      return depthwise_epilogue_with<S>(p, L, out,
+                                        [&](V x) { return S::min(S::max(S::fmadd(x, va, vb), zero), one); });
+    case GemmActivation::kHardSwish: {
+      const V sixth = S::set1(1.f / 6.f), half = S::set1(0.5f);
+      return depthwise_epilogue_with<S>(
+          p, L, out, [&](V x) { return S::mul(x, S::min(S::max(S::fmadd(x, sixth, half), zero), one)); });
+    }
+    case GemmActivation::kSilu:
+      return depthwise_epilogue_with<S>(p, L, out, [](V x) { return S::mul(x, vsigmoid<S>(x)); });
+    case GemmActivation::kGelu:
+      return depthwise_epilogue_with<S>(p, L, out, [](V x) { return vgelu<S>(x); });
+    case GemmActivation::kTanh:
+      return depthwise_epilogue_with<S>(p, L, out, [](V x) { return vtanh<S>(x); });
+  }
+}
+
+template <class S>
+void depthwise_plane(const DepthwisePlane& p) {
+  const int64_t reach = (p.k - 1) / p.stride;
+  const int64_t R = p.oh + reach, L = p.ow + reach;
+  float* planes = p.scratch;
+  const int64_t planes_floats = int64_t{p.stride} * p.stride * R * L;
+  float* out = planes + planes_floats + 64;
+  fill_phases(p, R, L, planes);
+  // Slack read by whole vectors past the ends (those lanes are never stored to y).
+  std::memset(planes + planes_floats, 0, 64 * sizeof(float));
+  std::memset(out + p.oh * L, 0, 64 * sizeof(float));
+  if (p.k == 3) {
+    depthwise_compute<S, 3>(p, R, L, planes, out);
+  } else {
+    depthwise_compute<S, 5>(p, R, L, planes, out);
+  }
+  depthwise_epilogue<S>(p, L, out);
+}
+
+}  // namespace
+}  // namespace kestrel::kernels::cpu::conv_detail
