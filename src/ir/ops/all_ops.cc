@@ -15,6 +15,7 @@ void register_matmul_ops(OpRegistry& r);
 void register_pool_ops(OpRegistry& r);
 void register_normalization_ops(OpRegistry& r);
 void register_softmax_ops(OpRegistry& r);
+void register_attention_ops(OpRegistry& r);
 
 void register_all_ops(OpRegistry& r) {
   register_control_flow_ops(r);
@@ -29,6 +30,7 @@ void register_all_ops(OpRegistry& r) {
   register_pool_ops(r);
   register_normalization_ops(r);
   register_softmax_ops(r);
+  register_attention_ops(r);
 }
 
 }  // namespace kestrel::ir

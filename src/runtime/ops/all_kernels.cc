@@ -15,6 +15,8 @@ void register_matmul_kernels(KernelRegistry& r);
 void register_pool_kernels(KernelRegistry& r);
 void register_normalization_kernels(KernelRegistry& r);
 void register_softmax_kernels(KernelRegistry& r);
+void register_fused_kernels(KernelRegistry& r);
+void register_attention_kernels(KernelRegistry& r);
 
 void register_all_kernels(KernelRegistry& r) {
   register_control_flow_kernels(r);
@@ -29,6 +31,8 @@ void register_all_kernels(KernelRegistry& r) {
   register_pool_kernels(r);
   register_normalization_kernels(r);
   register_softmax_kernels(r);
+  register_fused_kernels(r);
+  register_attention_kernels(r);
 }
 
 }  // namespace kestrel::runtime
