@@ -20,6 +20,7 @@ enum class SlotState : uint8_t {
   kFolded,    // computed at plan time
   kArena,     // static shape: lives in the arena
   kOutput,    // static shape graph output: caller's buffer or allocated per run
+  kOwned,     // static shape but not arena-placeable (strings): its own allocation, made at plan time
   kDynamic,   // shape known only at run time: allocated per run, freed after last use
 };
 
@@ -264,10 +265,15 @@ Status Executor::plan(std::span<const Tensor* const> inputs) {
   for (size_t id = 0; id < slots_.size(); ++id) {
     Slot& sl = slots_[id];
     if (sl.state != SlotState::kArena) continue;
+    if (sl.dtype == core::DType::kString) {
+      // std::string elements own heap memory and need construction: they cannot be placed in raw
+      // arena bytes. They get their own tensor, reused by every run until the next plan.
+      sl.state = SlotState::kOwned;
+      KESTREL_ASSIGN_OR_RETURN(sl.tensor, Tensor::allocate(sl.dtype, sl.type.shape.concrete()));
+      continue;
+    }
     KESTREL_ASSIGN_OR_RETURN(int64_t n, core::checked_num_elements(sl.type.shape.concrete()));
     size_t bytes = core::align_up(static_cast<size_t>(n) * core::dtype_size(sl.dtype));
-    if (sl.dtype == core::DType::kString)
-      return core::unsupported(str_cat("string tensor '", sl.value->name(), "' cannot live in the arena"));
     items.push_back({static_cast<int>(id), bytes, sl.def_step, std::max(sl.last_use, sl.def_step)});
     stats_.sum_activation_bytes += bytes;
   }
