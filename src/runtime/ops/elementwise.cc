@@ -87,6 +87,15 @@ void register_elementwise_kernels(KernelRegistry& r) {
       return make_kernel([p](KernelContext& ctx) { return ref::unary(p, ctx.input(0), ctx.output(0)); });
     });
   }
+  r.add("Gelu", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
+    core::Result<std::string> approx = info.node.attr_string("approximate", std::string("none"));
+    if (!approx.is_ok()) return approx.status();
+    if (*approx != "none" && *approx != "tanh")
+      return info.fail("approximate must be none or tanh, is '", *approx, "'");
+    ref::UnaryParams p;
+    p.op = *approx == "tanh" ? ref::UnaryOp::kGeluTanh : ref::UnaryOp::kGeluErf;
+    return make_kernel([p](KernelContext& ctx) { return ref::unary(p, ctx.input(0), ctx.output(0)); });
+  });
   r.add("IsInf", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
     KESTREL_ASSIGN_OR_RETURN(int64_t pos, info.node.attr_int("detect_positive", 1));
     KESTREL_ASSIGN_OR_RETURN(int64_t neg, info.node.attr_int("detect_negative", 1));
