@@ -8,6 +8,7 @@
 
 #include "ir/ops/window_geometry.h"
 #include "runtime/kernel.h"
+#include "runtime/ops/fast_fused.h"
 
 namespace kestrel::runtime {
 
@@ -124,6 +125,20 @@ Result<std::unique_ptr<OpKernel>> make_conv(const KernelCreateInfo& info, bool t
 }
 
 }  // namespace
+
+Result<std::unique_ptr<OpKernel>> make_fast_fused_conv(const KernelCreateInfo& info, cpu::FusedActivation act) {
+  KESTREL_ASSIGN_OR_RETURN(ConvBinding b, read_binding(info, false));
+  KESTREL_ASSIGN_OR_RETURN(std::optional<cpu::FastConv> fast, make_fast_conv(info, b, act));
+  if (!fast) return std::unique_ptr<OpKernel>();
+  const char* name = fast->name();
+  return make_kernel(
+      [b = std::move(b), c = std::move(*fast)](KernelContext& ctx) -> Status {
+        ref::ConvParams p;
+        KESTREL_RETURN_IF_ERROR(resolve(b, ctx.input(0), ctx.input(1), ctx.output(0), &p));
+        return c.run(p, ctx.input(0), ctx.input_or_null(2), ctx.input_or_null(3), ctx.output(0), ctx.pool());
+      },
+      name);
+}
 
 void register_conv_kernels(KernelRegistry& r) {
   r.add("Conv", [](const KernelCreateInfo& info) { return make_conv(info, false); });

@@ -2,10 +2,13 @@
 // the plain op's kernel (whichever implementation its own binding picks) followed by the reference
 // epilogue. A fast kernel with the epilogue in registers replaces a binding here without changing
 // the attribute contract (docs/fused_ops.md).
+#include <optional>
+
 #include "ir/op_schema.h"
 #include "ir/ops/fused_activation.h"
 #include "kernels/reference/fused.h"
 #include "runtime/kernel.h"
+#include "runtime/ops/fast_fused.h"
 
 namespace kestrel::runtime {
 
@@ -74,18 +77,56 @@ Result<std::unique_ptr<OpKernel>> make_fused(const KernelCreateInfo& info, const
       k->impl_name());
 }
 
+// The fast kernels' epilogue has every activation but GeluTanh.
+std::optional<kernels::cpu::FusedActivation> to_fast_activation(const ir::FusedActivationSpec& s) {
+  using kernels::cpu::GemmActivation;
+  kernels::cpu::FusedActivation a;
+  a.alpha = s.alpha;
+  a.beta = s.beta;
+  switch (s.kind) {
+    case ir::FusedActivation::kNone: a.kind = GemmActivation::kNone; break;
+    case ir::FusedActivation::kRelu: a.kind = GemmActivation::kRelu; break;
+    case ir::FusedActivation::kClip: a.kind = GemmActivation::kClip; break;
+    case ir::FusedActivation::kLeakyRelu: a.kind = GemmActivation::kLeakyRelu; break;
+    case ir::FusedActivation::kSigmoid: a.kind = GemmActivation::kSigmoid; break;
+    case ir::FusedActivation::kHardSigmoid: a.kind = GemmActivation::kHardSigmoid; break;
+    case ir::FusedActivation::kHardSwish: a.kind = GemmActivation::kHardSwish; break;
+    case ir::FusedActivation::kSilu: a.kind = GemmActivation::kSilu; break;
+    case ir::FusedActivation::kGelu: a.kind = GemmActivation::kGelu; break;
+    case ir::FusedActivation::kTanh: a.kind = GemmActivation::kTanh; break;
+    case ir::FusedActivation::kGeluTanh: return std::nullopt;
+  }
+  return a;
+}
+
+using FastFactory = Result<std::unique_ptr<OpKernel>> (*)(const KernelCreateInfo&, kernels::cpu::FusedActivation);
+
+// The fast kernel with the epilogue in registers when it applies, else the plain op's kernel
+// followed by the reference epilogue.
+Result<std::unique_ptr<OpKernel>> make_fused_or_fast(const KernelCreateInfo& info, FastFactory fast, const char* op,
+                                                     size_t inner_inputs, int bias_input, int residual_input) {
+  KESTREL_ASSIGN_OR_RETURN(ir::FusedActivationSpec spec, ir::read_fused_activation(info.node));
+  if (std::optional<kernels::cpu::FusedActivation> act = to_fast_activation(spec)) {
+    KESTREL_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> k, fast(info, *act));
+    if (k) return k;
+  }
+  return make_fused(info, op, inner_inputs, bias_input, residual_input);
+}
+
 }  // namespace
 
 void register_fused_kernels(KernelRegistry& r) {
-  r.add(ir::kKestrelDomain, "FusedConv",
-        [](const KernelCreateInfo& info) { return make_fused(info, "Conv", 3, -1, 3); });
-  r.add(ir::kKestrelDomain, "FusedGemm",
-        [](const KernelCreateInfo& info) { return make_fused(info, "Gemm", 3, -1, -1); });
+  r.add(ir::kKestrelDomain, "FusedConv", [](const KernelCreateInfo& info) {
+    return make_fused_or_fast(info, make_fast_fused_conv, "Conv", 3, -1, 3);
+  });
+  r.add(ir::kKestrelDomain, "FusedGemm", [](const KernelCreateInfo& info) {
+    return make_fused_or_fast(info, make_fast_fused_gemm, "Gemm", 3, -1, -1);
+  });
   r.add(ir::kKestrelDomain, "FusedMatMul", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
     if (info.input_types.size() > 1 && info.input_types[1] && info.input_types[1]->shape.rank_known() &&
         info.input_types[1]->shape.rank() < 2)
       return info.fail("B must have rank >= 2");
-    return make_fused(info, "MatMul", 2, 2, 3);
+    return make_fused_or_fast(info, make_fast_fused_matmul, "MatMul", 2, 2, 3);
   });
 }
 

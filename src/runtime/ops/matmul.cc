@@ -4,6 +4,7 @@
 
 #include "kernels/cpu/matmul/matmul.h"
 #include "runtime/kernel.h"
+#include "runtime/ops/fast_fused.h"
 
 namespace kestrel::runtime {
 
@@ -23,7 +24,43 @@ const Tensor* constant(const KernelCreateInfo& info, size_t i) {
   return i < info.constant_inputs.size() ? info.constant_inputs[i] : nullptr;
 }
 
+Result<cpu::GemmOpParams> read_gemm_params(const ir::Node& n) {
+  cpu::GemmOpParams p;
+  KESTREL_ASSIGN_OR_RETURN(int64_t ta, n.attr_int("transA", 0));
+  KESTREL_ASSIGN_OR_RETURN(int64_t tb, n.attr_int("transB", 0));
+  KESTREL_ASSIGN_OR_RETURN(p.alpha, n.attr_float("alpha", 1.0f));
+  KESTREL_ASSIGN_OR_RETURN(p.beta, n.attr_float("beta", 1.0f));
+  p.trans_a = ta != 0;
+  p.trans_b = tb != 0;
+  return p;
+}
+
 }  // namespace
+
+Result<std::unique_ptr<OpKernel>> make_fast_fused_gemm(const KernelCreateInfo& info, cpu::FusedActivation act) {
+  if (info.options.reference_only || !all_f32(info)) return std::unique_ptr<OpKernel>();
+  KESTREL_ASSIGN_OR_RETURN(cpu::GemmOpParams p, read_gemm_params(info.node));
+  p.activation = act;
+  KESTREL_ASSIGN_OR_RETURN(cpu::FastGemm g, cpu::FastGemm::create(p, constant(info, 1), info.options.isa));
+  const char* name = g.name();
+  return make_kernel(
+      [g = std::move(g)](KernelContext& ctx) {
+        return g.run(ctx.input(0), ctx.input(1), ctx.input_or_null(2), nullptr, ctx.output(0), ctx.pool());
+      },
+      name);
+}
+
+Result<std::unique_ptr<OpKernel>> make_fast_fused_matmul(const KernelCreateInfo& info, cpu::FusedActivation act) {
+  if (info.options.reference_only || !all_f32(info)) return std::unique_ptr<OpKernel>();
+  KESTREL_ASSIGN_OR_RETURN(cpu::FastMatMul mm, cpu::FastMatMul::create(constant(info, 1), act, info.options.isa));
+  const char* name = mm.name();
+  return make_kernel(
+      [mm = std::move(mm)](KernelContext& ctx) {
+        return mm.run(ctx.input(0), ctx.input(1), ctx.input_or_null(2), ctx.input_or_null(3), ctx.output(0),
+                      ctx.pool());
+      },
+      name);
+}
 
 void register_matmul_kernels(KernelRegistry& r) {
   r.add("Gemm", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
@@ -36,11 +73,7 @@ void register_matmul_kernels(KernelRegistry& r) {
     p.trans_a = ta != 0;
     p.trans_b = tb != 0;
     if (!info.options.reference_only && all_f32(info)) {
-      cpu::GemmOpParams fp;
-      fp.trans_a = p.trans_a;
-      fp.trans_b = p.trans_b;
-      fp.alpha = p.alpha;
-      fp.beta = p.beta;
+      KESTREL_ASSIGN_OR_RETURN(cpu::GemmOpParams fp, read_gemm_params(n));
       KESTREL_ASSIGN_OR_RETURN(cpu::FastGemm g, cpu::FastGemm::create(fp, constant(info, 1), info.options.isa));
       const char* name = g.name();
       return make_kernel(
