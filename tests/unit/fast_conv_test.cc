@@ -119,6 +119,8 @@ const ConvCase kCases[] = {
     {1, 7, 16, 16, 9, 1, 4, 4, 4, 0, 1, P::kIm2col},  // patchify (ViT / mixer stem)
     {1, 6, 1, 10, 4, 2, 1, 3, 1, 1, 1, P::kIm2col, true},  // 1-D grouped
     {2, 3, 1, 17, 5, 1, 1, 1, 1, 0, 1, P::kPointwise, true},
+    {2, 12, 5, 5, 8, 4, 1, 1, 1, 0, 1, P::kPointwise},  // grouped 1x1, batch
+    {2, 48, 7, 7, 48, 3, 3, 3, 1, 1, 1, P::kIm2col},    // RegNet-like groups of 16
 };
 
 TEST_P(FastConvTest, MatchesReference) {
@@ -145,7 +147,7 @@ TEST_P(FastConvTest, FusedEpilogues) {
       {GemmActivation::kTanh, 0, 0},
   };
   // One case per path.
-  const ConvCase cases[] = {kCases[2], kCases[6], kCases[8], kCases[14]};
+  const ConvCase cases[] = {kCases[2], kCases[6], kCases[8], kCases[14], kCases[23], kCases[24]};
   int i = 0;
   for (const ConvCase& cc : cases)
     for (const FusedActivation& a : acts)

@@ -93,11 +93,11 @@ Result<FastConv> FastConv::create(const Tensor& w, int64_t group, FusedActivatio
   c.w_ = std::make_shared<const std::vector<float>>(w.data<float>(), w.data<float>() + w.num_elements());
   const int64_t mg = c.m_ / group, kdim = c.cg_ * c.kh_ * c.kw_;
   const bool depthwise_shaped = c.cg_ == 1 && mg == 1 && c.kh_ == c.kw_ && (c.kh_ == 3 || c.kh_ == 5);
-  if (!depthwise_shaped) {
-    for (int64_t g = 0; g < group; ++g) {
-      KESTREL_ASSIGN_OR_RETURN(PackedA a, pack_a(mg, kdim, c.w_->data() + g * mg * kdim, kdim, false, isa));
-      c.packed_.push_back(std::move(a));
-    }
+  c.depthwise_shaped_ = depthwise_shaped;
+  // Grouped weights stay row-major: the groups run as one batched GEMM with strided A.
+  if (group == 1) {
+    KESTREL_ASSIGN_OR_RETURN(PackedA a, pack_a(mg, kdim, c.w_->data(), kdim, false, isa));
+    c.packed_.push_back(std::move(a));
   }
   return c;
 }
@@ -109,7 +109,7 @@ FastConv::Path FastConv::path_for(const ref::ConvParams& p) const {
   const int64_t sh = sp == 2 ? p.strides[0] : 1, sw = p.strides[sp - 1];
   const int64_t dh = sp == 2 ? p.dilations[0] : 1, dw = p.dilations[sp - 1];
   const int64_t pt = sp == 2 ? p.pads_begin[0] : 0, pl = p.pads_begin[sp - 1];
-  if (packed_.empty() && rank_ == 4 && sh == sw && (sh == 1 || sh == 2) && dh == 1 && dw == 1) return Path::kDepthwise;
+  if (depthwise_shaped_ && rank_ == 4 && sh == sw && (sh == 1 || sh == 2) && dh == 1 && dw == 1) return Path::kDepthwise;
   if (kh_ == 1 && kw_ == 1 && sh == 1 && sw == 1 && pt == 0 && pl == 0) return Path::kPointwise;
   return Path::kIm2col;
 }
@@ -170,26 +170,48 @@ Status FastConv::run_pointwise(const Geometry& g, const float* x, const float* b
                                core::ThreadPool* pool) const {
   const int64_t hw = g.oh * g.ow, mg = m_ / group_;
   SgemmContext ctx{pool, isa_};
-  for (int64_t gi = 0; gi < group_; ++gi) {
-    GemmEpilogue ep;
-    ep.activation = act_.kind;
-    ep.act_alpha = act_.alpha;
-    ep.act_beta = act_.beta;
+  GemmEpilogue ep;
+  ep.activation = act_.kind;
+  ep.act_alpha = act_.alpha;
+  ep.act_beta = act_.beta;
+  if (group_ == 1) {
+    // One GEMM per image, batched over images, sharing the packed weights.
     if (bias) {
       ep.bias_kind = GemmBias::kPerRow;
-      ep.bias = bias + gi * mg;
+      ep.bias = bias;
     }
     SgemmBatch batch;
     batch.count = g.n;
     batch.stride_b = g.c * hw;
     batch.stride_c = m_ * hw;
     if (z) {
-      ep.residual = z + gi * mg * hw;
+      ep.residual = z;
       ep.ldr = hw;
       batch.stride_residual = m_ * hw;
     }
-    KESTREL_RETURN_IF_ERROR(sgemm_batched(mg, hw, cg_, 1.f, SgemmA(packed_[static_cast<size_t>(gi)]),
-                                          SgemmB(x + gi * cg_ * hw, hw), 0.f, y + gi * mg * hw, hw, batch, ep, ctx));
+    return sgemm_batched(mg, hw, cg_, 1.f, SgemmA(packed_[0]), SgemmB(x, hw), 0.f, y, hw, batch, ep, ctx);
+  }
+  // Groups: per image, one batched GEMM over the groups (bias written into Y first, as in im2col).
+  for (int64_t n = 0; n < g.n; ++n) {
+    float* yn = y + n * m_ * hw;
+    float beta = 0.f;
+    if (bias) {
+      for (int64_t m = 0; m < m_; ++m) std::fill(yn + m * hw, yn + (m + 1) * hw, bias[m]);
+      beta = 1.f;
+    }
+    SgemmBatch batch;
+    batch.count = group_;
+    batch.stride_a = mg * cg_;
+    batch.stride_b = cg_ * hw;
+    batch.stride_c = mg * hw;
+    GemmEpilogue e = ep;
+    if (z) {
+      e.residual = z + n * m_ * hw;
+      e.ldr = hw;
+      batch.stride_residual = mg * hw;
+    }
+    KESTREL_RETURN_IF_ERROR(sgemm_batched(mg, hw, cg_, 1.f, SgemmA(w_->data(), cg_), SgemmB(x + n * g.c * hw, hw), beta,
+                                          yn, hw, batch, e, ctx));
   }
   return Status::ok();
 }
@@ -240,62 +262,85 @@ Status FastConv::run_depthwise(const Geometry& g, const float* x, const float* b
 Status FastConv::run_im2col(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
                             core::ThreadPool* pool) const {
   const int64_t mg = m_ / group_, kdim = cg_ * kh_ * kw_, ihw = g.ih * g.iw, ohw = g.oh * g.ow;
+  const int64_t rows = g.c * kh_ * kw_;  // all groups: group gi owns rows [gi * kdim, (gi + 1) * kdim)
   int64_t col_floats;
-  if (__builtin_mul_overflow(kdim, ohw, &col_floats) || col_floats > (int64_t{1} << 36))
+  if (__builtin_mul_overflow(rows, ohw, &col_floats) || col_floats > (int64_t{1} << 36))
     return core::out_of_range("conv: im2col buffer too large");
   float* col = thread_scratch(std::max<int64_t>(col_floats, 1));
   if (!col) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate im2col buffer");
   SgemmContext ctx{pool, isa_};
+  GemmEpilogue ep;
+  ep.activation = act_.kind;
+  ep.act_alpha = act_.alpha;
+  ep.act_beta = act_.beta;
   for (int64_t n = 0; n < g.n; ++n) {
-    for (int64_t gi = 0; gi < group_; ++gi) {
-      const float* xg = x + (n * g.c + gi * cg_) * ihw;
-      // Row r = (c, ky, kx) of col holds, per output position, the input element that tap reads.
-      core::parallel_for(pool, kdim, std::max<int64_t>(1, 4096 / std::max<int64_t>(ohw, 1)), [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) {
-          const int64_t c = r / (kh_ * kw_), ky = r / kw_ % kh_, kx = r % kw_;
-          const float* xc = xg + c * ihw;
-          float* dst = col + r * ohw;
-          for (int64_t oy = 0; oy < g.oh; ++oy) {
-            float* d = dst + oy * g.ow;
-            const int64_t iy = oy * g.sh - g.pt + ky * g.dh;
-            if (iy < 0 || iy >= g.ih) {
-              std::memset(d, 0, static_cast<size_t>(g.ow) * sizeof(float));
-              continue;
-            }
-            const float* xr = xc + iy * g.iw;
-            const int64_t x0 = kx * g.dw - g.pl;  // input column of output column 0
-            if (g.sw == 1) {
-              // Inside for ox in [-x0, iw - x0).
-              const int64_t o0 = std::clamp<int64_t>(-x0, 0, g.ow), o1 = std::clamp<int64_t>(g.iw - x0, o0, g.ow);
-              std::memset(d, 0, static_cast<size_t>(o0) * sizeof(float));
-              if (o1 > o0) std::memcpy(d + o0, xr + o0 + x0, static_cast<size_t>(o1 - o0) * sizeof(float));
-              std::memset(d + o1, 0, static_cast<size_t>(g.ow - o1) * sizeof(float));
-            } else {
-              for (int64_t ox = 0; ox < g.ow; ++ox) {
-                const int64_t ix = x0 + ox * g.sw;
-                d[ox] = ix >= 0 && ix < g.iw ? xr[ix] : 0.f;
-              }
+    const float* xn = x + n * g.c * ihw;
+    // Row r = (c, ky, kx) of col holds, per output position, the input element that tap reads.
+    core::parallel_for(pool, rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(ohw, 1)), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t c = r / (kh_ * kw_), ky = r / kw_ % kh_, kx = r % kw_;
+        const float* xc = xn + c * ihw;
+        float* dst = col + r * ohw;
+        for (int64_t oy = 0; oy < g.oh; ++oy) {
+          float* d = dst + oy * g.ow;
+          const int64_t iy = oy * g.sh - g.pt + ky * g.dh;
+          if (iy < 0 || iy >= g.ih) {
+            std::memset(d, 0, static_cast<size_t>(g.ow) * sizeof(float));
+            continue;
+          }
+          const float* xr = xc + iy * g.iw;
+          const int64_t x0 = kx * g.dw - g.pl;  // input column of output column 0
+          if (g.sw == 1) {
+            // Inside for ox in [-x0, iw - x0).
+            const int64_t o0 = std::clamp<int64_t>(-x0, 0, g.ow), o1 = std::clamp<int64_t>(g.iw - x0, o0, g.ow);
+            std::memset(d, 0, static_cast<size_t>(o0) * sizeof(float));
+            if (o1 > o0) std::memcpy(d + o0, xr + o0 + x0, static_cast<size_t>(o1 - o0) * sizeof(float));
+            std::memset(d + o1, 0, static_cast<size_t>(g.ow - o1) * sizeof(float));
+          } else {
+            for (int64_t ox = 0; ox < g.ow; ++ox) {
+              const int64_t ix = x0 + ox * g.sw;
+              d[ox] = ix >= 0 && ix < g.iw ? xr[ix] : 0.f;
             }
           }
         }
-      });
-      GemmEpilogue ep;
-      ep.activation = act_.kind;
-      ep.act_alpha = act_.alpha;
-      ep.act_beta = act_.beta;
+      }
+    });
+    float* yn = y + n * m_ * ohw;
+    const float* zn = z ? z + n * m_ * ohw : nullptr;
+    if (group_ == 1) {
+      GemmEpilogue e = ep;
       if (bias) {
-        ep.bias_kind = GemmBias::kPerRow;
-        ep.bias = bias + gi * mg;
+        e.bias_kind = GemmBias::kPerRow;
+        e.bias = bias;
       }
-      const int64_t y_off = (n * m_ + gi * mg) * ohw;
-      if (z) {
-        ep.residual = z + y_off;
-        ep.ldr = ohw;
+      if (zn) {
+        e.residual = zn;
+        e.ldr = ohw;
       }
-      const SgemmA a = packed_.empty() ? SgemmA(w_->data() + gi * mg * kdim, kdim)
-                                       : SgemmA(packed_[static_cast<size_t>(gi)]);
-      KESTREL_RETURN_IF_ERROR(sgemm(mg, ohw, kdim, 1.f, a, SgemmB(col, ohw), 0.f, y + y_off, ohw, ep, ctx));
+      const SgemmA a = packed_.empty() ? SgemmA(w_->data(), kdim) : SgemmA(packed_[0]);
+      KESTREL_RETURN_IF_ERROR(sgemm(mg, ohw, kdim, 1.f, a, SgemmB(col, ohw), 0.f, yn, ohw, e, ctx));
+      continue;
     }
+    // Groups: one batched GEMM (entry = group; A, B, C, residual strided). The batch shares one
+    // bias, so the per-channel bias is written into Y first and accumulated with beta = 1.
+    float beta = 0.f;
+    if (bias) {
+      for (int64_t m = 0; m < m_; ++m) std::fill(yn + m * ohw, yn + (m + 1) * ohw, bias[m]);
+      beta = 1.f;
+    }
+    SgemmBatch batch;
+    batch.count = group_;
+    batch.stride_a = mg * kdim;
+    batch.stride_b = kdim * ohw;
+    batch.stride_c = mg * ohw;
+    GemmEpilogue e = ep;
+    if (zn) {
+      e.residual = zn;
+      e.ldr = ohw;
+      batch.stride_residual = mg * ohw;
+    }
+    KESTREL_RETURN_IF_ERROR(sgemm_batched(mg, ohw, kdim, 1.f, SgemmA(w_->data(), kdim), SgemmB(col, ohw), beta, yn,
+                                          ohw, batch, e, ctx));
   }
   return Status::ok();
 }

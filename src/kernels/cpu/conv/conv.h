@@ -46,7 +46,8 @@ class FastConv {
   FusedActivation act_;
   int64_t m_ = 0, cg_ = 0, kh_ = 1, kw_ = 1, group_ = 1, rank_ = 4;
   std::shared_ptr<const std::vector<float>> w_;  // [M, Cg*KH*KW]
-  std::vector<PackedA> packed_;                  // per group; empty for depthwise-shaped weights
+  bool depthwise_shaped_ = false;                // one 3x3 / 5x5 filter per channel
+  std::vector<PackedA> packed_;                  // group == 1: the weights packed as GEMM A
 };
 
 }  // namespace kestrel::kernels::cpu

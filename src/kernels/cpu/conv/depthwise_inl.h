@@ -15,8 +15,8 @@ namespace {
 // Phase planes: R rows x L columns each, s*s of them; phase (qy, qx) holds padded input element
 // (i*s + qy, j*s + qx) at [i, j]. Output (oy, ox) tap (ky, kx) then reads phase (ky%s, kx%s) at
 // [oy + ky/s, ox + kx/s]: with the output flattened at pitch L, tap t is a constant offset.
+template <int s>
 inline void fill_phases(const DepthwisePlane& p, int64_t R, int64_t L, float* planes) {
-  const int s = p.stride;
   for (int qy = 0; qy < s; ++qy)
     for (int qx = 0; qx < s; ++qx) {
       float* plane = planes + (qy * s + qx) * R * L;
@@ -35,21 +35,25 @@ inline void fill_phases(const DepthwisePlane& p, int64_t R, int64_t L, float* pl
           if (j1 > j0) std::memcpy(row + j0, xr + (j0 - p.pad_left), static_cast<size_t>(j1 - j0) * sizeof(float));
           if (L > std::max(j0, j1)) std::memset(row + std::max(j0, j1), 0, static_cast<size_t>(L - std::max(j0, j1)) * sizeof(float));
         } else {
-          for (int64_t j = 0; j < L; ++j) {
-            const int64_t ix = j * s + qx - p.pad_left;
-            row[j] = ix >= 0 && ix < p.iw ? xr[ix] : 0.f;
-          }
+          // ix = j * s + base is inside for j in [j0, j1); the interior loop has no branches so
+          // the compiler turns it into strided vector loads in each ISA's translation unit.
+          const int64_t base = qx - p.pad_left;
+          const int64_t j0 = std::min(L, base >= 0 ? 0 : (-base + s - 1) / s);
+          const int64_t j1 = std::clamp<int64_t>(p.iw - base > 0 ? (p.iw - base + s - 1) / s : 0, j0, L);
+          for (int64_t j = 0; j < j0; ++j) row[j] = 0.f;
+          const float* src = xr + base;
+          for (int64_t j = j0; j < j1; ++j) row[j] = src[j * s];
+          for (int64_t j = j1; j < L; ++j) row[j] = 0.f;
         }
       }
     }
 }
 
-template <class S, int K>
+template <class S, int K, int s>
 void depthwise_compute(const DepthwisePlane& p, int64_t R, int64_t L, const float* planes, float* out) {
   using V = typename S::V;
   constexpr int W = S::kWidth;
   constexpr int T = K * K;
-  const int s = p.stride;
   int64_t off[T];
   V wv[T];
   for (int ky = 0; ky < K; ++ky)
@@ -141,14 +145,19 @@ void depthwise_plane(const DepthwisePlane& p) {
   float* planes = p.scratch;
   const int64_t planes_floats = int64_t{p.stride} * p.stride * R * L;
   float* out = planes + planes_floats + 64;
-  fill_phases(p, R, L, planes);
+  if (p.stride == 1) {
+    fill_phases<1>(p, R, L, planes);
+  } else {
+    fill_phases<2>(p, R, L, planes);
+  }
   // Slack read by whole vectors past the ends (those lanes are never stored to y).
   std::memset(planes + planes_floats, 0, 64 * sizeof(float));
   std::memset(out + p.oh * L, 0, 64 * sizeof(float));
+  // Stride and kernel size as constants: the tap offsets fold and the strided fill vectorizes.
   if (p.k == 3) {
-    depthwise_compute<S, 3>(p, R, L, planes, out);
+    p.stride == 1 ? depthwise_compute<S, 3, 1>(p, R, L, planes, out) : depthwise_compute<S, 3, 2>(p, R, L, planes, out);
   } else {
-    depthwise_compute<S, 5>(p, R, L, planes, out);
+    p.stride == 1 ? depthwise_compute<S, 5, 1>(p, R, L, planes, out) : depthwise_compute<S, 5, 2>(p, R, L, planes, out);
   }
   depthwise_epilogue<S>(p, L, out);
 }
