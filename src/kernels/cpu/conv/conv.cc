@@ -36,6 +36,23 @@ DepthwiseFn depthwise_fn(core::Isa isa) {
   return nullptr;
 }
 
+Im2colFn im2col_fn(core::Isa isa) {
+  switch (isa) {
+    case core::Isa::kScalar:
+      return im2col_fn_scalar();
+#if defined(__x86_64__) || defined(_M_X64)
+    case core::Isa::kAvx2:
+      return im2col_fn_avx2();
+    case core::Isa::kAvx512:
+      return im2col_fn_avx512();
+#else
+    default:
+      return nullptr;
+#endif
+  }
+  return nullptr;
+}
+
 }  // namespace conv_detail
 
 namespace {
@@ -268,43 +285,30 @@ Status FastConv::run_im2col(const Geometry& g, const float* x, const float* bias
     return core::out_of_range("conv: im2col buffer too large");
   float* col = thread_scratch(std::max<int64_t>(col_floats, 1));
   if (!col) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate im2col buffer");
+  const conv_detail::Im2colFn im2col = conv_detail::im2col_fn(isa_);
   SgemmContext ctx{pool, isa_};
   GemmEpilogue ep;
   ep.activation = act_.kind;
   ep.act_alpha = act_.alpha;
   ep.act_beta = act_.beta;
   for (int64_t n = 0; n < g.n; ++n) {
-    const float* xn = x + n * g.c * ihw;
-    // Row r = (c, ky, kx) of col holds, per output position, the input element that tap reads.
-    core::parallel_for(pool, rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(ohw, 1)), [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const int64_t c = r / (kh_ * kw_), ky = r / kw_ % kh_, kx = r % kw_;
-        const float* xc = xn + c * ihw;
-        float* dst = col + r * ohw;
-        for (int64_t oy = 0; oy < g.oh; ++oy) {
-          float* d = dst + oy * g.ow;
-          const int64_t iy = oy * g.sh - g.pt + ky * g.dh;
-          if (iy < 0 || iy >= g.ih) {
-            std::memset(d, 0, static_cast<size_t>(g.ow) * sizeof(float));
-            continue;
-          }
-          const float* xr = xc + iy * g.iw;
-          const int64_t x0 = kx * g.dw - g.pl;  // input column of output column 0
-          if (g.sw == 1) {
-            // Inside for ox in [-x0, iw - x0).
-            const int64_t o0 = std::clamp<int64_t>(-x0, 0, g.ow), o1 = std::clamp<int64_t>(g.iw - x0, o0, g.ow);
-            std::memset(d, 0, static_cast<size_t>(o0) * sizeof(float));
-            if (o1 > o0) std::memcpy(d + o0, xr + o0 + x0, static_cast<size_t>(o1 - o0) * sizeof(float));
-            std::memset(d + o1, 0, static_cast<size_t>(g.ow - o1) * sizeof(float));
-          } else {
-            for (int64_t ox = 0; ox < g.ow; ++ox) {
-              const int64_t ix = x0 + ox * g.sw;
-              d[ox] = ix >= 0 && ix < g.iw ? xr[ix] : 0.f;
-            }
-          }
-        }
-      }
-    });
+    conv_detail::Im2colArgs args;
+    args.x = x + n * g.c * ihw;
+    args.ih = g.ih;
+    args.iw = g.iw;
+    args.kh = kh_;
+    args.kw = kw_;
+    args.sh = g.sh;
+    args.sw = g.sw;
+    args.dh = g.dh;
+    args.dw = g.dw;
+    args.pt = g.pt;
+    args.pl = g.pl;
+    args.oh = g.oh;
+    args.ow = g.ow;
+    args.col = col;
+    core::parallel_for(pool, rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(ohw, 1)),
+                       [&](int64_t r0, int64_t r1) { im2col(args, r0, r1); });
     float* yn = y + n * m_ * ohw;
     const float* zn = z ? z + n * m_ * ohw : nullptr;
     if (group_ == 1) {

@@ -1,4 +1,4 @@
-// Direct depthwise convolution of one NCHW plane (one channel of one image), per ISA. The plane
+// Per-ISA convolution helpers. Direct depthwise convolution of one NCHW plane (one channel of one image), per ISA. The plane
 // is first re-laid into s*s zero-padded "phase" planes (s = stride) so every tap of every output
 // reads a contiguous run; the output is then computed over the flattened plane, whole vectors at
 // a time (small planes waste no lanes on row ends), and the epilogue runs row by row.
@@ -37,5 +37,20 @@ DepthwiseFn depthwise_fn(core::Isa isa);
 DepthwiseFn depthwise_fn_scalar();
 DepthwiseFn depthwise_fn_avx2();
 DepthwiseFn depthwise_fn_avx512();
+
+// im2col of one image, rows [r0, r1) of col [C*KH*KW, OH*OW]; row (c, ky, kx) holds, per output
+// position, the input element that tap reads (0 in the padding). Lives beside the depthwise kernel
+// because it shares the vector traits: rows of small images are a few floats, where per-row
+// memcpy / memset calls cost more than the copy.
+struct Im2colArgs {
+  const float* x = nullptr;  // [C, IH, IW]
+  int64_t ih = 1, iw = 1, kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pl = 0, oh = 1, ow = 1;
+  float* col = nullptr;
+};
+using Im2colFn = void (*)(const Im2colArgs& a, int64_t r0, int64_t r1);
+Im2colFn im2col_fn(core::Isa isa);
+Im2colFn im2col_fn_scalar();
+Im2colFn im2col_fn_avx2();
+Im2colFn im2col_fn_avx512();
 
 }  // namespace kestrel::kernels::cpu::conv_detail

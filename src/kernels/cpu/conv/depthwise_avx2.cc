@@ -44,5 +44,6 @@ struct Avx2Ops {
 }  // namespace
 
 DepthwiseFn depthwise_fn_avx2() { return &depthwise_plane<Avx2Ops>; }
+Im2colFn im2col_fn_avx2() { return &im2col_rows<Avx2Ops>; }
 
 }  // namespace kestrel::kernels::cpu::conv_detail

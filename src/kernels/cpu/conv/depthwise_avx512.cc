@@ -41,5 +41,6 @@ struct Avx512Ops {
 }  // namespace
 
 DepthwiseFn depthwise_fn_avx512() { return &depthwise_plane<Avx512Ops>; }
+Im2colFn im2col_fn_avx512() { return &im2col_rows<Avx512Ops>; }
 
 }  // namespace kestrel::kernels::cpu::conv_detail

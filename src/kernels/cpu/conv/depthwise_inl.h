@@ -12,10 +12,27 @@
 namespace kestrel::kernels::cpu::conv_detail {
 namespace {
 
+// d[j] = xr[x0 + j] for j in [o0, o1), 0 elsewhere in [0, n); whole vectors, no library calls.
+template <class S>
+inline void copy_zero_padded(const float* xr, int64_t x0, float* d, int64_t o0, int64_t o1, int64_t n) {
+  constexpr int W = S::kWidth;
+  int64_t j = 0;
+  for (; j + W <= o0; j += W) S::store(d + j, S::zero());
+  for (; j < o0; ++j) d[j] = 0.f;
+  for (; j + W <= o1; j += W) S::store(d + j, S::load(xr + (x0 + j)));
+  if (j < o1) {
+    const int m = static_cast<int>(o1 - j);
+    S::store_n(d + j, S::load_n(xr + (x0 + j), m), m);
+    j = o1;
+  }
+  for (; j + W <= n; j += W) S::store(d + j, S::zero());
+  if (j < n) S::store_n(d + j, S::zero(), static_cast<int>(n - j));
+}
+
 // Phase planes: R rows x L columns each, s*s of them; phase (qy, qx) holds padded input element
 // (i*s + qy, j*s + qx) at [i, j]. Output (oy, ox) tap (ky, kx) then reads phase (ky%s, kx%s) at
 // [oy + ky/s, ox + kx/s]: with the output flattened at pitch L, tap t is a constant offset.
-template <int s>
+template <class S, int s>
 inline void fill_phases(const DepthwisePlane& p, int64_t R, int64_t L, float* planes) {
   for (int qy = 0; qy < s; ++qy)
     for (int qx = 0; qx < s; ++qx) {
@@ -24,16 +41,14 @@ inline void fill_phases(const DepthwisePlane& p, int64_t R, int64_t L, float* pl
         float* row = plane + i * L;
         const int64_t iy = i * s + qy - p.pad_top;
         if (iy < 0 || iy >= p.ih) {
-          std::memset(row, 0, static_cast<size_t>(L) * sizeof(float));
+          copy_zero_padded<S>(nullptr, 0, row, 0, 0, L);
           continue;
         }
         const float* xr = p.x + iy * p.iw;
         if (s == 1) {
           // ix = j - pad_left is inside for j in [pad_left, pad_left + iw).
-          const int64_t j0 = std::min(p.pad_left, L), j1 = std::min(p.pad_left + p.iw, L);
-          std::memset(row, 0, static_cast<size_t>(j0) * sizeof(float));
-          if (j1 > j0) std::memcpy(row + j0, xr + (j0 - p.pad_left), static_cast<size_t>(j1 - j0) * sizeof(float));
-          if (L > std::max(j0, j1)) std::memset(row + std::max(j0, j1), 0, static_cast<size_t>(L - std::max(j0, j1)) * sizeof(float));
+          const int64_t j0 = std::min(p.pad_left, L), j1 = std::clamp(p.pad_left + p.iw, j0, L);
+          copy_zero_padded<S>(xr, -p.pad_left, row, j0, j1, L);
         } else {
           // ix = j * s + base is inside for j in [j0, j1); the interior loop has no branches so
           // the compiler turns it into strided vector loads in each ISA's translation unit.
@@ -41,8 +56,7 @@ inline void fill_phases(const DepthwisePlane& p, int64_t R, int64_t L, float* pl
           const int64_t j0 = std::min(L, base >= 0 ? 0 : (-base + s - 1) / s);
           const int64_t j1 = std::clamp<int64_t>(p.iw - base > 0 ? (p.iw - base + s - 1) / s : 0, j0, L);
           for (int64_t j = 0; j < j0; ++j) row[j] = 0.f;
-          const float* src = xr + base;
-          for (int64_t j = j0; j < j1; ++j) row[j] = src[j * s];
+          for (int64_t j = j0; j < j1; ++j) row[j] = xr[base + j * s];
           for (int64_t j = j1; j < L; ++j) row[j] = 0.f;
         }
       }
@@ -146,9 +160,9 @@ void depthwise_plane(const DepthwisePlane& p) {
   const int64_t planes_floats = int64_t{p.stride} * p.stride * R * L;
   float* out = planes + planes_floats + 64;
   if (p.stride == 1) {
-    fill_phases<1>(p, R, L, planes);
+    fill_phases<S, 1>(p, R, L, planes);
   } else {
-    fill_phases<2>(p, R, L, planes);
+    fill_phases<S, 2>(p, R, L, planes);
   }
   // Slack read by whole vectors past the ends (those lanes are never stored to y).
   std::memset(planes + planes_floats, 0, 64 * sizeof(float));
@@ -160,6 +174,40 @@ void depthwise_plane(const DepthwisePlane& p) {
     p.stride == 1 ? depthwise_compute<S, 5, 1>(p, R, L, planes, out) : depthwise_compute<S, 5, 2>(p, R, L, planes, out);
   }
   depthwise_epilogue<S>(p, L, out);
+}
+
+template <class S>
+void im2col_rows(const Im2colArgs& a, int64_t r0, int64_t r1) {
+  const int64_t ihw = a.ih * a.iw, ohw = a.oh * a.ow;
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t c = r / (a.kh * a.kw), ky = r / a.kw % a.kh, kx = r % a.kw;
+    const float* xc = a.x + c * ihw;
+    float* dst = a.col + r * ohw;
+    const int64_t x0 = kx * a.dw - a.pl;  // input column of output column 0
+    // Output columns whose tap is inside the row: ix = x0 + ox * sw in [0, iw).
+    const int64_t o0 = std::min<int64_t>(a.ow, x0 >= 0 ? 0 : (-x0 + a.sw - 1) / a.sw);
+    const int64_t o1 = std::clamp<int64_t>(a.iw - x0 > 0 ? (a.iw - x0 + a.sw - 1) / a.sw : 0, o0, a.ow);
+    for (int64_t oy = 0; oy < a.oh; ++oy) {
+      float* d = dst + oy * a.ow;
+      const int64_t iy = oy * a.sh - a.pt + ky * a.dh;
+      if (iy < 0 || iy >= a.ih) {
+        copy_zero_padded<S>(nullptr, 0, d, 0, 0, a.ow);
+        continue;
+      }
+      const float* xr = xc + iy * a.iw;
+      if (a.sw == 1) {
+        copy_zero_padded<S>(xr, x0, d, o0, o1, a.ow);
+      } else {
+        for (int64_t ox = 0; ox < o0; ++ox) d[ox] = 0.f;
+        if (a.sw == 2) {
+          for (int64_t ox = o0; ox < o1; ++ox) d[ox] = xr[x0 + 2 * ox];
+        } else {
+          for (int64_t ox = o0; ox < o1; ++ox) d[ox] = xr[x0 + ox * a.sw];
+        }
+        for (int64_t ox = o1; ox < a.ow; ++ox) d[ox] = 0.f;
+      }
+    }
+  }
 }
 
 }  // namespace
