@@ -2,8 +2,6 @@
 // on every ISA of this CPU: random shapes (1, primes, widths that are not multiples of the vector
 // width), strides, pads, dilations, groups, 1-D, batches, every fused activation and a residual,
 // with and without a 2-thread pool.
-#include "kernels/cpu/conv/conv.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +9,7 @@
 
 #include "common/fast_kernel_util.h"
 #include "core/thread_pool.h"
+#include "kernels/cpu/conv/conv.h"
 #include "kernels/reference/conv.h"
 
 namespace kestrel::kernels::cpu {
@@ -109,14 +108,14 @@ const ConvCase kCases[] = {
     {1, 2, 6, 6, 2, 2, 5, 5, 2, 3, 1, P::kDepthwise},    // pad > reach
     {1, 3, 12, 40, 3, 3, 3, 3, 1, 1, 1, P::kDepthwise},
     // im2col
-    {1, 3, 15, 15, 8, 1, 3, 3, 2, 1, 1, P::kIm2col},  // stem
-    {2, 6, 9, 10, 4, 2, 3, 3, 1, 1, 1, P::kIm2col},   // grouped 3x3
-    {1, 4, 11, 13, 5, 1, 3, 5, 1, 2, 2, P::kIm2col},  // dilated, non-square
-    {1, 3, 9, 9, 3, 3, 3, 3, 1, 2, 2, P::kIm2col},    // depthwise, dilated: falls back
-    {1, 3, 9, 9, 3, 3, 3, 3, 3, 1, 1, P::kIm2col},    // depthwise, stride 3
-    {1, 8, 8, 8, 16, 1, 1, 1, 2, 0, 1, P::kIm2col},   // 1x1 stride 2
-    {1, 5, 6, 6, 7, 1, 1, 1, 1, 1, 1, P::kIm2col},    // 1x1 padded
-    {1, 7, 16, 16, 9, 1, 4, 4, 4, 0, 1, P::kIm2col},  // patchify (ViT / mixer stem)
+    {1, 3, 15, 15, 8, 1, 3, 3, 2, 1, 1, P::kIm2col},       // stem
+    {2, 6, 9, 10, 4, 2, 3, 3, 1, 1, 1, P::kIm2col},        // grouped 3x3
+    {1, 4, 11, 13, 5, 1, 3, 5, 1, 2, 2, P::kIm2col},       // dilated, non-square
+    {1, 3, 9, 9, 3, 3, 3, 3, 1, 2, 2, P::kIm2col},         // depthwise, dilated: falls back
+    {1, 3, 9, 9, 3, 3, 3, 3, 3, 1, 1, P::kIm2col},         // depthwise, stride 3
+    {1, 8, 8, 8, 16, 1, 1, 1, 2, 0, 1, P::kIm2col},        // 1x1 stride 2
+    {1, 5, 6, 6, 7, 1, 1, 1, 1, 1, 1, P::kIm2col},         // 1x1 padded
+    {1, 7, 16, 16, 9, 1, 4, 4, 4, 0, 1, P::kIm2col},       // patchify (ViT / mixer stem)
     {1, 6, 1, 10, 4, 2, 1, 3, 1, 1, 1, P::kIm2col, true},  // 1-D grouped
     {2, 3, 1, 17, 5, 1, 1, 1, 1, 0, 1, P::kPointwise, true},
     {2, 12, 5, 5, 8, 4, 1, 1, 1, 0, 1, P::kPointwise},  // grouped 1x1, batch
@@ -141,10 +140,11 @@ TEST_P(FastConvTest, FusedEpilogues) {
   std::mt19937 rng(23);
   core::ThreadPool pool(2);
   const FusedActivation acts[] = {
-      {GemmActivation::kNone, 0, 0},        {GemmActivation::kRelu, 0, 0},      {GemmActivation::kClip, 0.f, 0.5f},
-      {GemmActivation::kLeakyRelu, 0.1f, 0}, {GemmActivation::kSigmoid, 0, 0},  {GemmActivation::kHardSigmoid, 0.2f, 0.5f},
-      {GemmActivation::kHardSwish, 0, 0},   {GemmActivation::kSilu, 0, 0},      {GemmActivation::kGelu, 0, 0},
-      {GemmActivation::kTanh, 0, 0},
+      {GemmActivation::kNone, 0, 0},      {GemmActivation::kRelu, 0, 0},
+      {GemmActivation::kClip, 0.f, 0.5f}, {GemmActivation::kLeakyRelu, 0.1f, 0},
+      {GemmActivation::kSigmoid, 0, 0},   {GemmActivation::kHardSigmoid, 0.2f, 0.5f},
+      {GemmActivation::kHardSwish, 0, 0}, {GemmActivation::kSilu, 0, 0},
+      {GemmActivation::kGelu, 0, 0},      {GemmActivation::kTanh, 0, 0},
   };
   // One case per path.
   const ConvCase cases[] = {kCases[2], kCases[6], kCases[8], kCases[14], kCases[23], kCases[24]};

@@ -77,8 +77,9 @@ class FastFusedTest : public ::testing::TestWithParam<Isa> {
 
 const std::vector<std::pair<std::string, std::vector<float>>>& acts() {
   static const std::vector<std::pair<std::string, std::vector<float>>> a = {
-      {"", {}},          {"Relu", {}},    {"Clip", {0.f, 6.f}}, {"LeakyRelu", {0.2f}}, {"Sigmoid", {}},
-      {"HardSigmoid", {}}, {"HardSwish", {}}, {"Silu", {}},     {"Gelu", {}},          {"Tanh", {}}};
+      {"", {}},        {"Relu", {}},        {"Clip", {0.f, 6.f}}, {"LeakyRelu", {0.2f}},
+      {"Sigmoid", {}}, {"HardSigmoid", {}}, {"HardSwish", {}},    {"Silu", {}},
+      {"Gelu", {}},    {"Tanh", {}}};
   return a;
 }
 
@@ -98,10 +99,15 @@ TEST_P(FastFusedTest, FusedConv) {
   };
   const Case cases[] = {
       {{1, 8, 7, 9}, {12, 8, 1, 1}, {1, 12, 7, 9}, {}},
-      {{2, 6, 11, 11}, {6, 1, 3, 3}, {2, 6, 6, 6},
-       {{"group", ir::Attribute(int64_t{6})}, {"strides", ir::Attribute(std::vector<int64_t>{2, 2})},
-        {"pads", ir::Attribute(std::vector<int64_t>{1, 1,1, 1})}}},
-      {{1, 4, 9, 9}, {4, 1, 5, 5}, {1, 4, 9, 9},
+      {{2, 6, 11, 11},
+       {6, 1, 3, 3},
+       {2, 6, 6, 6},
+       {{"group", ir::Attribute(int64_t{6})},
+        {"strides", ir::Attribute(std::vector<int64_t>{2, 2})},
+        {"pads", ir::Attribute(std::vector<int64_t>{1, 1, 1, 1})}}},
+      {{1, 4, 9, 9},
+       {4, 1, 5, 5},
+       {1, 4, 9, 9},
        {{"group", ir::Attribute(int64_t{4})}, {"pads", ir::Attribute(std::vector<int64_t>{2, 2, 2, 2})}}},
       {{1, 3, 10, 10}, {5, 3, 3, 3}, {1, 5, 10, 10}, {{"auto_pad", ir::Attribute(std::string("SAME_UPPER"))}}},
   };

@@ -1,14 +1,13 @@
 // Fast Gemm / MatMul kernels (sgemm) against the reference kernels, on every ISA of this CPU:
 // random shapes (1, primes, non-multiples of the vector width), transposes, C broadcasts, batch
 // broadcasting, pre-packed constant B, fused activation / residual, and a 2-thread pool.
-#include "kernels/cpu/matmul/matmul.h"
-
 #include <gtest/gtest.h>
 
 #include <random>
 
 #include "common/fast_kernel_util.h"
 #include "core/thread_pool.h"
+#include "kernels/cpu/matmul/matmul.h"
 #include "kernels/reference/matmul.h"
 
 namespace kestrel::kernels::cpu {

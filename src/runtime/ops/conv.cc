@@ -4,9 +4,8 @@
 
 #include <optional>
 
-#include "kernels/cpu/conv/conv.h"
-
 #include "ir/ops/window_geometry.h"
+#include "kernels/cpu/conv/conv.h"
 #include "runtime/kernel.h"
 #include "runtime/ops/fast_fused.h"
 

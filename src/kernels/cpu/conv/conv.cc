@@ -53,6 +53,23 @@ Im2colFn im2col_fn(core::Isa isa) {
   return nullptr;
 }
 
+SoftmaxRowsFn softmax_rows_fn(core::Isa isa) {
+  switch (isa) {
+    case core::Isa::kScalar:
+      return softmax_rows_fn_scalar();
+#if defined(__x86_64__) || defined(_M_X64)
+    case core::Isa::kAvx2:
+      return softmax_rows_fn_avx2();
+    case core::Isa::kAvx512:
+      return softmax_rows_fn_avx512();
+#else
+    default:
+      return nullptr;
+#endif
+  }
+  return nullptr;
+}
+
 }  // namespace conv_detail
 
 namespace {
@@ -119,14 +136,17 @@ Result<FastConv> FastConv::create(const Tensor& w, int64_t group, FusedActivatio
   return c;
 }
 
-const char* FastConv::name() const { return conv_impl_name(isa_); }
+const char* FastConv::name() const {
+  return conv_impl_name(isa_);
+}
 
 FastConv::Path FastConv::path_for(const ref::ConvParams& p) const {
   const size_t sp = p.strides.size();
   const int64_t sh = sp == 2 ? p.strides[0] : 1, sw = p.strides[sp - 1];
   const int64_t dh = sp == 2 ? p.dilations[0] : 1, dw = p.dilations[sp - 1];
   const int64_t pt = sp == 2 ? p.pads_begin[0] : 0, pl = p.pads_begin[sp - 1];
-  if (depthwise_shaped_ && rank_ == 4 && sh == sw && (sh == 1 || sh == 2) && dh == 1 && dw == 1) return Path::kDepthwise;
+  if (depthwise_shaped_ && rank_ == 4 && sh == sw && (sh == 1 || sh == 2) && dh == 1 && dw == 1)
+    return Path::kDepthwise;
   if (kh_ == 1 && kw_ == 1 && sh == 1 && sw == 1 && pt == 0 && pl == 0) return Path::kPointwise;
   return Path::kIm2col;
 }
@@ -138,7 +158,8 @@ Status FastConv::run(const ref::ConvParams& p, const Tensor& x, const Tensor* bi
       return core::invalid_argument(str_cat("conv: fast kernel needs f32, got ", t->type_string()));
   const size_t sp = static_cast<size_t>(rank_ - 2);
   if (x.rank() != rank_ || y.rank() != rank_)
-    return core::invalid_argument(str_cat("conv: X ", x.type_string(), " and Y ", y.type_string(), " must have rank ", rank_));
+    return core::invalid_argument(
+        str_cat("conv: X ", x.type_string(), " and Y ", y.type_string(), " must have rank ", rank_));
   if (p.strides.size() != sp || p.dilations.size() != sp || p.pads_begin.size() != sp)
     return core::invalid_argument("conv: strides/dilations/pads must have one value per spatial axis");
   Geometry g;
@@ -343,8 +364,8 @@ Status FastConv::run_im2col(const Geometry& g, const float* x, const float* bias
       e.ldr = ohw;
       batch.stride_residual = mg * ohw;
     }
-    KESTREL_RETURN_IF_ERROR(sgemm_batched(mg, ohw, kdim, 1.f, SgemmA(w_->data(), kdim), SgemmB(col, ohw), beta, yn,
-                                          ohw, batch, e, ctx));
+    KESTREL_RETURN_IF_ERROR(
+        sgemm_batched(mg, ohw, kdim, 1.f, SgemmA(w_->data(), kdim), SgemmB(col, ohw), beta, yn, ohw, batch, e, ctx));
   }
   return Status::ok();
 }

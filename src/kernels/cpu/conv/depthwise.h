@@ -1,7 +1,7 @@
-// Per-ISA convolution helpers. Direct depthwise convolution of one NCHW plane (one channel of one image), per ISA. The plane
-// is first re-laid into s*s zero-padded "phase" planes (s = stride) so every tap of every output
-// reads a contiguous run; the output is then computed over the flattened plane, whole vectors at
-// a time (small planes waste no lanes on row ends), and the epilogue runs row by row.
+// Per-ISA convolution helpers. Direct depthwise convolution of one NCHW plane (one channel of one image), per ISA. The
+// plane is first re-laid into s*s zero-padded "phase" planes (s = stride) so every tap of every output reads a
+// contiguous run; the output is then computed over the flattened plane, whole vectors at a time (small planes waste no
+// lanes on row ends), and the epilogue runs row by row.
 #pragma once
 
 #include <cstdint>
@@ -52,5 +52,14 @@ Im2colFn im2col_fn(core::Isa isa);
 Im2colFn im2col_fn_scalar();
 Im2colFn im2col_fn_avx2();
 Im2colFn im2col_fn_avx512();
+
+// Softmax over each of `rows` rows of n floats (row stride ld), in place: exp(x - max) / sum. A
+// row whose maximum is -inf becomes NaN (as Softmax). Used by the fast attention kernel; here for
+// the same reason as im2col (the per-ISA vector traits and exp live in these units).
+using SoftmaxRowsFn = void (*)(float* s, int64_t rows, int64_t n, int64_t ld);
+SoftmaxRowsFn softmax_rows_fn(core::Isa isa);
+SoftmaxRowsFn softmax_rows_fn_scalar();
+SoftmaxRowsFn softmax_rows_fn_avx2();
+SoftmaxRowsFn softmax_rows_fn_avx512();
 
 }  // namespace kestrel::kernels::cpu::conv_detail

@@ -9,7 +9,9 @@ namespace {
 struct Avx2Ops {
   using V = __m256;
   static constexpr int kWidth = 8;
-  static __m256i mask(int n) { return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)); }
+  static __m256i mask(int n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
   static V zero() { return _mm256_setzero_ps(); }
   static V set1(float x) { return _mm256_set1_ps(x); }
   static V load(const float* p) { return _mm256_loadu_ps(p); }
@@ -34,7 +36,9 @@ struct Avx2Ops {
     __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
     return _mm256_castsi256_ps(_mm256_slli_epi32(e, 23));
   }
-  static V abs(V a) { return _mm256_andnot_ps(_mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0x80000000u))), a); }
+  static V abs(V a) {
+    return _mm256_andnot_ps(_mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0x80000000u))), a);
+  }
   static V copysign(V mag, V sgn) {
     const V sign = _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0x80000000u)));
     return _mm256_or_ps(_mm256_and_ps(sgn, sign), _mm256_andnot_ps(sign, mag));
@@ -43,7 +47,14 @@ struct Avx2Ops {
 
 }  // namespace
 
-DepthwiseFn depthwise_fn_avx2() { return &depthwise_plane<Avx2Ops>; }
-Im2colFn im2col_fn_avx2() { return &im2col_rows<Avx2Ops>; }
+DepthwiseFn depthwise_fn_avx2() {
+  return &depthwise_plane<Avx2Ops>;
+}
+Im2colFn im2col_fn_avx2() {
+  return &im2col_rows<Avx2Ops>;
+}
+SoftmaxRowsFn softmax_rows_fn_avx2() {
+  return &softmax_rows<Avx2Ops>;
+}
 
 }  // namespace kestrel::kernels::cpu::conv_detail

@@ -40,7 +40,14 @@ struct Avx512Ops {
 
 }  // namespace
 
-DepthwiseFn depthwise_fn_avx512() { return &depthwise_plane<Avx512Ops>; }
-Im2colFn im2col_fn_avx512() { return &im2col_rows<Avx512Ops>; }
+DepthwiseFn depthwise_fn_avx512() {
+  return &depthwise_plane<Avx512Ops>;
+}
+Im2colFn im2col_fn_avx512() {
+  return &im2col_rows<Avx512Ops>;
+}
+SoftmaxRowsFn softmax_rows_fn_avx512() {
+  return &softmax_rows<Avx512Ops>;
+}
 
 }  // namespace kestrel::kernels::cpu::conv_detail

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "kernels/cpu/conv/depthwise.h"
@@ -131,13 +132,11 @@ void depthwise_epilogue(const DepthwisePlane& p, int64_t L, const float* out) {
     case GemmActivation::kClip:
       return depthwise_epilogue_with<S>(p, L, out, [&](V x) { return S::min(S::max(x, va), vb); });
     case GemmActivation::kLeakyRelu:
-      return depthwise_epilogue_with<S>(p, L, out,
-                                        [&](V x) { return S::fmadd(S::min(x, zero), va, S::max(x, zero)); });
+      return depthwise_epilogue_with<S>(p, L, out, [&](V x) { return S::fmadd(S::min(x, zero), va, S::max(x, zero)); });
     case GemmActivation::kSigmoid:
       return depthwise_epilogue_with<S>(p, L, out, [](V x) { return vsigmoid<S>(x); });
     case GemmActivation::kHardSigmoid:
-      return depthwise_epilogue_with<S>(p, L, out,
-                                        [&](V x) { return S::min(S::max(S::fmadd(x, va, vb), zero), one); });
+      return depthwise_epilogue_with<S>(p, L, out, [&](V x) { return S::min(S::max(S::fmadd(x, va, vb), zero), one); });
     case GemmActivation::kHardSwish: {
       const V sixth = S::set1(1.f / 6.f), half = S::set1(0.5f);
       return depthwise_epilogue_with<S>(
@@ -206,6 +205,58 @@ void im2col_rows(const Im2colArgs& a, int64_t r0, int64_t r1) {
         }
         for (int64_t ox = o1; ox < a.ow; ++ox) d[ox] = 0.f;
       }
+    }
+  }
+}
+
+template <class S>
+void softmax_rows(float* s, int64_t rows, int64_t n, int64_t ld) {
+  using V = typename S::V;
+  constexpr int W = S::kWidth;
+  for (int64_t r = 0; r < rows; ++r) {
+    float* x = s + r * ld;
+    V vmax = S::set1(-INFINITY);
+    int64_t j = 0;
+    for (; j + W <= n; j += W) vmax = S::max(vmax, S::load(x + j));
+    float mx = -INFINITY;
+    {
+      alignas(64) float lanes[W];
+      S::store(lanes, vmax);
+      for (int l = 0; l < W; ++l) mx = lanes[l] > mx ? lanes[l] : mx;
+    }
+    for (; j < n; ++j) mx = x[j] > mx ? x[j] : mx;
+    if (mx == -INFINITY || mx != mx) {
+      for (j = 0; j < n; ++j) x[j] = NAN;
+      continue;
+    }
+    const V vm = S::set1(mx);
+    V vsum = S::zero();
+    for (j = 0; j + W <= n; j += W) {
+      const V e = vexp<S>(S::sub(S::load(x + j), vm));
+      S::store(x + j, e);
+      vsum = S::add(vsum, e);
+    }
+    if (j < n) {
+      const int m = static_cast<int>(n - j);
+      // Masked-off lanes load 0; exp(0 - max) must not enter the sum, so they are zeroed.
+      V e = vexp<S>(S::sub(S::load_n(x + j, m), vm));
+      S::store_n(x + j, e, m);
+      alignas(64) float t[W];
+      S::store(t, e);
+      for (int l = m; l < W; ++l) t[l] = 0.f;
+      vsum = S::add(vsum, S::load(t));
+    }
+    float sum = 0.f;
+    {
+      alignas(64) float lanes[W];
+      S::store(lanes, vsum);
+      for (int l = 0; l < W; ++l) sum += lanes[l];
+    }
+    const V inv = S::set1(1.f / sum);
+    for (j = 0; j + W <= n; j += W) S::store(x + j, S::mul(S::load(x + j), inv));
+    if (j < n) {
+      const int m = static_cast<int>(n - j);
+      S::store_n(x + j, S::mul(S::load_n(x + j, m), inv), m);
     }
   }
 }

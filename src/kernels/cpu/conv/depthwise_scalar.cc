@@ -39,7 +39,14 @@ struct ScalarOps {
 
 }  // namespace
 
-DepthwiseFn depthwise_fn_scalar() { return &depthwise_plane<ScalarOps>; }
-Im2colFn im2col_fn_scalar() { return &im2col_rows<ScalarOps>; }
+DepthwiseFn depthwise_fn_scalar() {
+  return &depthwise_plane<ScalarOps>;
+}
+Im2colFn im2col_fn_scalar() {
+  return &im2col_rows<ScalarOps>;
+}
+SoftmaxRowsFn softmax_rows_fn_scalar() {
+  return &softmax_rows<ScalarOps>;
+}
 
 }  // namespace kestrel::kernels::cpu::conv_detail

@@ -58,7 +58,9 @@ Result<FastGemm> FastGemm::create(const GemmOpParams& p, const Tensor* b, core::
   return g;
 }
 
-const char* FastGemm::name() const { return sgemm_impl_name(isa_); }
+const char* FastGemm::name() const {
+  return sgemm_impl_name(isa_);
+}
 
 Status FastGemm::run(const Tensor& a, const Tensor& b, const Tensor* c, const Tensor* z, Tensor& y,
                      core::ThreadPool* pool) const {
@@ -125,27 +127,32 @@ Result<FastMatMul> FastMatMul::create(const Tensor* b, FusedActivation act, core
   return mm;
 }
 
-const char* FastMatMul::name() const { return sgemm_impl_name(isa_); }
+const char* FastMatMul::name() const {
+  return sgemm_impl_name(isa_);
+}
 
 Status FastMatMul::run(const Tensor& a, const Tensor& b, const Tensor* bias, const Tensor* z, Tensor& y,
                        core::ThreadPool* pool) const {
   KESTREL_RETURN_IF_ERROR(check_f32("MatMul", {&a, &b, bias, z, &y}));
   const int64_t ra = a.rank(), rb = b.rank();
   if (ra < 1 || rb < 1)
-    return core::invalid_argument(str_cat("MatMul: inputs must have rank >= 1: ", a.type_string(), ", ", b.type_string()));
+    return core::invalid_argument(
+        str_cat("MatMul: inputs must have rank >= 1: ", a.type_string(), ", ", b.type_string()));
   const int64_t m = ra >= 2 ? a.dim(-2) : 1, k = a.dim(-1);
   const int64_t kb = rb >= 2 ? b.dim(-2) : b.dim(0), n = rb >= 2 ? b.dim(-1) : 1;
   if (k != kb)
     return core::invalid_argument(str_cat("MatMul: inner dims differ: ", a.type_string(), ", ", b.type_string()));
   // Batch dims, right-aligned and broadcast.
-  const size_t ba = static_cast<size_t>(std::max<int64_t>(ra - 2, 0)), bb = static_cast<size_t>(std::max<int64_t>(rb - 2, 0));
+  const size_t ba = static_cast<size_t>(std::max<int64_t>(ra - 2, 0)),
+               bb = static_cast<size_t>(std::max<int64_t>(rb - 2, 0));
   const size_t bo = std::max(ba, bb);
   core::Dims out_batch(bo, 1), a_batch(bo, 1), b_batch(bo, 1);
   for (size_t i = 0; i < ba; ++i) a_batch[bo - ba + i] = a.dim(static_cast<int64_t>(i));
   for (size_t i = 0; i < bb; ++i) b_batch[bo - bb + i] = b.dim(static_cast<int64_t>(i));
   for (size_t i = 0; i < bo; ++i) {
     if (a_batch[i] != b_batch[i] && a_batch[i] != 1 && b_batch[i] != 1)
-      return core::invalid_argument(str_cat("MatMul: batch dims do not broadcast: ", a.type_string(), ", ", b.type_string()));
+      return core::invalid_argument(
+          str_cat("MatMul: batch dims do not broadcast: ", a.type_string(), ", ", b.type_string()));
     out_batch[i] = a_batch[i] == 1 ? b_batch[i] : a_batch[i];
   }
   const int64_t count = core::num_elements(out_batch);
@@ -204,8 +211,8 @@ Status FastMatMul::run(const Tensor& a, const Tensor& b, const Tensor* bias, con
     batch.a_ptrs = a_ptrs.data();
     batch.b_ptrs = b_ptrs.data();
   }
-  return sgemm_batched(m, n, k, 1.f, SgemmA(a.data<float>(), k), SgemmB(b.data<float>(), n, false), 0.f, yd, n,
-                       batch, ep, ctx);
+  return sgemm_batched(m, n, k, 1.f, SgemmA(a.data<float>(), k), SgemmB(b.data<float>(), n, false), 0.f, yd, n, batch,
+                       ep, ctx);
 }
 
 }  // namespace kestrel::kernels::cpu
