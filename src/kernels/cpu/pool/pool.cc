@@ -64,7 +64,11 @@ core::Status max_pool_2d(const ref::PoolParams& p, const core::Tensor& x, core::
         for (int64_t ky = ky0; ky < ky1; ++ky) {
           const float* xr = xp + (iy0 + ky * dh) * iw;
           // NaN wins (as in the reference): v > m is false for NaN, so test it too.
-          for (int64_t j = 0; j < iw; ++j) rm[j] = (xr[j] > rm[j] || xr[j] != xr[j]) ? xr[j] : rm[j];
+          // Bitwise | (no short-circuit) keeps the loop branch-free so it vectorizes.
+          for (int64_t j = 0; j < iw; ++j) {
+            const float v = xr[j], m = rm[j];
+            rm[j] = ((v > m) | (v != v)) ? v : m;
+          }
         }
         float* yr = yp + oy * ow;
         for (int64_t ox = 0; ox < ow; ++ox) {
