@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +18,8 @@ struct PassContext {
   const ir::NodeEvaluator* evaluator = nullptr;
   // Do not fold constants larger than this many bytes (keeps the file from growing, e.g. Expand).
   size_t max_folded_bytes = size_t{64} << 20;
+  // Called before each pass runs (progress display); `index` counts passes run so far.
+  std::function<void(const char* pass, int round, int index)> on_pass_start;
 };
 
 // What one pass did to the graph.
@@ -36,13 +39,14 @@ class Pass {
 struct PassReport {
   std::string name;
   PassStats stats;
-  size_t nodes_after = 0;
+  size_t nodes_after = 0;  // after the pass's first run (first round)
   double ms = 0;
 };
 
 class PassManager {
  public:
   void add(std::unique_ptr<Pass> p) { passes_.push_back(std::move(p)); }
+  size_t size() const { return passes_.size(); }
   // Runs the passes in order, then again while any of them changes the graph (at most a few
   // rounds). After each pass the graph is verified and its types re-inferred. Reports are
   // merged per pass name.
@@ -63,5 +67,16 @@ std::unique_ptr<Pass> make_constant_folding();
 std::unique_ptr<Pass> make_dead_code_elimination();
 std::unique_ptr<Pass> make_common_subexpression_elimination();
 std::unique_ptr<Pass> make_remove_noops();
+// -O2 fusions (docs/fused_ops.md for the kestrel ops they produce).
+std::unique_ptr<Pass> make_fold_batch_norm();
+std::unique_ptr<Pass> make_fold_conv_add_mul();
+std::unique_ptr<Pass> make_merge_transposes();
+std::unique_ptr<Pass> make_merge_reshapes();
+std::unique_ptr<Pass> make_fuse_gelu();
+std::unique_ptr<Pass> make_fuse_layer_norm();
+std::unique_ptr<Pass> make_fuse_attention();
+std::unique_ptr<Pass> make_fuse_matmul_add();
+std::unique_ptr<Pass> make_fuse_residual_add();
+std::unique_ptr<Pass> make_fuse_activation();
 
 }  // namespace kestrel::passes

@@ -15,9 +15,11 @@ constexpr int kMaxRounds = 4;
 
 Status PassManager::run(ir::Graph& g, const PassContext& ctx, std::vector<PassReport>* reports) {
   std::map<std::string, size_t> index;
+  int pass_index = 0;
   for (int round = 0; round < kMaxRounds; ++round) {
     bool changed = false;
     for (auto& p : passes_) {
+      if (ctx.on_pass_start) ctx.on_pass_start(p->name(), round, pass_index++);
       auto t0 = std::chrono::steady_clock::now();
       auto r = p->run(g, ctx);
       if (!r.is_ok()) return r.status().with_context(core::str_cat("pass ", p->name()));
@@ -38,7 +40,6 @@ Status PassManager::run(ir::Graph& g, const PassContext& ctx, std::vector<PassRe
           PassReport& rep = (*reports)[it->second];
           rep.stats.removed += r->removed;
           rep.stats.fused += r->fused;
-          rep.nodes_after = g.num_nodes();
           rep.ms += ms;
         }
       }
@@ -54,6 +55,21 @@ PassManager make_pipeline(int opt_level) {
   pm.add(make_remove_noops());
   pm.add(make_constant_folding());
   pm.add(make_common_subexpression_elimination());
+  pm.add(make_dead_code_elimination());
+  if (opt_level < 2) return pm;
+  // Order matters inside a round: BatchNorm and constant Add/Mul go into the conv before the
+  // epilogue fusions; patterns that consume MatMul / Add (attention, GELU, LayerNorm) before
+  // MatMul + Add; the residual before the activation (the epilogue adds Z, then activates).
+  pm.add(make_fold_batch_norm());
+  pm.add(make_fold_conv_add_mul());
+  pm.add(make_merge_transposes());
+  pm.add(make_merge_reshapes());
+  pm.add(make_fuse_gelu());
+  pm.add(make_fuse_layer_norm());
+  pm.add(make_fuse_attention());
+  pm.add(make_fuse_matmul_add());
+  pm.add(make_fuse_residual_add());
+  pm.add(make_fuse_activation());
   pm.add(make_dead_code_elimination());
   return pm;
 }

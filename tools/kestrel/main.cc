@@ -8,13 +8,14 @@
 #include "kestrel/kestrel.hpp"
 
 int main(int argc, char** argv) {
-  CLI::App app{"kestrel: run and inspect neural-network models (ONNX)", "kestrel"};
+  CLI::App app{"kestrel: run, inspect and convert neural-network models (ONNX, .kst)", "kestrel"};
   app.set_version_flag("--version", kestrel::version());
   app.require_subcommand(1);
   app.fallthrough(false);
   kestrel::cli::add_run_command(app);
   kestrel::cli::add_inspect_command(app);
   kestrel::cli::add_bench_command(app);
+  kestrel::cli::add_convert_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -25,6 +25,7 @@ void register_detection_ops(OpRegistry& r);
 void register_linalg_ops(OpRegistry& r);
 void register_misc_ops(OpRegistry& r);
 void register_training_ops(OpRegistry& r);
+void register_attention_ops(OpRegistry& r);
 
 void register_all_ops(OpRegistry& r) {
   register_control_flow_ops(r);
@@ -49,6 +50,7 @@ void register_all_ops(OpRegistry& r) {
   register_linalg_ops(r);
   register_misc_ops(r);
   register_training_ops(r);
+  register_attention_ops(r);
 }
 
 }  // namespace kestrel::ir

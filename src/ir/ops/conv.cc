@@ -1,8 +1,10 @@
 // Schemas of the convolution ops: Conv and ConvTranspose (any spatial rank, groups, dilations,
-// auto_pad), with the channel/group/kernel checks that catch broken models at load time.
+// auto_pad), with the channel/group/kernel checks that catch broken models at load time, and
+// Kestrel's kestrel.FusedConv (Conv + residual add + activation, docs/fused_ops.md).
 #include <optional>
 
 #include "core/str_util.h"
+#include "ir/ops/fused_activation.h"
 #include "ir/ops/infer_helpers.h"
 #include "ir/ops/window_geometry.h"
 
@@ -185,9 +187,39 @@ Status infer_conv_transpose(InferContext& ctx) {
 
 }  // namespace
 
+namespace {
+
+// FusedConv: Conv's inputs and attributes, optional residual Z (input 3, the output's shape) and
+// an activation.
+Status infer_fused_conv(InferContext& ctx) {
+  KESTREL_RETURN_IF_ERROR(read_fused_activation(ctx.node()).status());
+  KESTREL_RETURN_IF_ERROR(infer_conv(ctx));
+  if (ctx.has_input(3)) {
+    const Shape& ys = ctx.outputs()[0].shape;
+    const Shape& zs = ctx.input_shape(3);
+    if (ys.rank_known() && zs.rank_known()) {
+      bool same = ys.rank() == zs.rank();
+      for (int64_t i = 0; same && i < ys.rank(); ++i)
+        if (ys[i].known() && zs[i].known() && ys[i].value != zs[i].value) same = false;
+      if (!same) return ctx.fail("residual Z ", zs.to_string(), " must have the output's shape ", ys.to_string());
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 void register_conv_ops(OpRegistry& r) {
   add_op(r, "Conv", 2, 3, 1, 1, infer_conv, "N-d convolution with groups, dilations and padding");
   add_op(r, "ConvTranspose", 2, 3, 1, 1, infer_conv_transpose, "N-d transposed convolution");
+  OpSchema fused;
+  fused.domain = kKestrelDomain;
+  fused.name = "FusedConv";
+  fused.min_inputs = 2;
+  fused.max_inputs = 4;
+  fused.infer = infer_fused_conv;
+  fused.doc = "activation(Conv(X, W, B) + Z)";
+  r.add(std::move(fused));
 }
 
 }  // namespace kestrel::ir

@@ -64,6 +64,15 @@ Status infer_cast(InferContext& ctx) {
   return Status::ok();
 }
 
+Status infer_gelu(InferContext& ctx) {
+  KESTREL_RETURN_IF_ERROR(expect_float(ctx, 0));
+  core::Result<std::string> approx = ctx.attr_string("approximate", std::string("none"));
+  if (!approx.is_ok()) return approx.status();
+  if (*approx != "none" && *approx != "tanh")
+    return ctx.fail("approximate must be \"none\" or \"tanh\", is \"", *approx, "\"");
+  return same_as_input(ctx);
+}
+
 Status infer_cast_like(InferContext& ctx) {
   ctx.set_output(0, ctx.input_dtype(1), ctx.input_shape(0));
   return Status::ok();
@@ -77,6 +86,7 @@ void register_elementwise_ops(OpRegistry& r) {
                          "Atanh", "Sign", "Round", "Not", "Softplus", "Softsign", "Identity", "LeakyRelu", "Elu",
                          "Selu", "Celu", "HardSigmoid", "HardSwish", "ThresholdedRelu", "Mish", "BitwiseNot"})
     add_op(r, op, 1, 1, 1, 1, infer_unary, "elementwise unary");
+  add_op(r, "Gelu", 1, 1, 1, 1, infer_gelu, "0.5 x (1 + erf(x / sqrt 2)), or the tanh form (opset 20)");
   add_op(r, "IsNaN", 1, 1, 1, 1, infer_predicate, "x is NaN");
   add_op(r, "IsInf", 1, 1, 1, 1, infer_predicate, "x is +-inf (detect_positive, detect_negative)");
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Mod", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor"})

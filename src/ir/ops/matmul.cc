@@ -1,6 +1,9 @@
 // Schemas of the matrix-product ops: Gemm (transA/transB, alpha/beta, optional C with
-// unidirectional broadcasting) and MatMul (numpy.matmul semantics, 1-D operands included).
+// unidirectional broadcasting) and MatMul (numpy.matmul semantics, 1-D operands included), and
+// Kestrel's kestrel.FusedGemm / kestrel.FusedMatMul (bias, residual and activation epilogues,
+// docs/fused_ops.md).
 #include "core/str_util.h"
+#include "ir/ops/fused_activation.h"
 #include "ir/ops/infer_helpers.h"
 
 namespace kestrel::ir {
@@ -92,11 +95,57 @@ Status infer_matmul(InferContext& ctx) {
   return Status::ok();
 }
 
+Status infer_fused_gemm(InferContext& ctx) {
+  KESTREL_RETURN_IF_ERROR(read_fused_activation(ctx.node()).status());
+  KESTREL_RETURN_IF_ERROR(expect_float(ctx, 0));
+  return infer_gemm(ctx);
+}
+
+// FusedMatMul: MatMul(A, B) (B of rank >= 2) + bias[N] + Z (the output's shape), then activation.
+Status infer_fused_matmul(InferContext& ctx) {
+  KESTREL_RETURN_IF_ERROR(read_fused_activation(ctx.node()).status());
+  KESTREL_RETURN_IF_ERROR(expect_float(ctx, 0));
+  const Shape& bs = ctx.input_shape(1);
+  if (bs.rank_known() && bs.rank() < 2) return ctx.fail("B must have rank >= 2, is ", bs.to_string());
+  KESTREL_RETURN_IF_ERROR(infer_matmul(ctx));
+  const Shape& ys = ctx.outputs()[0].shape;
+  if (ctx.has_input(2)) {
+    const Shape& cs = ctx.input_shape(2);
+    if (cs.rank_known() && cs.rank() != 1) return ctx.fail("bias must be 1-D [N], is ", cs.to_string());
+    if (cs.rank_known() && ys.rank_known() && cs[0].known() && ys[ys.rank() - 1].known() &&
+        cs[0].value != ys[ys.rank() - 1].value)
+      return ctx.fail("bias ", cs.to_string(), " must have N = ", ys[ys.rank() - 1].value, " elements");
+  }
+  if (ctx.has_input(3)) {
+    const Shape& zs = ctx.input_shape(3);
+    if (ys.rank_known() && zs.rank_known()) {
+      bool same = ys.rank() == zs.rank();
+      for (int64_t i = 0; same && i < ys.rank(); ++i)
+        if (ys[i].known() && zs[i].known() && ys[i].value != zs[i].value) same = false;
+      if (!same) return ctx.fail("residual Z ", zs.to_string(), " must have the output's shape ", ys.to_string());
+    }
+  }
+  return Status::ok();
+}
+
+void add_kestrel_op(OpRegistry& r, const char* name, int min_in, int max_in, InferFn fn, const char* doc) {
+  OpSchema s;
+  s.domain = kKestrelDomain;
+  s.name = name;
+  s.min_inputs = min_in;
+  s.max_inputs = max_in;
+  s.infer = std::move(fn);
+  s.doc = doc;
+  r.add(std::move(s));
+}
+
 }  // namespace
 
 void register_matmul_ops(OpRegistry& r) {
   add_op(r, "Gemm", 2, 3, 1, 1, infer_gemm, "alpha * op(A) * op(B) + beta * C");
   add_op(r, "MatMul", 2, 2, 1, 1, infer_matmul, "numpy.matmul");
+  add_kestrel_op(r, "FusedGemm", 2, 3, infer_fused_gemm, "activation(alpha * op(A) * op(B) + beta * C)");
+  add_kestrel_op(r, "FusedMatMul", 2, 4, infer_fused_matmul, "activation(matmul(A, B) + bias + Z)");
 }
 
 }  // namespace kestrel::ir

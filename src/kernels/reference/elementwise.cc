@@ -99,6 +99,7 @@ bool is_predicate(UnaryOp op) {
 }  // namespace
 
 float unary_scalar(const UnaryParams& p, float x) { return unary_float<float>(p, x); }
+double unary_scalar(const UnaryParams& p, double x) { return unary_float<double>(p, x); }
 
 Status unary(const UnaryParams& p, const Tensor& x, Tensor& y) {
   if (x.num_elements() != y.num_elements()) return core::invalid_argument("unary: size mismatch");

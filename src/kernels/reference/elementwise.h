@@ -36,8 +36,9 @@ struct UnaryParams {
   float alpha = 0.f, beta = 0.f, gamma = 0.f;
 };
 
-// Scalar form, shared with fast kernels' tails and epilogues (float math).
+// Scalar form, shared with fast kernels' tails and epilogues (float math; double for f64).
 float unary_scalar(const UnaryParams& p, float x);
+double unary_scalar(const UnaryParams& p, double x);
 
 // y = op(x), same shape. Float ops accept f32/f16/bf16/f64; Abs/Neg/Sign/Relu/Identity also ints;
 // Not takes bool; IsNaN/IsInf produce bool.

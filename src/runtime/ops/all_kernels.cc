@@ -25,6 +25,8 @@ void register_detection_kernels(KernelRegistry& r);
 void register_linalg_kernels(KernelRegistry& r);
 void register_misc_kernels(KernelRegistry& r);
 void register_training_kernels(KernelRegistry& r);
+void register_fused_kernels(KernelRegistry& r);
+void register_attention_kernels(KernelRegistry& r);
 
 void register_all_kernels(KernelRegistry& r) {
   register_control_flow_kernels(r);
@@ -49,6 +51,8 @@ void register_all_kernels(KernelRegistry& r) {
   register_linalg_kernels(r);
   register_misc_kernels(r);
   register_training_kernels(r);
+  register_fused_kernels(r);
+  register_attention_kernels(r);
 }
 
 }  // namespace kestrel::runtime

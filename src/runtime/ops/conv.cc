@@ -5,11 +5,14 @@
 #include <optional>
 
 #include "ir/ops/window_geometry.h"
+#include "kernels/cpu/conv/conv.h"
 #include "runtime/kernel.h"
+#include "runtime/ops/fast_fused.h"
 
 namespace kestrel::runtime {
 
 namespace ref = kernels::ref;
+namespace cpu = kernels::cpu;
 using core::str_cat;
 
 namespace {
@@ -85,8 +88,33 @@ Status resolve(const ConvBinding& b, const Tensor& x, const Tensor& w, const Ten
   return Status::ok();
 }
 
+// The fast kernel applies to f32 Conv with constant 1-D / 2-D weights; null when it does not.
+Result<std::optional<cpu::FastConv>> make_fast_conv(const KernelCreateInfo& info, const ConvBinding& b,
+                                                    cpu::FusedActivation act) {
+  if (info.options.reference_only || b.transpose || b.window.spatial() > 2) return std::optional<cpu::FastConv>();
+  for (const ir::ValueType* t : info.input_types)
+    if (t && t->dtype != core::DType::kF32) return std::optional<cpu::FastConv>();
+  const Tensor* w = info.constant_inputs.size() > 1 ? info.constant_inputs[1] : nullptr;
+  if (!w || w->dtype() != core::DType::kF32 || w->rank() != static_cast<int64_t>(b.window.spatial()) + 2 ||
+      w->dim(0) % b.group != 0)
+    return std::optional<cpu::FastConv>();
+  KESTREL_ASSIGN_OR_RETURN(cpu::FastConv c, cpu::FastConv::create(*w, b.group, act, info.options.isa));
+  return std::optional<cpu::FastConv>(std::move(c));
+}
+
 Result<std::unique_ptr<OpKernel>> make_conv(const KernelCreateInfo& info, bool transpose) {
   KESTREL_ASSIGN_OR_RETURN(ConvBinding b, read_binding(info, transpose));
+  KESTREL_ASSIGN_OR_RETURN(std::optional<cpu::FastConv> fast, make_fast_conv(info, b, {}));
+  if (fast) {
+    const char* name = fast->name();
+    return make_kernel(
+        [b = std::move(b), c = std::move(*fast)](KernelContext& ctx) -> Status {
+          ref::ConvParams p;
+          KESTREL_RETURN_IF_ERROR(resolve(b, ctx.input(0), ctx.input(1), ctx.output(0), &p));
+          return c.run(p, ctx.input(0), ctx.input_or_null(2), nullptr, ctx.output(0), ctx.pool());
+        },
+        name);
+  }
   return make_kernel([b = std::move(b)](KernelContext& ctx) -> Status {
     ref::ConvParams p;
     KESTREL_RETURN_IF_ERROR(resolve(b, ctx.input(0), ctx.input(1), ctx.output(0), &p));
@@ -96,6 +124,20 @@ Result<std::unique_ptr<OpKernel>> make_conv(const KernelCreateInfo& info, bool t
 }
 
 }  // namespace
+
+Result<std::unique_ptr<OpKernel>> make_fast_fused_conv(const KernelCreateInfo& info, cpu::FusedActivation act) {
+  KESTREL_ASSIGN_OR_RETURN(ConvBinding b, read_binding(info, false));
+  KESTREL_ASSIGN_OR_RETURN(std::optional<cpu::FastConv> fast, make_fast_conv(info, b, act));
+  if (!fast) return std::unique_ptr<OpKernel>();
+  const char* name = fast->name();
+  return make_kernel(
+      [b = std::move(b), c = std::move(*fast)](KernelContext& ctx) -> Status {
+        ref::ConvParams p;
+        KESTREL_RETURN_IF_ERROR(resolve(b, ctx.input(0), ctx.input(1), ctx.output(0), &p));
+        return c.run(p, ctx.input(0), ctx.input_or_null(2), ctx.input_or_null(3), ctx.output(0), ctx.pool());
+      },
+      name);
+}
 
 void register_conv_kernels(KernelRegistry& r) {
   r.add("Conv", [](const KernelCreateInfo& info) { return make_conv(info, false); });

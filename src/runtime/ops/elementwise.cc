@@ -2,6 +2,7 @@
 #include <map>
 #include <string>
 
+#include "kernels/cpu/elementwise/binary.h"
 #include "kernels/reference/elementwise.h"
 #include "runtime/kernel.h"
 
@@ -87,6 +88,15 @@ void register_elementwise_kernels(KernelRegistry& r) {
       return make_kernel([p](KernelContext& ctx) { return ref::unary(p, ctx.input(0), ctx.output(0)); });
     });
   }
+  r.add("Gelu", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
+    core::Result<std::string> approx = info.node.attr_string("approximate", std::string("none"));
+    if (!approx.is_ok()) return approx.status();
+    if (*approx != "none" && *approx != "tanh")
+      return info.fail("approximate must be none or tanh, is '", *approx, "'");
+    ref::UnaryParams p;
+    p.op = *approx == "tanh" ? ref::UnaryOp::kGeluTanh : ref::UnaryOp::kGeluErf;
+    return make_kernel([p](KernelContext& ctx) { return ref::unary(p, ctx.input(0), ctx.output(0)); });
+  });
   r.add("IsInf", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
     KESTREL_ASSIGN_OR_RETURN(int64_t pos, info.node.attr_int("detect_positive", 1));
     KESTREL_ASSIGN_OR_RETURN(int64_t neg, info.node.attr_int("detect_negative", 1));
@@ -102,7 +112,19 @@ void register_elementwise_kernels(KernelRegistry& r) {
     });
   });
   for (const auto& [name, op] : binary_ops()) {
-    r.add(name, [op = op](const KernelCreateInfo&) -> Result<std::unique_ptr<OpKernel>> {
+    r.add(name, [op = op](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
+      bool f32 = !info.options.reference_only && info.input_types.size() == 2;
+      for (const ir::ValueType* t : info.input_types)
+        if (!t || t->dtype != core::DType::kF32) f32 = false;
+      if (f32)
+        return make_kernel(
+            [op](KernelContext& ctx) {
+              // Common broadcasts on the fast path; anything else on the reference loops.
+              if (kernels::cpu::binary_f32(op, ctx.input(0), ctx.input(1), ctx.output(0), ctx.pool()))
+                return Status::ok();
+              return ref::binary(op, ctx.input(0), ctx.input(1), ctx.output(0));
+            },
+            "elementwise.cpu");
       return make_kernel([op](KernelContext& ctx) { return ref::binary(op, ctx.input(0), ctx.input(1), ctx.output(0)); });
     });
   }

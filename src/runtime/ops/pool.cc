@@ -3,6 +3,7 @@
 #include "kernels/reference/pool.h"
 
 #include "ir/ops/window_geometry.h"
+#include "kernels/cpu/pool/pool.h"
 #include "runtime/kernel.h"
 
 namespace kestrel::runtime {
@@ -32,6 +33,12 @@ Status resolve(const ir::WindowAttrs& a, const Tensor& x, const Tensor& y, ref::
   return Status::ok();
 }
 
+// The fast pooling kernels take f32 inputs only.
+bool f32_input(const KernelCreateInfo& info) {
+  return !info.options.reference_only && !info.input_types.empty() && info.input_types[0] &&
+         info.input_types[0]->dtype == core::DType::kF32;
+}
+
 Result<ir::WindowAttrs> window_attrs(const KernelCreateInfo& info) {
   KESTREL_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, info.node.attr_ints("kernel_shape"));
   return ir::read_window_attrs(info.node, std::move(kernel), true);
@@ -44,6 +51,15 @@ void register_pool_kernels(KernelRegistry& r) {
     KESTREL_ASSIGN_OR_RETURN(ir::WindowAttrs a, window_attrs(info));
     KESTREL_ASSIGN_OR_RETURN(int64_t order, info.node.attr_int("storage_order", 0));
     if (order != 0 && order != 1) return info.fail("storage_order must be 0 or 1, got ", order);
+    if (f32_input(info) && a.spatial() == 2 && info.node.outputs().size() == 1) {
+      return make_kernel(
+          [a](KernelContext& ctx) -> Status {
+            ref::PoolParams p;
+            KESTREL_RETURN_IF_ERROR(resolve(a, ctx.input(0), ctx.output(0), &p));
+            return kernels::cpu::max_pool_2d(p, ctx.input(0), ctx.output(0), ctx.pool());
+          },
+          "pool.cpu");
+    }
     return make_kernel([a, column_major = order == 1](KernelContext& ctx) -> Status {
       ref::PoolParams p;
       KESTREL_RETURN_IF_ERROR(resolve(a, ctx.input(0), ctx.output(0), &p));
@@ -78,6 +94,12 @@ void register_pool_kernels(KernelRegistry& r) {
       if (kind == ref::GlobalPoolKind::kLp) {
         KESTREL_ASSIGN_OR_RETURN(lp, ir::read_lp_pool_p(info.node));
       }
+      if (kind == ref::GlobalPoolKind::kAverage && f32_input(info))
+        return make_kernel(
+            [](KernelContext& ctx) {
+              return kernels::cpu::global_average_pool(ctx.input(0), ctx.output(0), ctx.pool());
+            },
+            "pool.cpu");
       return make_kernel(
           [kind, lp](KernelContext& ctx) { return ref::global_pool(kind, lp, ctx.input(0), ctx.output(0)); });
     });

@@ -1,0 +1,373 @@
+// Fast f32 convolution: path choice, pointwise GEMM, depthwise dispatch, im2col + GEMM.
+#include "kernels/cpu/conv/conv.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "core/str_util.h"
+#include "kernels/cpu/conv/depthwise.h"
+
+namespace kestrel::kernels::cpu {
+
+using core::str_cat;
+
+namespace conv_detail {
+
+int64_t depthwise_scratch_floats(int64_t oh, int64_t ow, int k, int stride) {
+  const int64_t reach = (k - 1) / stride, r = oh + reach, l = ow + reach;
+  return int64_t{stride} * stride * r * l + 64 + oh * l + 64;
+}
+
+DepthwiseFn depthwise_fn(core::Isa isa) {
+  switch (isa) {
+    case core::Isa::kScalar:
+      return depthwise_fn_scalar();
+#if defined(__x86_64__) || defined(_M_X64)
+    case core::Isa::kAvx2:
+      return depthwise_fn_avx2();
+    case core::Isa::kAvx512:
+      return depthwise_fn_avx512();
+#else
+    default:
+      return nullptr;
+#endif
+  }
+  return nullptr;
+}
+
+Im2colFn im2col_fn(core::Isa isa) {
+  switch (isa) {
+    case core::Isa::kScalar:
+      return im2col_fn_scalar();
+#if defined(__x86_64__) || defined(_M_X64)
+    case core::Isa::kAvx2:
+      return im2col_fn_avx2();
+    case core::Isa::kAvx512:
+      return im2col_fn_avx512();
+#else
+    default:
+      return nullptr;
+#endif
+  }
+  return nullptr;
+}
+
+SoftmaxRowsFn softmax_rows_fn(core::Isa isa) {
+  switch (isa) {
+    case core::Isa::kScalar:
+      return softmax_rows_fn_scalar();
+#if defined(__x86_64__) || defined(_M_X64)
+    case core::Isa::kAvx2:
+      return softmax_rows_fn_avx2();
+    case core::Isa::kAvx512:
+      return softmax_rows_fn_avx512();
+#else
+    default:
+      return nullptr;
+#endif
+  }
+  return nullptr;
+}
+
+}  // namespace conv_detail
+
+namespace {
+
+// Per-thread scratch that grows to the largest request and is then reused (no allocation in
+// steady state, no zero-initialization cost).
+float* thread_scratch(int64_t floats) {
+  struct Buf {
+    std::unique_ptr<float[]> p;
+    int64_t size = 0;
+  };
+  thread_local Buf buf;
+  if (buf.size < floats) {
+    buf.p.reset(new (std::nothrow) float[static_cast<size_t>(floats)]);
+    buf.size = buf.p ? floats : 0;
+  }
+  return buf.p.get();
+}
+
+const char* conv_impl_name(core::Isa isa) {
+  switch (isa) {
+    case core::Isa::kScalar:
+      return "conv.scalar";
+    case core::Isa::kAvx2:
+      return "conv.avx2";
+    case core::Isa::kAvx512:
+      return "conv.avx512";
+  }
+  return "conv";
+}
+
+}  // namespace
+
+struct FastConv::Geometry {
+  int64_t n = 0, c = 0, ih = 1, iw = 1, oh = 1, ow = 1;
+  int64_t sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pl = 0;
+};
+
+Result<FastConv> FastConv::create(const Tensor& w, int64_t group, FusedActivation act, core::Isa isa) {
+  if (w.dtype() != core::DType::kF32 || (w.rank() != 3 && w.rank() != 4))
+    return core::unsupported(str_cat("fast conv: weights must be f32 of rank 3 or 4, are ", w.type_string()));
+  if (group < 1 || w.dim(0) % group != 0)
+    return core::invalid_argument(str_cat("conv: ", w.dim(0), " output channels not divisible by group ", group));
+  if (isa > core::detected_isa() || !conv_detail::depthwise_fn(isa))
+    return core::unsupported(str_cat("fast conv: ", core::isa_name(isa), " not available"));
+  FastConv c;
+  c.isa_ = isa;
+  c.act_ = act;
+  c.rank_ = w.rank();
+  c.m_ = w.dim(0);
+  c.cg_ = w.dim(1);
+  c.kh_ = w.rank() == 4 ? w.dim(2) : 1;
+  c.kw_ = w.dim(-1);
+  c.group_ = group;
+  c.w_ = std::make_shared<const std::vector<float>>(w.data<float>(), w.data<float>() + w.num_elements());
+  const int64_t mg = c.m_ / group, kdim = c.cg_ * c.kh_ * c.kw_;
+  const bool depthwise_shaped = c.cg_ == 1 && mg == 1 && c.kh_ == c.kw_ && (c.kh_ == 3 || c.kh_ == 5);
+  c.depthwise_shaped_ = depthwise_shaped;
+  // Grouped weights stay row-major: the groups run as one batched GEMM with strided A.
+  if (group == 1) {
+    KESTREL_ASSIGN_OR_RETURN(PackedA a, pack_a(mg, kdim, c.w_->data(), kdim, false, isa));
+    c.packed_.push_back(std::move(a));
+  }
+  return c;
+}
+
+const char* FastConv::name() const {
+  return conv_impl_name(isa_);
+}
+
+FastConv::Path FastConv::path_for(const ref::ConvParams& p) const {
+  const size_t sp = p.strides.size();
+  const int64_t sh = sp == 2 ? p.strides[0] : 1, sw = p.strides[sp - 1];
+  const int64_t dh = sp == 2 ? p.dilations[0] : 1, dw = p.dilations[sp - 1];
+  const int64_t pt = sp == 2 ? p.pads_begin[0] : 0, pl = p.pads_begin[sp - 1];
+  if (depthwise_shaped_ && rank_ == 4 && sh == sw && (sh == 1 || sh == 2) && dh == 1 && dw == 1)
+    return Path::kDepthwise;
+  if (kh_ == 1 && kw_ == 1 && sh == 1 && sw == 1 && pt == 0 && pl == 0) return Path::kPointwise;
+  return Path::kIm2col;
+}
+
+Status FastConv::run(const ref::ConvParams& p, const Tensor& x, const Tensor* bias, const Tensor* z, Tensor& y,
+                     core::ThreadPool* pool) const {
+  for (const Tensor* t : {&x, bias, z, static_cast<const Tensor*>(&y)})
+    if (t && t->dtype() != core::DType::kF32)
+      return core::invalid_argument(str_cat("conv: fast kernel needs f32, got ", t->type_string()));
+  const size_t sp = static_cast<size_t>(rank_ - 2);
+  if (x.rank() != rank_ || y.rank() != rank_)
+    return core::invalid_argument(
+        str_cat("conv: X ", x.type_string(), " and Y ", y.type_string(), " must have rank ", rank_));
+  if (p.strides.size() != sp || p.dilations.size() != sp || p.pads_begin.size() != sp)
+    return core::invalid_argument("conv: strides/dilations/pads must have one value per spatial axis");
+  Geometry g;
+  g.n = x.dim(0);
+  g.c = x.dim(1);
+  g.iw = x.dim(-1);
+  g.ow = y.dim(-1);
+  g.sw = p.strides[sp - 1];
+  g.dw = p.dilations[sp - 1];
+  g.pl = p.pads_begin[sp - 1];
+  if (sp == 2) {
+    g.ih = x.dim(2);
+    g.oh = y.dim(2);
+    g.sh = p.strides[0];
+    g.dh = p.dilations[0];
+    g.pt = p.pads_begin[0];
+  }
+  if (g.c != cg_ * group_)
+    return core::invalid_argument(str_cat("conv: X ", x.type_string(), " needs ", cg_ * group_, " channels"));
+  if (y.dim(0) != g.n || y.dim(1) != m_)
+    return core::invalid_argument(str_cat("conv: Y ", y.type_string(), " must be [", g.n, ",", m_, ",...]"));
+  for (int64_t v : {g.sh, g.sw, g.dh, g.dw})
+    if (v < 1 || v > core::kMaxElements) return core::invalid_argument("conv: bad stride or dilation");
+  if (g.pt < 0 || g.pl < 0 || g.pt > core::kMaxElements || g.pl > core::kMaxElements)
+    return core::invalid_argument("conv: bad pads");
+  if (bias && bias->num_elements() != m_)
+    return core::invalid_argument(str_cat("conv: bias ", bias->type_string(), " must have ", m_, " elements"));
+  if (z && z->dims() != y.dims())
+    return core::invalid_argument(str_cat("conv: residual ", z->type_string(), " must be ", y.type_string()));
+  if (y.num_elements() == 0) return Status::ok();
+  const float* bd = bias ? bias->data<float>() : nullptr;
+  const float* zd = z ? z->data<float>() : nullptr;
+  switch (path_for(p)) {
+    case Path::kDepthwise:
+      return run_depthwise(g, x.data<float>(), bd, zd, y.data<float>(), pool);
+    case Path::kPointwise:
+      if (g.oh == g.ih && g.ow == g.iw) return run_pointwise(g, x.data<float>(), bd, zd, y.data<float>(), pool);
+      break;
+    case Path::kIm2col:
+      break;
+  }
+  return run_im2col(g, x.data<float>(), bd, zd, y.data<float>(), pool);
+}
+
+Status FastConv::run_pointwise(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
+                               core::ThreadPool* pool) const {
+  const int64_t hw = g.oh * g.ow, mg = m_ / group_;
+  SgemmContext ctx{pool, isa_};
+  GemmEpilogue ep;
+  ep.activation = act_.kind;
+  ep.act_alpha = act_.alpha;
+  ep.act_beta = act_.beta;
+  if (group_ == 1) {
+    // One GEMM per image, batched over images, sharing the packed weights.
+    if (bias) {
+      ep.bias_kind = GemmBias::kPerRow;
+      ep.bias = bias;
+    }
+    SgemmBatch batch;
+    batch.count = g.n;
+    batch.stride_b = g.c * hw;
+    batch.stride_c = m_ * hw;
+    if (z) {
+      ep.residual = z;
+      ep.ldr = hw;
+      batch.stride_residual = m_ * hw;
+    }
+    return sgemm_batched(mg, hw, cg_, 1.f, SgemmA(packed_[0]), SgemmB(x, hw), 0.f, y, hw, batch, ep, ctx);
+  }
+  // Groups: per image, one batched GEMM over the groups (bias written into Y first, as in im2col).
+  for (int64_t n = 0; n < g.n; ++n) {
+    float* yn = y + n * m_ * hw;
+    float beta = 0.f;
+    if (bias) {
+      for (int64_t m = 0; m < m_; ++m) std::fill(yn + m * hw, yn + (m + 1) * hw, bias[m]);
+      beta = 1.f;
+    }
+    SgemmBatch batch;
+    batch.count = group_;
+    batch.stride_a = mg * cg_;
+    batch.stride_b = cg_ * hw;
+    batch.stride_c = mg * hw;
+    GemmEpilogue e = ep;
+    if (z) {
+      e.residual = z + n * m_ * hw;
+      e.ldr = hw;
+      batch.stride_residual = mg * hw;
+    }
+    KESTREL_RETURN_IF_ERROR(sgemm_batched(mg, hw, cg_, 1.f, SgemmA(w_->data(), cg_), SgemmB(x + n * g.c * hw, hw), beta,
+                                          yn, hw, batch, e, ctx));
+  }
+  return Status::ok();
+}
+
+Status FastConv::run_depthwise(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
+                               core::ThreadPool* pool) const {
+  const conv_detail::DepthwiseFn fn = conv_detail::depthwise_fn(isa_);
+  const int k = static_cast<int>(kh_), s = static_cast<int>(g.sh);
+  const int64_t scratch = conv_detail::depthwise_scratch_floats(g.oh, g.ow, k, s);
+  const int64_t planes = g.n * g.c, ihw = g.ih * g.iw, ohw = g.oh * g.ow;
+  std::atomic<bool> oom{false};
+  auto task = [&](int64_t i) {
+    float* buf = thread_scratch(scratch);
+    if (!buf) {
+      oom.store(true);
+      return;
+    }
+    const int64_t c = i % g.c;
+    conv_detail::DepthwisePlane pl;
+    pl.x = x + i * ihw;
+    pl.ih = g.ih;
+    pl.iw = g.iw;
+    pl.w = w_->data() + c * k * k;
+    pl.k = k;
+    pl.stride = s;
+    pl.pad_top = g.pt;
+    pl.pad_left = g.pl;
+    pl.bias = bias ? bias[c] : 0.f;
+    pl.residual = z ? z + i * ohw : nullptr;
+    pl.y = y + i * ohw;
+    pl.oh = g.oh;
+    pl.ow = g.ow;
+    pl.activation = act_.kind;
+    pl.act_alpha = act_.alpha;
+    pl.act_beta = act_.beta;
+    pl.scratch = buf;
+    fn(pl);
+  };
+  if (pool && pool->num_threads() > 1 && planes > 1) {
+    pool->run(planes, task);
+  } else {
+    for (int64_t i = 0; i < planes; ++i) task(i);
+  }
+  if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate depthwise scratch");
+  return Status::ok();
+}
+
+Status FastConv::run_im2col(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
+                            core::ThreadPool* pool) const {
+  const int64_t mg = m_ / group_, kdim = cg_ * kh_ * kw_, ihw = g.ih * g.iw, ohw = g.oh * g.ow;
+  const int64_t rows = g.c * kh_ * kw_;  // all groups: group gi owns rows [gi * kdim, (gi + 1) * kdim)
+  int64_t col_floats;
+  if (__builtin_mul_overflow(rows, ohw, &col_floats) || col_floats > (int64_t{1} << 36))
+    return core::out_of_range("conv: im2col buffer too large");
+  float* col = thread_scratch(std::max<int64_t>(col_floats, 1));
+  if (!col) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate im2col buffer");
+  const conv_detail::Im2colFn im2col = conv_detail::im2col_fn(isa_);
+  SgemmContext ctx{pool, isa_};
+  GemmEpilogue ep;
+  ep.activation = act_.kind;
+  ep.act_alpha = act_.alpha;
+  ep.act_beta = act_.beta;
+  for (int64_t n = 0; n < g.n; ++n) {
+    conv_detail::Im2colArgs args;
+    args.x = x + n * g.c * ihw;
+    args.ih = g.ih;
+    args.iw = g.iw;
+    args.kh = kh_;
+    args.kw = kw_;
+    args.sh = g.sh;
+    args.sw = g.sw;
+    args.dh = g.dh;
+    args.dw = g.dw;
+    args.pt = g.pt;
+    args.pl = g.pl;
+    args.oh = g.oh;
+    args.ow = g.ow;
+    args.col = col;
+    core::parallel_for(pool, rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(ohw, 1)),
+                       [&](int64_t r0, int64_t r1) { im2col(args, r0, r1); });
+    float* yn = y + n * m_ * ohw;
+    const float* zn = z ? z + n * m_ * ohw : nullptr;
+    if (group_ == 1) {
+      GemmEpilogue e = ep;
+      if (bias) {
+        e.bias_kind = GemmBias::kPerRow;
+        e.bias = bias;
+      }
+      if (zn) {
+        e.residual = zn;
+        e.ldr = ohw;
+      }
+      const SgemmA a = packed_.empty() ? SgemmA(w_->data(), kdim) : SgemmA(packed_[0]);
+      KESTREL_RETURN_IF_ERROR(sgemm(mg, ohw, kdim, 1.f, a, SgemmB(col, ohw), 0.f, yn, ohw, e, ctx));
+      continue;
+    }
+    // Groups: one batched GEMM (entry = group; A, B, C, residual strided). The batch shares one
+    // bias, so the per-channel bias is written into Y first and accumulated with beta = 1.
+    float beta = 0.f;
+    if (bias) {
+      for (int64_t m = 0; m < m_; ++m) std::fill(yn + m * ohw, yn + (m + 1) * ohw, bias[m]);
+      beta = 1.f;
+    }
+    SgemmBatch batch;
+    batch.count = group_;
+    batch.stride_a = mg * kdim;
+    batch.stride_b = kdim * ohw;
+    batch.stride_c = mg * ohw;
+    GemmEpilogue e = ep;
+    if (zn) {
+      e.residual = zn;
+      e.ldr = ohw;
+      batch.stride_residual = mg * ohw;
+    }
+    KESTREL_RETURN_IF_ERROR(
+        sgemm_batched(mg, ohw, kdim, 1.f, SgemmA(w_->data(), kdim), SgemmB(col, ohw), beta, yn, ohw, batch, e, ctx));
+  }
+  return Status::ok();
+}
+
+}  // namespace kestrel::kernels::cpu

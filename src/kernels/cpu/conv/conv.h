@@ -1,0 +1,53 @@
+// Fast f32 convolution, NCHW (1-D and 2-D), weights prepared once at kernel creation:
+//   - 1x1, stride 1, no padding: a GEMM per image and group, W[M,C] x X[C,H*W], no im2col;
+//   - depthwise 3x3 / 5x5, stride 1 or 2, any padding: direct per-plane kernels (depthwise.h);
+//   - anything else: im2col per image and group, then GEMM with the pre-packed weights.
+// Bias, residual (fused ops' Z) and activation run in the GEMM / depthwise epilogue.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "core/status.h"
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+#include "kernels/cpu/gemm/sgemm.h"
+#include "kernels/cpu/matmul/matmul.h"
+#include "kernels/reference/conv.h"
+
+namespace kestrel::kernels::cpu {
+
+class FastConv {
+ public:
+  // w: [M, C/group, KH, KW] or [M, C/group, KW], f32 (copied / packed here).
+  static Result<FastConv> create(const Tensor& w, int64_t group, FusedActivation act, core::Isa isa);
+
+  // p: strides, dilations, begin pads per spatial axis (the output size is y's). x: [N, C, ...],
+  // bias: [M] or null, z: y's shape or null, y: [N, M, ...].
+  Status run(const ref::ConvParams& p, const Tensor& x, const Tensor* bias, const Tensor* z, Tensor& y,
+             core::ThreadPool* pool) const;
+  const char* name() const;
+
+  // Which path run() takes for these parameters (for tests and profiles).
+  enum class Path { kPointwise, kDepthwise, kIm2col };
+  Path path_for(const ref::ConvParams& p) const;
+
+ private:
+  struct Geometry;
+  Status run_pointwise(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
+                       core::ThreadPool* pool) const;
+  Status run_depthwise(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
+                       core::ThreadPool* pool) const;
+  Status run_im2col(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
+                    core::ThreadPool* pool) const;
+
+  core::Isa isa_ = core::Isa::kScalar;
+  FusedActivation act_;
+  int64_t m_ = 0, cg_ = 0, kh_ = 1, kw_ = 1, group_ = 1, rank_ = 4;
+  std::shared_ptr<const std::vector<float>> w_;  // [M, Cg*KH*KW]
+  bool depthwise_shaped_ = false;                // one 3x3 / 5x5 filter per channel
+  std::vector<PackedA> packed_;                  // group == 1: the weights packed as GEMM A
+};
+
+}  // namespace kestrel::kernels::cpu

@@ -1,0 +1,65 @@
+// Per-ISA convolution helpers. Direct depthwise convolution of one NCHW plane (one channel of one image), per ISA. The
+// plane is first re-laid into s*s zero-padded "phase" planes (s = stride) so every tap of every output reads a
+// contiguous run; the output is then computed over the flattened plane, whole vectors at a time (small planes waste no
+// lanes on row ends), and the epilogue runs row by row.
+#pragma once
+
+#include <cstdint>
+
+#include "core/cpu_features.h"
+#include "kernels/cpu/gemm/sgemm.h"
+
+namespace kestrel::kernels::cpu::conv_detail {
+
+struct DepthwisePlane {
+  const float* x = nullptr;  // [ih, iw]
+  int64_t ih = 0, iw = 0;
+  const float* w = nullptr;  // [k, k]
+  int k = 3;                 // 3 or 5
+  int stride = 1;            // 1 or 2
+  int64_t pad_top = 0, pad_left = 0;
+  float bias = 0.f;
+  const float* residual = nullptr;  // [oh, ow] or null
+  float* y = nullptr;               // [oh, ow]
+  int64_t oh = 0, ow = 0;
+  GemmActivation activation = GemmActivation::kNone;
+  float act_alpha = 0.f, act_beta = 0.f;
+  float* scratch = nullptr;  // depthwise_scratch_floats(...) floats
+};
+
+// Scratch one plane needs (phase planes + the flattened output + slack for whole-vector reads).
+int64_t depthwise_scratch_floats(int64_t oh, int64_t ow, int k, int stride);
+
+using DepthwiseFn = void (*)(const DepthwisePlane& p);
+// Null when the ISA is not compiled into this binary.
+DepthwiseFn depthwise_fn(core::Isa isa);
+
+DepthwiseFn depthwise_fn_scalar();
+DepthwiseFn depthwise_fn_avx2();
+DepthwiseFn depthwise_fn_avx512();
+
+// im2col of one image, rows [r0, r1) of col [C*KH*KW, OH*OW]; row (c, ky, kx) holds, per output
+// position, the input element that tap reads (0 in the padding). Lives beside the depthwise kernel
+// because it shares the vector traits: rows of small images are a few floats, where per-row
+// memcpy / memset calls cost more than the copy.
+struct Im2colArgs {
+  const float* x = nullptr;  // [C, IH, IW]
+  int64_t ih = 1, iw = 1, kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pl = 0, oh = 1, ow = 1;
+  float* col = nullptr;
+};
+using Im2colFn = void (*)(const Im2colArgs& a, int64_t r0, int64_t r1);
+Im2colFn im2col_fn(core::Isa isa);
+Im2colFn im2col_fn_scalar();
+Im2colFn im2col_fn_avx2();
+Im2colFn im2col_fn_avx512();
+
+// Softmax over each of `rows` rows of n floats (row stride ld), in place: exp(x - max) / sum. A
+// row whose maximum is -inf becomes NaN (as Softmax). Used by the fast attention kernel; here for
+// the same reason as im2col (the per-ISA vector traits and exp live in these units).
+using SoftmaxRowsFn = void (*)(float* s, int64_t rows, int64_t n, int64_t ld);
+SoftmaxRowsFn softmax_rows_fn(core::Isa isa);
+SoftmaxRowsFn softmax_rows_fn_scalar();
+SoftmaxRowsFn softmax_rows_fn_avx2();
+SoftmaxRowsFn softmax_rows_fn_avx512();
+
+}  // namespace kestrel::kernels::cpu::conv_detail

@@ -1,0 +1,60 @@
+// Depthwise plane kernel for AVX2 + FMA (compiled with AVX2 flags; used only when the CPU has them).
+#include <immintrin.h>
+
+#include "kernels/cpu/conv/depthwise_inl.h"
+
+namespace kestrel::kernels::cpu::conv_detail {
+namespace {
+
+struct Avx2Ops {
+  using V = __m256;
+  static constexpr int kWidth = 8;
+  static __m256i mask(int n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  static V zero() { return _mm256_setzero_ps(); }
+  static V set1(float x) { return _mm256_set1_ps(x); }
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static V load_n(const float* p, int n) { return n >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, mask(n)); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static void store_n(float* p, V v, int n) {
+    if (n >= 8) {
+      _mm256_storeu_ps(p, v);
+    } else {
+      _mm256_maskstore_ps(p, mask(n), v);
+    }
+  }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V div(V a, V b) { return _mm256_div_ps(a, b); }
+  static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V max(V a, V b) { return _mm256_max_ps(a, b); }
+  static V min(V a, V b) { return _mm256_min_ps(a, b); }
+  static V round(V a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static V pow2i(V n) {
+    __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(e, 23));
+  }
+  static V abs(V a) {
+    return _mm256_andnot_ps(_mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0x80000000u))), a);
+  }
+  static V copysign(V mag, V sgn) {
+    const V sign = _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0x80000000u)));
+    return _mm256_or_ps(_mm256_and_ps(sgn, sign), _mm256_andnot_ps(sign, mag));
+  }
+};
+
+}  // namespace
+
+DepthwiseFn depthwise_fn_avx2() {
+  return &depthwise_plane<Avx2Ops>;
+}
+Im2colFn im2col_fn_avx2() {
+  return &im2col_rows<Avx2Ops>;
+}
+SoftmaxRowsFn softmax_rows_fn_avx2() {
+  return &softmax_rows<Avx2Ops>;
+}
+
+}  // namespace kestrel::kernels::cpu::conv_detail

@@ -1,0 +1,53 @@
+// Depthwise plane kernel for AVX-512F (compiled with AVX-512 flags; used only when the CPU has them).
+// GCC 12 reports -Wmaybe-uninitialized inside its own AVX-512 headers (see sgemm_kernel_avx512.cc).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+
+#include "kernels/cpu/conv/depthwise_inl.h"
+
+namespace kestrel::kernels::cpu::conv_detail {
+namespace {
+
+struct Avx512Ops {
+  using V = __m512;
+  static constexpr int kWidth = 16;
+  static __mmask16 mask(int n) {
+    return n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1u);
+  }
+  static V zero() { return _mm512_setzero_ps(); }
+  static V set1(float x) { return _mm512_set1_ps(x); }
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static V load_n(const float* p, int n) { return _mm512_maskz_loadu_ps(mask(n), p); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static void store_n(float* p, V v, int n) { _mm512_mask_storeu_ps(p, mask(n), v); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V div(V a, V b) { return _mm512_div_ps(a, b); }
+  static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V max(V a, V b) { return _mm512_max_ps(a, b); }
+  static V min(V a, V b) { return _mm512_min_ps(a, b); }
+  static V round(V a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT); }
+  static V pow2i(V n) { return _mm512_scalef_ps(_mm512_set1_ps(1.f), n); }
+  static V abs(V a) { return _mm512_abs_ps(a); }
+  static V copysign(V mag, V sgn) {
+    const V sign = _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(0x80000000u)));
+    return _mm512_or_ps(_mm512_and_ps(sgn, sign), _mm512_andnot_ps(sign, mag));
+  }
+};
+
+}  // namespace
+
+DepthwiseFn depthwise_fn_avx512() {
+  return &depthwise_plane<Avx512Ops>;
+}
+Im2colFn im2col_fn_avx512() {
+  return &im2col_rows<Avx512Ops>;
+}
+SoftmaxRowsFn softmax_rows_fn_avx512() {
+  return &softmax_rows<Avx512Ops>;
+}
+
+}  // namespace kestrel::kernels::cpu::conv_detail

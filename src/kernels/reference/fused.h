@@ -1,0 +1,58 @@
+// Reference kernels of Kestrel's fused ops: FusedConv, FusedGemm and FusedMatMul are the plain
+// reference Conv / Gemm / MatMul followed by an epilogue (bias, residual add, activation) over the
+// finished output. The oracle for fast kernels with fused epilogues.
+#pragma once
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "kernels/reference/conv.h"
+#include "kernels/reference/matmul.h"
+
+namespace kestrel::kernels::ref {
+
+using core::Status;
+using core::Tensor;
+
+// The epilogue activations, aligned with the fast GEMM's list (see docs/fused_ops.md).
+enum class Activation {
+  kNone,
+  kRelu,
+  kClip,         // min(max(x, alpha), beta)
+  kLeakyRelu,    // x >= 0 ? x : alpha * x
+  kSigmoid,
+  kHardSigmoid,  // max(0, min(1, alpha * x + beta))
+  kHardSwish,
+  kSilu,
+  kGelu,         // erf form
+  kGeluTanh,
+  kTanh,
+};
+
+struct ActivationParams {
+  Activation kind = Activation::kNone;
+  float alpha = 0.f, beta = 0.f;
+};
+
+// One element (float math; double for f64 tensors).
+float activation_scalar(const ActivationParams& a, float x);
+double activation_scalar(const ActivationParams& a, double x);
+
+// y = act(y + z) in place, elementwise; z (optional) has y's dtype and dims. Float dtypes.
+Status apply_epilogue(const ActivationParams& act, const Tensor* z, Tensor& y);
+// y = act(y + bias[last index] + z) in place; bias (optional) is 1-D with y's last dim elements.
+Status apply_epilogue(const ActivationParams& act, const Tensor* bias, const Tensor* z, Tensor& y);
+
+// y = act(conv(x, w) + b + z); z (optional) has y's shape.
+Status fused_conv(const ConvParams& p, const ActivationParams& act, const Tensor& x, const Tensor& w, const Tensor* b,
+                  const Tensor* z, Tensor& y);
+
+// y = act(alpha * op(a) * op(b) + beta * c).
+Status fused_gemm(const GemmParams& p, const ActivationParams& act, const Tensor& a, const Tensor& b, const Tensor* c,
+                  Tensor& y);
+
+// y = act(matmul(a, b) + bias + z); bias (optional) has N = y's last dim elements, z (optional)
+// has y's shape.
+Status fused_matmul(const ActivationParams& act, const Tensor& a, const Tensor& b, const Tensor* bias,
+                    const Tensor* z, Tensor& y);
+
+}  // namespace kestrel::kernels::ref

@@ -1,0 +1,181 @@
+// Fast convolution (pointwise GEMM, direct depthwise, im2col + GEMM) against the reference conv
+// on every ISA of this CPU: random shapes (1, primes, widths that are not multiples of the vector
+// width), strides, pads, dilations, groups, 1-D, batches, every fused activation and a residual,
+// with and without a 2-thread pool.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "common/fast_kernel_util.h"
+#include "core/thread_pool.h"
+#include "kernels/cpu/conv/conv.h"
+#include "kernels/reference/conv.h"
+
+namespace kestrel::kernels::cpu {
+namespace {
+
+using core::Dims;
+using core::Isa;
+using testing::close_f32;
+using testing::random_f32;
+
+double act_ref(const FusedActivation& a, double x) {
+  switch (a.kind) {
+    case GemmActivation::kNone:
+      return x;
+    case GemmActivation::kRelu:
+      return x > 0 ? x : 0;
+    case GemmActivation::kClip:
+      return std::min<double>(std::max<double>(x, a.alpha), a.beta);
+    case GemmActivation::kLeakyRelu:
+      return x >= 0 ? x : a.alpha * x;
+    case GemmActivation::kSigmoid:
+      return 1 / (1 + std::exp(-x));
+    case GemmActivation::kHardSigmoid:
+      return std::max(0.0, std::min(1.0, a.alpha * x + a.beta));
+    case GemmActivation::kHardSwish:
+      return x * std::max(0.0, std::min(1.0, x / 6 + 0.5));
+    case GemmActivation::kSilu:
+      return x / (1 + std::exp(-x));
+    case GemmActivation::kGelu:
+      return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+    case GemmActivation::kTanh:
+      return std::tanh(x);
+  }
+  return x;
+}
+
+struct ConvCase {
+  int64_t n, c, h, w, m, group, kh, kw, stride, pad, dilation;
+  FastConv::Path path;
+  bool one_d = false;
+};
+
+int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
+  return (in + 2 * p - d * (k - 1) - 1) / s + 1;
+}
+
+class FastConvTest : public ::testing::TestWithParam<Isa> {};
+
+void check(const ConvCase& cc, Isa isa, const FusedActivation& act, bool residual, bool with_bias,
+           core::ThreadPool* pool, std::mt19937& rng) {
+  const int64_t oh = cc.one_d ? 1 : out_size(cc.h, cc.kh, cc.stride, cc.pad, cc.dilation);
+  const int64_t ow = out_size(cc.w, cc.kw, cc.stride, cc.pad, cc.dilation);
+  const Dims xd = cc.one_d ? Dims{cc.n, cc.c, cc.w} : Dims{cc.n, cc.c, cc.h, cc.w};
+  const Dims wd = cc.one_d ? Dims{cc.m, cc.c / cc.group, cc.kw} : Dims{cc.m, cc.c / cc.group, cc.kh, cc.kw};
+  const Dims yd = cc.one_d ? Dims{cc.n, cc.m, ow} : Dims{cc.n, cc.m, oh, ow};
+  core::Tensor x = random_f32(xd, rng), w = random_f32(wd, rng), b = random_f32({cc.m}, rng);
+  core::Tensor z = random_f32(yd, rng);
+  ref::ConvParams p;
+  const size_t sp = cc.one_d ? 1 : 2;
+  p.strides.assign(sp, cc.stride);
+  p.dilations.assign(sp, cc.dilation);
+  p.pads_begin.assign(sp, cc.pad);
+  p.group = cc.group;
+  core::Tensor want = testing::filled_f32(yd, NAN), got = testing::filled_f32(yd, NAN);
+  ASSERT_TRUE(ref::conv(p, x, w, with_bias ? &b : nullptr, want).is_ok());
+  for (int64_t i = 0; i < want.num_elements(); ++i) {
+    double v = want.data<float>()[i] + (residual ? z.data<float>()[i] : 0.f);
+    want.data<float>()[i] = static_cast<float>(act_ref(act, v));
+  }
+  auto fc = FastConv::create(w, cc.group, act, isa);
+  ASSERT_TRUE(fc.is_ok()) << fc.status().to_string();
+  EXPECT_EQ(fc->path_for(p), cc.path);
+  Status s = fc->run(p, x, with_bias ? &b : nullptr, residual ? &z : nullptr, got, pool);
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  EXPECT_TRUE(close_f32(got, want)) << "x " << core::dims_to_string(xd) << " w " << core::dims_to_string(wd)
+                                    << " stride " << cc.stride << " pad " << cc.pad << " dil " << cc.dilation
+                                    << " group " << cc.group << " act " << static_cast<int>(act.kind);
+}
+
+using P = FastConv::Path;
+
+const ConvCase kCases[] = {
+    // pointwise
+    {1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, P::kPointwise},
+    {1, 16, 7, 7, 24, 1, 1, 1, 1, 0, 1, P::kPointwise},
+    {2, 13, 5, 11, 29, 1, 1, 1, 1, 0, 1, P::kPointwise},
+    {1, 12, 9, 9, 8, 4, 1, 1, 1, 0, 1, P::kPointwise},  // grouped 1x1 (shufflenet-like)
+    {1, 32, 1, 1, 8, 1, 1, 1, 1, 0, 1, P::kPointwise},  // squeeze-excite
+    // depthwise
+    {1, 3, 7, 7, 3, 3, 3, 3, 1, 1, 1, P::kDepthwise},
+    {2, 5, 17, 19, 5, 5, 3, 3, 2, 1, 1, P::kDepthwise},
+    {1, 4, 14, 14, 4, 4, 5, 5, 1, 2, 1, P::kDepthwise},
+    {1, 3, 23, 13, 3, 3, 5, 5, 2, 2, 1, P::kDepthwise},
+    {1, 2, 1, 1, 2, 2, 3, 3, 1, 1, 1, P::kDepthwise},
+    {1, 2, 33, 35, 2, 2, 3, 3, 2, 0, 1, P::kDepthwise},  // no pad
+    {1, 2, 6, 6, 2, 2, 5, 5, 2, 3, 1, P::kDepthwise},    // pad > reach
+    {1, 3, 12, 40, 3, 3, 3, 3, 1, 1, 1, P::kDepthwise},
+    // im2col
+    {1, 3, 15, 15, 8, 1, 3, 3, 2, 1, 1, P::kIm2col},       // stem
+    {2, 6, 9, 10, 4, 2, 3, 3, 1, 1, 1, P::kIm2col},        // grouped 3x3
+    {1, 4, 11, 13, 5, 1, 3, 5, 1, 2, 2, P::kIm2col},       // dilated, non-square
+    {1, 3, 9, 9, 3, 3, 3, 3, 1, 2, 2, P::kIm2col},         // depthwise, dilated: falls back
+    {1, 3, 9, 9, 3, 3, 3, 3, 3, 1, 1, P::kIm2col},         // depthwise, stride 3
+    {1, 8, 8, 8, 16, 1, 1, 1, 2, 0, 1, P::kIm2col},        // 1x1 stride 2
+    {1, 5, 6, 6, 7, 1, 1, 1, 1, 1, 1, P::kIm2col},         // 1x1 padded
+    {1, 7, 16, 16, 9, 1, 4, 4, 4, 0, 1, P::kIm2col},       // patchify (ViT / mixer stem)
+    {1, 6, 1, 10, 4, 2, 1, 3, 1, 1, 1, P::kIm2col, true},  // 1-D grouped
+    {2, 3, 1, 17, 5, 1, 1, 1, 1, 0, 1, P::kPointwise, true},
+    {2, 12, 5, 5, 8, 4, 1, 1, 1, 0, 1, P::kPointwise},  // grouped 1x1, batch
+    {2, 48, 7, 7, 48, 3, 3, 3, 1, 1, 1, P::kIm2col},    // RegNet-like groups of 16
+};
+
+TEST_P(FastConvTest, MatchesReference) {
+  KESTREL_SKIP_IF_ISA_MISSING(GetParam());
+  std::mt19937 rng(17);
+  core::ThreadPool pool(2);
+  int i = 0;
+  for (const ConvCase& cc : kCases) {
+    for (int variant = 0; variant < 2; ++variant, ++i) {
+      SCOPED_TRACE(i);
+      check(cc, GetParam(), {}, false, variant == 0, variant ? &pool : nullptr, rng);
+    }
+  }
+}
+
+TEST_P(FastConvTest, FusedEpilogues) {
+  KESTREL_SKIP_IF_ISA_MISSING(GetParam());
+  std::mt19937 rng(23);
+  core::ThreadPool pool(2);
+  const FusedActivation acts[] = {
+      {GemmActivation::kNone, 0, 0},      {GemmActivation::kRelu, 0, 0},
+      {GemmActivation::kClip, 0.f, 0.5f}, {GemmActivation::kLeakyRelu, 0.1f, 0},
+      {GemmActivation::kSigmoid, 0, 0},   {GemmActivation::kHardSigmoid, 0.2f, 0.5f},
+      {GemmActivation::kHardSwish, 0, 0}, {GemmActivation::kSilu, 0, 0},
+      {GemmActivation::kGelu, 0, 0},      {GemmActivation::kTanh, 0, 0},
+  };
+  // One case per path.
+  const ConvCase cases[] = {kCases[2], kCases[6], kCases[8], kCases[14], kCases[23], kCases[24]};
+  int i = 0;
+  for (const ConvCase& cc : cases)
+    for (const FusedActivation& a : acts)
+      for (int residual = 0; residual < 2; ++residual, ++i) {
+        SCOPED_TRACE(i);
+        check(cc, GetParam(), a, residual, true, i % 3 == 0 ? &pool : nullptr, rng);
+      }
+}
+
+TEST_P(FastConvTest, RejectsBadInput) {
+  KESTREL_SKIP_IF_ISA_MISSING(GetParam());
+  std::mt19937 rng(1);
+  core::Tensor w = random_f32({4, 2, 3, 3}, rng);
+  EXPECT_FALSE(FastConv::create(w, 3, {}, GetParam()).is_ok());  // 4 not divisible by 3
+  auto fc = FastConv::create(w, 2, {}, GetParam());
+  ASSERT_TRUE(fc.is_ok());
+  ref::ConvParams p{{1, 1}, {1, 1}, {1, 1}, 2};
+  core::Tensor x = random_f32({1, 3, 5, 5}, rng), y = random_f32({1, 4, 5, 5}, rng);
+  EXPECT_FALSE(fc->run(p, x, nullptr, nullptr, y, nullptr).is_ok());  // 3 channels, needs 4
+  core::Tensor x4 = random_f32({1, 4, 5, 5}, rng), b = random_f32({3}, rng);
+  EXPECT_FALSE(fc->run(p, x4, &b, nullptr, y, nullptr).is_ok());  // bias size
+  ref::ConvParams bad{{0, 1}, {1, 1}, {1, 1}, 2};
+  EXPECT_FALSE(fc->run(bad, x4, nullptr, nullptr, y, nullptr).is_ok());
+  EXPECT_TRUE(fc->run(p, x4, nullptr, nullptr, y, nullptr).is_ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, FastConvTest, ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512),
+                         testing::isa_param_name);
+
+}  // namespace
+}  // namespace kestrel::kernels::cpu

@@ -1,0 +1,157 @@
+// The fast kernels behind kestrel.FusedConv / FusedGemm / FusedMatMul (activation, bias and
+// residual in the sgemm / depthwise epilogue) against the same node run with reference kernels,
+// on every ISA of this CPU, with constant weights (the pre-packed path), and the fallback for the
+// activation the fast epilogue lacks (GeluTanh).
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+#include "common/fast_kernel_util.h"
+#include "ir/graph.h"
+#include "ir/op_schema.h"
+#include "runtime/session.h"
+
+namespace kestrel {
+namespace {
+
+using core::Isa;
+using core::Tensor;
+using Attrs = std::map<std::string, ir::Attribute>;
+
+struct Run {
+  Tensor y;
+  std::string impl;
+};
+
+// inputs[i] is a constant when constant[i], else a graph input; undefined = omitted.
+core::Result<Run> run_node(const std::string& op, const std::vector<Tensor>& inputs, const std::vector<bool>& constant,
+                           const Attrs& attrs, const runtime::SessionOptions& opts) {
+  auto g = std::make_unique<ir::Graph>("test");
+  std::vector<ir::Value*> ins;
+  std::vector<const Tensor*> feed;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::string name = "in" + std::to_string(i);
+    if (!inputs[i].defined()) {
+      ins.push_back(nullptr);
+    } else if (constant[i]) {
+      ins.push_back(g->add_constant(name, inputs[i]));
+    } else {
+      ins.push_back(g->add_input(name, {inputs[i].dtype(), ir::Shape(inputs[i].dims())}));
+      feed.push_back(&inputs[i]);
+    }
+  }
+  ir::Node* n = g->add_node(op, ins, {"y"}, "node", ir::kKestrelDomain);
+  for (const auto& [k, a] : attrs) n->set_attr(k, a);
+  g->add_output(n->output(0));
+  runtime::LoadedModel m;
+  m.graph = std::move(g);
+  KESTREL_ASSIGN_OR_RETURN(auto s, runtime::Session::from_model(std::move(m), opts));
+  Run r;
+  s->executor().set_profiler([&](const ir::Node& node, const char* impl, double) {
+    if (node.op_type() == op) r.impl = impl;
+  });
+  std::vector<Tensor> outs;
+  KESTREL_RETURN_IF_ERROR(s->run(feed, outs));
+  r.y = std::move(outs[0]);
+  return r;
+}
+
+class FastFusedTest : public ::testing::TestWithParam<Isa> {
+ protected:
+  // Runs fast (this ISA) and reference; expects the fast impl name to contain `impl` and close outputs.
+  void compare(const std::string& op, const std::vector<Tensor>& inputs, const std::vector<bool>& constant,
+               const Attrs& attrs, const std::string& impl) {
+    runtime::SessionOptions fast, ref;
+    fast.isa = core::isa_name(GetParam());
+    ref.reference_only = true;
+    auto a = run_node(op, inputs, constant, attrs, fast);
+    auto b = run_node(op, inputs, constant, attrs, ref);
+    ASSERT_TRUE(a.is_ok()) << a.status().to_string();
+    ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+    EXPECT_NE(a->impl.find(impl), std::string::npos) << "impl " << a->impl;
+    EXPECT_EQ(b->impl, "reference");
+    EXPECT_TRUE(testing::close_f32(a->y, b->y));
+  }
+};
+
+const std::vector<std::pair<std::string, std::vector<float>>>& acts() {
+  static const std::vector<std::pair<std::string, std::vector<float>>> a = {
+      {"", {}},        {"Relu", {}},        {"Clip", {0.f, 6.f}}, {"LeakyRelu", {0.2f}},
+      {"Sigmoid", {}}, {"HardSigmoid", {}}, {"HardSwish", {}},    {"Silu", {}},
+      {"Gelu", {}},    {"Tanh", {}}};
+  return a;
+}
+
+Attrs with_act(Attrs a, const std::pair<std::string, std::vector<float>>& act) {
+  if (!act.first.empty()) a["activation"] = ir::Attribute(act.first);
+  if (!act.second.empty()) a["activation_params"] = ir::Attribute(act.second);
+  return a;
+}
+
+TEST_P(FastFusedTest, FusedConv) {
+  KESTREL_SKIP_IF_ISA_MISSING(GetParam());
+  std::mt19937 rng(3);
+  const std::string isa = core::isa_name(GetParam());
+  struct Case {
+    core::Dims x, w, y;
+    Attrs attrs;
+  };
+  const Case cases[] = {
+      {{1, 8, 7, 9}, {12, 8, 1, 1}, {1, 12, 7, 9}, {}},
+      {{2, 6, 11, 11},
+       {6, 1, 3, 3},
+       {2, 6, 6, 6},
+       {{"group", ir::Attribute(int64_t{6})},
+        {"strides", ir::Attribute(std::vector<int64_t>{2, 2})},
+        {"pads", ir::Attribute(std::vector<int64_t>{1, 1, 1, 1})}}},
+      {{1, 4, 9, 9},
+       {4, 1, 5, 5},
+       {1, 4, 9, 9},
+       {{"group", ir::Attribute(int64_t{4})}, {"pads", ir::Attribute(std::vector<int64_t>{2, 2, 2, 2})}}},
+      {{1, 3, 10, 10}, {5, 3, 3, 3}, {1, 5, 10, 10}, {{"auto_pad", ir::Attribute(std::string("SAME_UPPER"))}}},
+  };
+  int i = 0;
+  for (const Case& c : cases)
+    for (const auto& act : acts()) {
+      SCOPED_TRACE(i);
+      Tensor x = testing::random_f32(c.x, rng), w = testing::random_f32(c.w, rng);
+      Tensor b = testing::random_f32({c.w[0]}, rng), z = testing::random_f32(c.y, rng);
+      const bool with_z = i % 2 == 0, with_b = i % 3 != 0;
+      ++i;
+      compare("FusedConv", {x, w, with_b ? b : Tensor(), with_z ? z : Tensor()}, {false, true, true, false},
+              with_act(c.attrs, act), "conv." + isa);
+    }
+}
+
+TEST_P(FastFusedTest, FusedGemmAndMatMul) {
+  KESTREL_SKIP_IF_ISA_MISSING(GetParam());
+  std::mt19937 rng(5);
+  const std::string impl = std::string("sgemm.") + core::isa_name(GetParam());
+  int i = 0;
+  for (const auto& act : acts()) {
+    SCOPED_TRACE(i++);
+    Tensor a = testing::random_f32({7, 19}, rng), bt = testing::random_f32({13, 19}, rng);
+    Tensor c = testing::random_f32({13}, rng);
+    compare("FusedGemm", {a, bt, c}, {false, true, true}, with_act({{"transB", ir::Attribute(int64_t{1})}}, act), impl);
+    Tensor a3 = testing::random_f32({2, 5, 19}, rng), b2 = testing::random_f32({19, 17}, rng);
+    Tensor bias = testing::random_f32({17}, rng), z = testing::random_f32({2, 5, 17}, rng);
+    compare("FusedMatMul", {a3, b2, bias, z}, {false, true, true, false}, with_act({}, act), impl);
+    compare("FusedMatMul", {a3, b2, Tensor(), Tensor()}, {false, false, false, false}, with_act({}, act), impl);
+  }
+}
+
+TEST_P(FastFusedTest, GeluTanhFallsBackToReferenceEpilogue) {
+  KESTREL_SKIP_IF_ISA_MISSING(GetParam());
+  std::mt19937 rng(9);
+  Tensor a = testing::random_f32({2, 5, 19}, rng), b = testing::random_f32({19, 17}, rng);
+  // The inner MatMul is still the fast one; only the epilogue is the reference pass.
+  compare("FusedMatMul", {a, b}, {false, true}, {{"activation", ir::Attribute(std::string("GeluTanh"))}},
+          std::string("sgemm.") + core::isa_name(GetParam()));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, FastFusedTest, ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512),
+                         testing::isa_param_name);
+
+}  // namespace
+}  // namespace kestrel

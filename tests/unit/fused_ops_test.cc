@@ -1,0 +1,269 @@
+// Tests of Kestrel's fused ops (kestrel.FusedConv / FusedGemm / FusedMatMul / Attention) and the
+// ONNX Gelu op against naive computations written here, plus their load-time checks.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "ir/graph.h"
+#include "ir/op_schema.h"
+#include "runtime/session.h"
+
+namespace kestrel {
+namespace {
+
+using core::DType;
+using core::Tensor;
+using Attrs = std::map<std::string, ir::Attribute>;
+
+Tensor random_tensor(core::Dims dims, uint32_t seed, float lo = -1.f, float hi = 1.f) {
+  Tensor t = Tensor::allocate(DType::kF32, std::move(dims)).value();
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = d(rng);
+  return t;
+}
+
+// Runs one node (all inputs fed at run time; undefined tensors = omitted inputs).
+core::Result<Tensor> run_one(const std::string& domain, const std::string& op, const std::vector<Tensor>& inputs,
+                             const Attrs& attrs) {
+  auto g = std::make_unique<ir::Graph>("test");
+  std::vector<ir::Value*> ins;
+  std::vector<const Tensor*> feed;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined()) {
+      ins.push_back(nullptr);
+      continue;
+    }
+    ins.push_back(g->add_input("in" + std::to_string(i), {inputs[i].dtype(), ir::Shape(inputs[i].dims())}));
+    feed.push_back(&inputs[i]);
+  }
+  ir::Node* n = g->add_node(op, ins, {"y"}, "fused_under_test", domain);
+  for (const auto& [k, a] : attrs) n->set_attr(k, a);
+  g->add_output(n->output(0));
+  runtime::LoadedModel m;
+  m.graph = std::move(g);
+  KESTREL_ASSIGN_OR_RETURN(auto s, runtime::Session::from_model(std::move(m)));
+  std::vector<Tensor> outs;
+  KESTREL_RETURN_IF_ERROR(s->run(feed, outs));
+  return std::move(outs[0]);
+}
+
+struct Act {
+  const char* name;
+  std::vector<float> params;
+};
+
+double act_naive(const Act& a, double x) {
+  const std::string n = a.name;
+  if (n.empty()) return x;
+  if (n == "Relu") return x > 0 ? x : 0;
+  if (n == "Clip") return std::min<double>(std::max<double>(x, a.params[0]), a.params[1]);
+  if (n == "LeakyRelu") return x >= 0 ? x : (a.params.empty() ? 0.01 : a.params[0]) * x;
+  if (n == "Sigmoid") return 1 / (1 + std::exp(-x));
+  if (n == "HardSigmoid") {
+    double al = a.params.empty() ? 0.2 : a.params[0], be = a.params.empty() ? 0.5 : a.params[1];
+    return std::max(0.0, std::min(1.0, al * x + be));
+  }
+  if (n == "HardSwish") return x * std::max(0.0, std::min(1.0, x / 6 + 0.5));
+  if (n == "Silu") return x / (1 + std::exp(-x));
+  if (n == "Gelu") return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+  if (n == "GeluTanh") return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+  if (n == "Tanh") return std::tanh(x);
+  ADD_FAILURE() << "no naive form for " << n;
+  return 0;
+}
+
+const std::vector<Act>& all_acts() {
+  static const std::vector<Act> a = {{"", {}},          {"Relu", {}},        {"Clip", {0.f, 0.6f}},
+                                     {"LeakyRelu", {0.3f}}, {"LeakyRelu", {}}, {"Sigmoid", {}},
+                                     {"HardSigmoid", {0.25f, 0.4f}}, {"HardSigmoid", {}}, {"HardSwish", {}},
+                                     {"Silu", {}},      {"Gelu", {}},        {"GeluTanh", {}},
+                                     {"Tanh", {}}};
+  return a;
+}
+
+void add_act(Attrs& attrs, const Act& a) {
+  if (*a.name) attrs["activation"] = std::string(a.name);
+  if (!a.params.empty()) attrs["activation_params"] = a.params;
+}
+
+void expect_close(const Tensor& got, const std::vector<double>& want, const std::string& what) {
+  ASSERT_EQ(got.num_elements(), static_cast<int64_t>(want.size())) << what;
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_NEAR(got.data<float>()[i], want[i], 1e-4 + 1e-4 * std::abs(want[i])) << what << " at " << i;
+}
+
+TEST(FusedConv, MatchesNaiveConvResidualAndEveryActivation) {
+  // X [2,4,5,7], W [6,2,3,3] with group 2, stride (1,2), pads 1: Y [2,6,5,4].
+  const int64_t N = 2, C = 4, H = 5, W = 7, M = 6, G = 2, KH = 3, KW = 3, SH = 1, SW = 2;
+  const int64_t OH = (H + 2 - KH) / SH + 1, OW = (W + 2 - KW) / SW + 1;
+  Tensor x = random_tensor({N, C, H, W}, 1), w = random_tensor({M, C / G, KH, KW}, 2), b = random_tensor({M}, 3);
+  Tensor z = random_tensor({N, M, OH, OW}, 4);
+  std::vector<double> conv(static_cast<size_t>(N * M * OH * OW));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          double acc = b.data<float>()[m];
+          const int64_t g = m / (M / G);
+          for (int64_t c = 0; c < C / G; ++c)
+            for (int64_t kh = 0; kh < KH; ++kh)
+              for (int64_t kw = 0; kw < KW; ++kw) {
+                int64_t ih = oh * SH - 1 + kh, iw = ow * SW - 1 + kw;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                acc += double(x.data<float>()[((n * C + g * (C / G) + c) * H + ih) * W + iw]) *
+                       w.data<float>()[((m * (C / G) + c) * KH + kh) * KW + kw];
+              }
+          conv[static_cast<size_t>(((n * M + m) * OH + oh) * OW + ow)] = acc;
+        }
+  for (bool residual : {false, true})
+    for (const Act& a : all_acts()) {
+      Attrs attrs{{"group", int64_t{G}},
+                  {"strides", std::vector<int64_t>{SH, SW}},
+                  {"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+      add_act(attrs, a);
+      std::vector<Tensor> ins = {x, w, b};
+      if (residual) ins.push_back(z);
+      auto y = run_one("kestrel", "FusedConv", ins, attrs);
+      ASSERT_TRUE(y.is_ok()) << y.status().to_string();
+      std::vector<double> want(conv.size());
+      for (size_t i = 0; i < want.size(); ++i) want[i] = act_naive(a, conv[i] + (residual ? z.data<float>()[i] : 0));
+      expect_close(*y, want, std::string("FusedConv act=") + a.name + (residual ? " +Z" : ""));
+    }
+}
+
+TEST(FusedMatMul, BiasResidualActivationAndBatchBroadcast) {
+  // A [2,3,5] x B [5,4] and A [3,5] x B [2,5,4] (B broadcast the other way), N = 4.
+  for (bool batched_b : {false, true}) {
+    Tensor a = batched_b ? random_tensor({3, 5}, 5) : random_tensor({2, 3, 5}, 5);
+    Tensor b = batched_b ? random_tensor({2, 5, 4}, 6) : random_tensor({5, 4}, 6);
+    Tensor bias = random_tensor({4}, 7), z = random_tensor({2, 3, 4}, 8);
+    std::vector<double> mm(24);
+    for (int64_t bb = 0; bb < 2; ++bb)
+      for (int64_t i = 0; i < 3; ++i)
+        for (int64_t j = 0; j < 4; ++j) {
+          double acc = 0;
+          for (int64_t k = 0; k < 5; ++k)
+            acc += double(a.data<float>()[(batched_b ? 0 : bb * 15) + i * 5 + k]) *
+                   b.data<float>()[(batched_b ? bb * 20 : 0) + k * 4 + j];
+          mm[static_cast<size_t>((bb * 3 + i) * 4 + j)] = acc;
+        }
+    for (int with = 0; with < 4; ++with)  // bit 0 bias, bit 1 residual
+      for (const Act& act : all_acts()) {
+        Attrs attrs;
+        add_act(attrs, act);
+        std::vector<Tensor> ins = {a, b, (with & 1) ? bias : Tensor()};
+        if (with & 2) ins.push_back(z);
+        auto y = run_one("kestrel", "FusedMatMul", ins, attrs);
+        ASSERT_TRUE(y.is_ok()) << y.status().to_string();
+        std::vector<double> want(24);
+        for (size_t i = 0; i < 24; ++i)
+          want[i] = act_naive(act, mm[i] + ((with & 1) ? bias.data<float>()[i % 4] : 0) +
+                                       ((with & 2) ? z.data<float>()[i] : 0));
+        expect_close(*y, want, std::string("FusedMatMul act=") + act.name + " with=" + std::to_string(with));
+      }
+  }
+}
+
+TEST(FusedGemm, TransposesAlphaBetaBiasAndActivation) {
+  Tensor a = random_tensor({5, 3}, 9), b = random_tensor({4, 5}, 10), c = random_tensor({4}, 11);
+  for (const Act& act : all_acts()) {
+    Attrs attrs{{"transA", int64_t{1}}, {"transB", int64_t{1}}, {"alpha", 0.5f}, {"beta", 2.0f}};
+    add_act(attrs, act);
+    auto y = run_one("kestrel", "FusedGemm", {a, b, c}, attrs);
+    ASSERT_TRUE(y.is_ok()) << y.status().to_string();
+    std::vector<double> want(12);
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < 4; ++j) {
+        double acc = 0;
+        for (int64_t k = 0; k < 5; ++k) acc += double(a.data<float>()[k * 3 + i]) * b.data<float>()[j * 5 + k];
+        want[static_cast<size_t>(i * 4 + j)] = act_naive(act, 0.5 * acc + 2.0 * c.data<float>()[j]);
+      }
+    expect_close(*y, want, std::string("FusedGemm act=") + act.name);
+  }
+}
+
+TEST(Attention, MatchesNaiveSoftmaxWithBroadcastAndMask) {
+  const int64_t B = 2, H = 3, SQ = 4, SK = 5, D = 6, DV = 3;
+  Tensor q = random_tensor({B, H, SQ, D}, 12), k = random_tensor({B, 1, SK, D}, 13);
+  Tensor v = random_tensor({1, H, SK, DV}, 14), mask = random_tensor({SQ, SK}, 15, -3, 0);
+  mask.data<float>()[0] = -INFINITY;  // a masked-out key
+  const float scale = 0.4f;
+  for (bool with_mask : {false, true}) {
+    std::vector<Tensor> ins = {q, k, v};
+    if (with_mask) ins.push_back(mask);
+    auto y = run_one("kestrel", "Attention", ins, {{"scale", scale}});
+    ASSERT_TRUE(y.is_ok()) << y.status().to_string();
+    ASSERT_EQ(y->dims(), (core::Dims{B, H, SQ, DV}));
+    std::vector<double> want;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < SQ; ++i) {
+          std::vector<double> s(SK);
+          double mx = -INFINITY, sum = 0;
+          for (int64_t j = 0; j < SK; ++j) {
+            double dot = 0;
+            for (int64_t c = 0; c < D; ++c)
+              dot += double(q.data<float>()[((b * H + h) * SQ + i) * D + c]) * k.data<float>()[(b * SK + j) * D + c];
+            s[j] = scale * dot + (with_mask ? mask.data<float>()[i * SK + j] : 0);
+            mx = std::max(mx, s[j]);
+          }
+          for (auto& e : s) sum += (e = std::exp(e - mx));
+          for (int64_t c = 0; c < DV; ++c) {
+            double acc = 0;
+            for (int64_t j = 0; j < SK; ++j) acc += s[j] / sum * v.data<float>()[(h * SK + j) * DV + c];
+            want.push_back(acc);
+          }
+        }
+    expect_close(*y, want, with_mask ? "Attention with mask" : "Attention");
+  }
+}
+
+TEST(Gelu, ErfAndTanhForms) {
+  Tensor x = random_tensor({3, 7}, 16, -4, 4);
+  for (const char* approx : {"none", "tanh"}) {
+    auto y = run_one("", "Gelu", {x}, {{"approximate", std::string(approx)}});
+    ASSERT_TRUE(y.is_ok()) << y.status().to_string();
+    std::vector<double> want;
+    for (int64_t i = 0; i < x.num_elements(); ++i)
+      want.push_back(act_naive({std::string(approx) == "tanh" ? "GeluTanh" : "Gelu", {}}, x.data<float>()[i]));
+    expect_close(*y, want, approx);
+  }
+  EXPECT_FALSE(run_one("", "Gelu", {x}, {{"approximate", std::string("fast")}}).is_ok());
+}
+
+TEST(FusedOps, RefuseBadAttributesAndShapesWithTheNodeName) {
+  Tensor x = random_tensor({1, 2, 4, 4}, 17), w = random_tensor({3, 2, 1, 1}, 18);
+  auto expect_error = [](const core::Result<Tensor>& r, const std::string& fragment) {
+    ASSERT_FALSE(r.is_ok()) << "expected an error containing " << fragment;
+    EXPECT_NE(r.status().message().find(fragment), std::string::npos) << r.status().to_string();
+    EXPECT_NE(r.status().message().find("fused_under_test"), std::string::npos) << r.status().to_string();
+  };
+  expect_error(run_one("kestrel", "FusedConv", {x, w}, {{"activation", std::string("Swish")}}), "unknown activation");
+  expect_error(run_one("kestrel", "FusedConv", {x, w}, {{"activation", std::string("Clip")}}), "activation_params");
+  expect_error(run_one("kestrel", "FusedConv", {x, w},
+                       {{"activation", std::string("Clip")}, {"activation_params", std::vector<float>{6, 0}}}),
+               "min <= max");
+  expect_error(run_one("kestrel", "FusedConv", {x, w},
+                       {{"activation", std::string("Relu")}, {"activation_params", std::vector<float>{1}}}),
+               "activation_params");
+  expect_error(run_one("kestrel", "FusedConv", {x, w, Tensor(), random_tensor({1, 3, 4, 5}, 19)}, {}), "residual");
+  expect_error(run_one("kestrel", "FusedMatMul", {random_tensor({2, 3}, 20), random_tensor({3}, 21)}, {}), "rank");
+  expect_error(
+      run_one("kestrel", "FusedMatMul", {random_tensor({2, 3}, 20), random_tensor({3, 4}, 21), random_tensor({3}, 22)},
+              {}),
+      "bias");
+  expect_error(run_one("kestrel", "Attention",
+                       {random_tensor({1, 1, 2, 4}, 23), random_tensor({1, 1, 3, 5}, 24), random_tensor({1, 1, 3, 2}, 25)},
+                       {}),
+               "head size");
+  expect_error(run_one("kestrel", "Attention",
+                       {random_tensor({1, 1, 2, 4}, 23), random_tensor({1, 1, 3, 4}, 24),
+                        random_tensor({1, 1, 3, 2}, 25), random_tensor({2, 4}, 26)},
+                       {}),
+               "mask");
+}
+
+}  // namespace
+}  // namespace kestrel
