@@ -48,8 +48,8 @@ core::Result<Run> run_node(const std::string& op, const std::vector<Tensor>& inp
   m.graph = std::move(g);
   KESTREL_ASSIGN_OR_RETURN(auto s, runtime::Session::from_model(std::move(m), opts));
   Run r;
-  s->executor().set_profiler([&](const ir::Node& node, const char* impl, double) {
-    if (node.op_type() == op) r.impl = impl;
+  s->executor().set_profiler([&](const runtime::Executor::ProfileEvent& e) {
+    if (e.node.op_type() == op) r.impl = e.impl;
   });
   std::vector<Tensor> outs;
   KESTREL_RETURN_IF_ERROR(s->run(feed, outs));
