@@ -1,6 +1,7 @@
 // Runs every model of $KESTREL_DATA/models/manifest.json through the public C++ API (fast and
-// reference kernels) and through `kestrel run`, and compares each output with the reference:
-// max|out - ref| / max|ref| <= the manifest's fp32 tolerance.
+// reference kernels), through `kestrel run`, and converted to .kst by `kestrel convert -O2`, and
+// compares each output with the reference: max|out - ref| / max|ref| <= the manifest's fp32
+// tolerance.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -134,6 +135,45 @@ TEST_P(ModelTest, MatchesReferenceThroughCli) {
     check_output(c, o, Tensor(static_cast<DType>(got->dtype()), got->dims(), got->raw_data(), got->owner()), "cli");
   }
   std::filesystem::remove_all(out);
+}
+
+// `kestrel convert MODEL -o TMP/model.kst -O2`, then a Session on the .kst matches the references.
+// Prints the node counts the converter reports (imported -> optimized) and the op histogram.
+TEST_P(ModelTest, ConvertedKstMatchesReference) {
+  const ModelCase& c = GetParam();
+  if (c.name.empty()) GTEST_SKIP() << "no models: " << testing::data_dir() << "/models/manifest.json not found";
+  const std::string dir = testing::data_dir() + "/models/";
+  const std::filesystem::path tmp =
+      std::filesystem::temp_directory_path() / ("kestrel_model_kst_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(tmp);
+  const std::string kst = (tmp / (c.name + ".kst")).string();
+  const std::string log_path = kst + ".log";
+  std::string cmd = std::string("'") + KESTREL_CLI_PATH + "' convert '" + dir + c.entry["file"].get<std::string>() +
+                    "' -o '" + kst + "' -O2 >'" + log_path + "' 2>&1";
+  int status = std::system(cmd.c_str());
+  std::ifstream log_file(log_path);
+  std::stringstream log;
+  log << log_file.rdbuf();
+  ASSERT_TRUE(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd << "\n" << log.str();
+  std::string line;
+  while (std::getline(log, line))
+    if (line.rfind("optimized in", 0) == 0 || line.rfind("ops after", 0) == 0)
+      std::printf("[ convert  ] %-20s %s\n", c.name.c_str(), line.c_str());
+  try {
+    Session s = Session::open(kst);
+    std::map<std::string, Tensor> inputs;
+    for (const auto& in : c.entry["inputs"]) inputs[in["name"]] = read_npy_public(dir + in["file"].get<std::string>());
+    auto outputs = s.run(inputs);
+    for (const auto& o : c.entry["outputs"]) {
+      const std::string name = o["name"];
+      ASSERT_TRUE(outputs.count(name)) << "missing output " << name;
+      check_output(c, o, outputs[name], "kst");
+    }
+  } catch (const Error& e) {
+    FAIL() << c.name << ": " << e.what();
+  }
+  std::filesystem::remove(kst);
+  std::filesystem::remove(log_path);
 }
 #endif
 
