@@ -61,16 +61,17 @@ double relative_error(const Tensor& out, const Tensor& ref) {
 class ModelTest : public ::testing::TestWithParam<ModelCase> {};
 
 // Compares one output with its reference file and prints the error.
-void check_output(const ModelCase& c, const nlohmann::json& o, const Tensor& got, const char* how) {
+void check_output(const ModelCase& c, const nlohmann::json& o, const Tensor& got, const char* how,
+                  const char* tolerance = "fp32") {
   const std::string dir = testing::data_dir() + "/models/";
   const std::string name = o["name"];
   Tensor ref = read_npy_public(dir + o["file"].get<std::string>());
-  double tol = c.entry["tolerance"]["fp32"].get<double>();
+  double tol = c.entry["tolerance"][tolerance].get<double>();
   ASSERT_EQ(got.dtype(), DType::kF32) << name;
   ASSERT_EQ(got.shape(), ref.shape()) << name;
   double err = relative_error(got, ref);
   EXPECT_LE(err, tol) << c.name << " output " << name << " (" << how << "): max|out-ref|/max|ref| = " << err;
-  std::printf("[ model    ] %-20s %-18s %-4s rel.err %.3g (tol %.0e)\n", c.name.c_str(), name.c_str(), how, err, tol);
+  std::printf("[ model    ] %-20s %-18s %-5s rel.err %.3g (tol %.0e)\n", c.name.c_str(), name.c_str(), how, err, tol);
 }
 
 void check_model(const ModelCase& c, const SessionOptions& opts) {
@@ -137,27 +138,27 @@ TEST_P(ModelTest, MatchesReferenceThroughCli) {
   std::filesystem::remove_all(out);
 }
 
-// `kestrel convert MODEL -o TMP/model.kst -O2`, then a Session on the .kst matches the references.
-// Prints the node counts the converter reports (imported -> optimized) and the op histogram.
-TEST_P(ModelTest, ConvertedKstMatchesReference) {
-  const ModelCase& c = GetParam();
-  if (c.name.empty()) GTEST_SKIP() << "no models: " << testing::data_dir() << "/models/manifest.json not found";
+// `kestrel convert MODEL -o TMP/model.kst -O2 [--fp16-weights]`, then a Session on the .kst matches
+// the references (fp32 tolerance; with f16 weights the manifest's fp16_suggested one). Prints the
+// node counts the converter reports (imported -> optimized) and the op histogram.
+void check_converted(const ModelCase& c, bool fp16) {
   const std::string dir = testing::data_dir() + "/models/";
   const std::filesystem::path tmp =
       std::filesystem::temp_directory_path() / ("kestrel_model_kst_" + std::to_string(::getpid()));
   std::filesystem::create_directories(tmp);
-  const std::string kst = (tmp / (c.name + ".kst")).string();
+  const std::string kst = (tmp / (c.name + (fp16 ? ".fp16.kst" : ".kst"))).string();
   const std::string log_path = kst + ".log";
   std::string cmd = std::string("'") + KESTREL_CLI_PATH + "' convert '" + dir + c.entry["file"].get<std::string>() +
-                    "' -o '" + kst + "' -O2 >'" + log_path + "' 2>&1";
+                    "' -o '" + kst + "' -O2" + (fp16 ? " --fp16-weights" : "") + " >'" + log_path + "' 2>&1";
   int status = std::system(cmd.c_str());
   std::ifstream log_file(log_path);
   std::stringstream log;
   log << log_file.rdbuf();
+  std::filesystem::remove(log_path);
   ASSERT_TRUE(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd << "\n" << log.str();
   std::string line;
   while (std::getline(log, line))
-    if (line.rfind("optimized in", 0) == 0 || line.rfind("ops after", 0) == 0)
+    if (line.rfind(fp16 ? "wrote" : "optimized in", 0) == 0 || (!fp16 && line.rfind("ops after", 0) == 0))
       std::printf("[ convert  ] %-20s %s\n", c.name.c_str(), line.c_str());
   try {
     Session s = Session::open(kst);
@@ -167,13 +168,24 @@ TEST_P(ModelTest, ConvertedKstMatchesReference) {
     for (const auto& o : c.entry["outputs"]) {
       const std::string name = o["name"];
       ASSERT_TRUE(outputs.count(name)) << "missing output " << name;
-      check_output(c, o, outputs[name], "kst");
+      check_output(c, o, outputs[name], fp16 ? "kst16" : "kst", fp16 ? "fp16_suggested" : "fp32");
     }
   } catch (const Error& e) {
     FAIL() << c.name << ": " << e.what();
   }
   std::filesystem::remove(kst);
-  std::filesystem::remove(log_path);
+  std::error_code ec;
+  std::filesystem::remove(tmp, ec);  // only once empty: other models' files may still be there
+}
+
+TEST_P(ModelTest, ConvertedKstMatchesReference) {
+  if (GetParam().name.empty()) GTEST_SKIP() << "no models: " << testing::data_dir() << "/models/manifest.json not found";
+  check_converted(GetParam(), false);
+}
+
+TEST_P(ModelTest, ConvertedKstWithFp16WeightsMatchesReference) {
+  if (GetParam().name.empty()) GTEST_SKIP() << "no models: " << testing::data_dir() << "/models/manifest.json not found";
+  check_converted(GetParam(), true);
 }
 #endif
 
