@@ -64,8 +64,9 @@ std::string graph_to_dot(const Graph& g) {
     const Value* v = g.inputs()[i];
     const std::string id = core::str_cat("in", i);
     source[v] = id;
-    os << "  " << id << " [shape=ellipse, fillcolor=\"#c7e9c0\", label="
-       << dot_quote(v->name() + "\n" + v->type().to_string()) << "];\n";
+    os << "  " << id
+       << " [shape=ellipse, fillcolor=\"#c7e9c0\", label=" << dot_quote(v->name() + "\n" + v->type().to_string())
+       << "];\n";
   }
   const std::vector<Node*> nodes = g.nodes();
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -89,8 +90,9 @@ std::string graph_to_dot(const Graph& g) {
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     const Value* v = g.outputs()[i];
     const std::string id = core::str_cat("out", i);
-    os << "  " << id << " [shape=ellipse, fillcolor=\"#fcbba1\", label="
-       << dot_quote(v->name() + "\n" + v->type().to_string()) << "];\n";
+    os << "  " << id
+       << " [shape=ellipse, fillcolor=\"#fcbba1\", label=" << dot_quote(v->name() + "\n" + v->type().to_string())
+       << "];\n";
     auto it = source.find(v);
     if (it != source.end()) os << "  " << it->second << " -> " << id << ";\n";
   }

@@ -89,7 +89,8 @@ class FuseLayerNorm final : public Pass {
         ir::Node* n = single_consumer_is(last->output(0), op);
         if (!n || n->num_inputs() != 2) return nullptr;
         ir::Value* p = other_input(n, last->output(0));
-        if (!p || !p->shape().rank_known() || p->shape().rank() > normalized || p->dtype() != x->dtype()) return nullptr;
+        if (!p || !p->shape().rank_known() || p->shape().rank() > normalized || p->dtype() != x->dtype())
+          return nullptr;
         auto od = static_dims(n->output(0)), xd = static_dims(x);
         if (!od || !xd || *od != *xd) return nullptr;
         nodes.push_back(n);
@@ -121,6 +122,8 @@ class FuseLayerNorm final : public Pass {
 
 }  // namespace
 
-std::unique_ptr<Pass> make_fuse_layer_norm() { return std::make_unique<FuseLayerNorm>(); }
+std::unique_ptr<Pass> make_fuse_layer_norm() {
+  return std::make_unique<FuseLayerNorm>();
+}
 
 }  // namespace kestrel::passes

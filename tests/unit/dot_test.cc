@@ -1,7 +1,8 @@
 // Tests of the Graphviz DOT writer used by `kestrel inspect --graph`.
+#include "ir/dot.h"
+
 #include <gtest/gtest.h>
 
-#include "ir/dot.h"
 #include "ir/graph.h"
 
 namespace kestrel {

@@ -30,9 +30,15 @@ Tensor rnd(core::Dims dims, uint32_t seed, float lo = -1.f, float hi = 1.f) {
   return t;
 }
 
-ir::ValueType f32(core::Dims d) { return {DType::kF32, ir::Shape(d)}; }
-Tensor i64(std::vector<int64_t> v) { return Tensor::from_vector<int64_t>(v, {static_cast<int64_t>(v.size())}); }
-Tensor scalar(float v) { return Tensor::scalar<float>(v); }
+ir::ValueType f32(core::Dims d) {
+  return {DType::kF32, ir::Shape(d)};
+}
+Tensor i64(std::vector<int64_t> v) {
+  return Tensor::from_vector<int64_t>(v, {static_cast<int64_t>(v.size())});
+}
+Tensor scalar(float v) {
+  return Tensor::scalar<float>(v);
+}
 
 const ir::NodeEvaluator& evaluator() {
   static const ir::NodeEvaluator ev = [](const ir::Node& n, std::span<const Tensor* const> ins) {
@@ -43,7 +49,8 @@ const ir::NodeEvaluator& evaluator() {
 
 Ops op_list(const ir::Graph& g) {
   Ops ops;
-  for (const ir::Node* n : g.nodes()) ops.push_back(n->domain().empty() ? n->op_type() : n->domain() + "." + n->op_type());
+  for (const ir::Node* n : g.nodes())
+    ops.push_back(n->domain().empty() ? n->op_type() : n->domain() + "." + n->op_type());
   return ops;
 }
 
@@ -108,9 +115,12 @@ std::vector<std::unique_ptr<passes::Pass>> P(F... makers) {
   return v;
 }
 
-ir::Value* out(ir::Node* n) { return n->output(0); }
+ir::Value* out(ir::Node* n) {
+  return n->output(0);
+}
 
-ir::Value* conv(ir::Graph& g, ir::Value* x, int64_t cin, int64_t m, uint32_t seed, bool bias = true, int64_t group = 1) {
+ir::Value* conv(ir::Graph& g, ir::Value* x, int64_t cin, int64_t m, uint32_t seed, bool bias = true,
+                int64_t group = 1) {
   std::vector<ir::Value*> ins{x, g.add_constant(g.unique_value_name("w"), rnd({m, cin / group, 3, 3}, seed))};
   if (bias) ins.push_back(g.add_constant(g.unique_value_name("b"), rnd({m}, seed + 1)));
   ir::Node* n = g.add_node("Conv", ins, {g.unique_value_name("conv")});
@@ -130,7 +140,9 @@ ir::Value* bn(ir::Graph& g, ir::Value* x, int64_t c, uint32_t seed) {
   return out(n);
 }
 
-ir::Value* c(ir::Graph& g, Tensor t) { return g.add_constant(g.unique_value_name("c"), std::move(t)); }
+ir::Value* c(ir::Graph& g, Tensor t) {
+  return g.add_constant(g.unique_value_name("c"), std::move(t));
+}
 ir::Value* op(ir::Graph& g, const char* type, std::vector<ir::Value*> ins) {
   return out(g.add_node(type, std::move(ins), {g.unique_value_name(type)}));
 }
@@ -253,7 +265,10 @@ TEST(FuseActivation, EveryActivationIntoConvGemmAndMatMul) {
             g.add_output(act->output(0));
           },
           P(passes::make_fuse_activation),
-          {producer == 0 ? "kestrel.FusedConv" : producer == 1 ? "kestrel.FusedGemm" : "kestrel.FusedMatMul"}, 1e-4);
+          {producer == 0   ? "kestrel.FusedConv"
+           : producer == 1 ? "kestrel.FusedGemm"
+                           : "kestrel.FusedMatMul"},
+          1e-4);
     }
 }
 
@@ -368,8 +383,8 @@ TEST(FuseGelu, ErfFormsAndTanhForm) {
     check(
         [&](ir::Graph& g) {
           ir::Value* x = g.add_input("x", f32({2, 7}));
-          ir::Value* d = form == 1 ? op(g, "Mul", {x, c(g, scalar(0.70710678f))})
-                                   : op(g, "Div", {x, c(g, scalar(1.41421356f))});
+          ir::Value* d =
+              form == 1 ? op(g, "Mul", {x, c(g, scalar(0.70710678f))}) : op(g, "Div", {x, c(g, scalar(1.41421356f))});
           ir::Value* a = op(g, "Add", {op(g, "Erf", {d}), c(g, scalar(1.f))});
           ir::Value* y = nullptr;
           if (form == 0) y = op(g, "Mul", {op(g, "Mul", {x, a}), c(g, scalar(0.5f))});
@@ -424,7 +439,9 @@ TEST(FuseLayerNorm, WithAndWithoutAffineOverOneOrTwoAxes) {
       P(passes::make_fuse_layer_norm), {"LayerNormalization"});
   // Mean over a middle axis: not a layer norm.
   check(
-      [](ir::Graph& g) { g.add_output(decomposed_ln(g, g.add_input("x", f32({2, 3, 4})), true, {1})); },
+      [](ir::Graph& g) {
+        g.add_output(decomposed_ln(g, g.add_input("x", f32({2, 3, 4})), true, {1}));
+      },
       P(passes::make_fuse_layer_norm), {"ReduceMean", "Sub", "Pow", "ReduceMean", "Add", "Sqrt", "Div"});
 }
 

@@ -11,8 +11,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <iostream>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -22,11 +22,11 @@
 #include "api/convert.h"
 #include "cli_util.h"
 #include "commands.h"
-#include "model_file.h"
 #include "core/str_util.h"
 #include "ir/dot.h"
 #include "ir/graph.h"
 #include "ir/printer.h"
+#include "model_file.h"
 #include "passes/pass.h"
 #include "runtime/kernel.h"
 #include "runtime/model_loader.h"
@@ -90,8 +90,8 @@ void render_svg(const std::string& dot_text, const std::string& svg_path) {
   std::remove(tmp.c_str());
   if (rc != 0) fail(ErrorCode::kIoError, str_cat("cannot run '", dot, "': ", std::strerror(rc)));
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    fail(ErrorCode::kIoError, str_cat("'", dot, " -Tsvg' failed (exit status ", WIFEXITED(status) ? WEXITSTATUS(status) : -1,
-                                      ") writing '", svg_path, "'"));
+    fail(ErrorCode::kIoError, str_cat("'", dot, " -Tsvg' failed (exit status ",
+                                      WIFEXITED(status) ? WEXITSTATUS(status) : -1, ") writing '", svg_path, "'"));
 }
 
 void optimize_for_display(ir::Graph& g, int level) {
@@ -190,8 +190,10 @@ void add_inspect_command(CLI::App& app) {
   sub->add_option("-O", o->opt_level, "Optimize first (0: the file as stored, 1, 2) to see what the optimizer does")
       ->check(CLI::Range(0, 2))
       ->default_val(0);
-  CLI::Option* graph = sub->add_flag("--graph", o->graph, "Print the graph (one line per node), or draw it with --dot / --svg");
-  CLI::Option* dot = sub->add_option("--dot", o->dot_path, "With --graph: write Graphviz DOT to this file")->needs(graph);
+  CLI::Option* graph =
+      sub->add_flag("--graph", o->graph, "Print the graph (one line per node), or draw it with --dot / --svg");
+  CLI::Option* dot =
+      sub->add_option("--dot", o->dot_path, "With --graph: write Graphviz DOT to this file")->needs(graph);
   sub->add_option("--svg", o->svg_path, "With --graph: render SVG to this file (needs Graphviz 'dot')")
       ->needs(graph)
       ->excludes(dot);
