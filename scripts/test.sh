@@ -5,7 +5,10 @@
 #      when it is absent.
 #   2. A second build with AddressSanitizer + UndefinedBehaviorSanitizer; the unit and bad-input
 #      tests run there.
-# Build folders: build-ci/release and build-ci/asan (override with KESTREL_CI_BUILD_ROOT).
+#   3. The .kst loader fuzzer (clang, libFuzzer + ASan/UBSan) for KESTREL_FUZZ_SECONDS (default
+#      60; 0 skips it), seeded with the shared models converted to .kst in a temporary folder.
+# Build folders: build-ci/release, build-ci/asan and build-ci/fuzz (override with
+# KESTREL_CI_BUILD_ROOT).
 source "$(dirname "$0")/common.sh"
 OUT=${KESTREL_CI_BUILD_ROOT:-$ROOT/build-ci}
 START=$SECONDS
@@ -33,6 +36,20 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1:check_
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 ctest --test-dir "$OUT/asan" -L 'unit|badinput' --output-on-failure -j "$JOBS" || FAILED+=("ASan+UBSan tests")
 phase_done
+
+FUZZ_SECONDS=${KESTREL_FUZZ_SECONDS:-60}
+if ((FUZZ_SECONDS > 0)); then
+  phase "fuzz build ($OUT/fuzz: clang, libFuzzer + ASan/UBSan; fuzz targets only)"
+  CC=clang CXX=clang++ configure "$OUT/fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKESTREL_FUZZ=ON \
+    -DKESTREL_SANITIZE=ON -DKESTREL_BUILD_DEMO=OFF -DKESTREL_BUILD_TOOLS=OFF \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1"
+  cmake --build "$OUT/fuzz" -j "$JOBS" --target kst_loader_fuzz kst_fuzz_corpus
+  phase_done
+
+  phase "fuzz: .kst loader for ${FUZZ_SECONDS}s"
+  sh "$ROOT/tests/fuzz/run_kst_fuzz.sh" "$OUT/fuzz" "$FUZZ_SECONDS" || FAILED+=(".kst loader fuzzing")
+  phase_done
+fi
 
 t=$((SECONDS - START))
 cpu_now

@@ -89,7 +89,8 @@ bool fold_into_gemm(ir::Graph& g, ir::Node* gemm, const BnParams& bn) {
     auto cd = f32_constant(cv);
     if (!cd) return false;
     const core::Dims& dims = cv->constant().dims();
-    const bool per_col = cd->size() == static_cast<size_t>(n) && (dims.size() == 1 || (dims.size() == 2 && dims[0] == 1));
+    const bool per_col =
+        cd->size() == static_cast<size_t>(n) && (dims.size() == 1 || (dims.size() == 2 && dims[0] == 1));
     if (cd->size() == 1 && dims.size() <= 2) {
       for (auto& x : c) x = (*cd)[0];
     } else if (per_col) {
@@ -140,7 +141,8 @@ class FoldBatchNorm final : public Pass {
           for (int64_t q = 0; q < wd[1]; ++q) (*w)[static_cast<size_t>(r * wd[1] + q)] *= params->s[q];
         ir::Value* nw = add_f32_constant(g, p->input(1)->name() + "_bn", *w, wd);
         ir::Value* nb = add_f32_constant(g, p->name() + "_bn_bias", params->shift, {wd[1]});
-        KESTREL_RETURN_IF_ERROR(replace_chain(g, bn, {p, bn}, "Gemm", "", {p->input(0), nw, nb}, {}, p->name()).status());
+        KESTREL_RETURN_IF_ERROR(
+            replace_chain(g, bn, {p, bn}, "Gemm", "", {p->input(0), nw, nb}, {}, p->name()).status());
         ++stats.removed;
         continue;
       }
@@ -160,6 +162,8 @@ class FoldBatchNorm final : public Pass {
 
 }  // namespace
 
-std::unique_ptr<Pass> make_fold_batch_norm() { return std::make_unique<FoldBatchNorm>(); }
+std::unique_ptr<Pass> make_fold_batch_norm() {
+  return std::make_unique<FoldBatchNorm>();
+}
 
 }  // namespace kestrel::passes

@@ -86,6 +86,8 @@ class FoldConvAddMul final : public Pass {
 
 }  // namespace
 
-std::unique_ptr<Pass> make_fold_conv_add_mul() { return std::make_unique<FoldConvAddMul>(); }
+std::unique_ptr<Pass> make_fold_conv_add_mul() {
+  return std::make_unique<FoldConvAddMul>();
+}
 
 }  // namespace kestrel::passes

@@ -143,6 +143,8 @@ class FuseActivation final : public Pass {
 
 }  // namespace
 
-std::unique_ptr<Pass> make_fuse_activation() { return std::make_unique<FuseActivation>(); }
+std::unique_ptr<Pass> make_fuse_activation() {
+  return std::make_unique<FuseActivation>();
+}
 
 }  // namespace kestrel::passes

@@ -20,7 +20,9 @@ ir::Node* single_use_producer(const ir::Value* v, const ir::Node* user, const ch
   return p && only_consumer(v, user) ? p : nullptr;
 }
 
-bool rank4(const ir::Value* v) { return v && v->shape().rank_known() && v->shape().rank() == 4; }
+bool rank4(const ir::Value* v) {
+  return v && v->shape().rank_known() && v->shape().rank() == 4;
+}
 
 // v is MatMul(Q, Kt) of 4-D operands, possibly scaled by a scalar constant (Mul / Div).
 bool scores_product(const ir::Value* v) {
@@ -91,7 +93,8 @@ class FuseAttention final : public Pass {
         user = add;
       }
       double scale = 1.0;
-      if (ir::Node* sc = s->producer(); sc && sc->domain().empty() && (sc->op_type() == "Mul" || sc->op_type() == "Div")) {
+      if (ir::Node* sc = s->producer();
+          sc && sc->domain().empty() && (sc->op_type() == "Mul" || sc->op_type() == "Div")) {
         if (!only_consumer(s, user) || sc->num_inputs() != 2) continue;
         std::optional<double> c;
         ir::Value* qk = nullptr;
@@ -128,6 +131,8 @@ class FuseAttention final : public Pass {
 
 }  // namespace
 
-std::unique_ptr<Pass> make_fuse_attention() { return std::make_unique<FuseAttention>(); }
+std::unique_ptr<Pass> make_fuse_attention() {
+  return std::make_unique<FuseAttention>();
+}
 
 }  // namespace kestrel::passes

@@ -145,6 +145,8 @@ class FuseGelu final : public Pass {
 
 }  // namespace
 
-std::unique_ptr<Pass> make_fuse_gelu() { return std::make_unique<FuseGelu>(); }
+std::unique_ptr<Pass> make_fuse_gelu() {
+  return std::make_unique<FuseGelu>();
+}
 
 }  // namespace kestrel::passes

@@ -60,7 +60,7 @@ class FuseLayerNorm final : public Pass {
       ir::Value* d = div->input(0);
       ir::Node* sqrt = single_use_producer(div->input(1), div, "Sqrt");
       ir::Node* sub = producer_is(d, "Sub");
-      if (!sqrt || !sub || d->is_graph_output() || d->uses().size() != 2) continue;
+      if (!sqrt || !sub || d->is_graph_output()) continue;
       ir::Node* add_eps = single_use_producer(sqrt->input(0), sqrt, "Add");
       if (!add_eps || add_eps->num_inputs() != 2) continue;
       std::optional<double> eps;
@@ -74,7 +74,8 @@ class FuseLayerNorm final : public Pass {
       if (!sqn || !only_consumer(sq, rm2) || !sqn->domain().empty()) continue;
       const bool pow2 = sqn->op_type() == "Pow" && sqn->input(0) == d && scalar_constant(sqn->input(1)) == 2.0;
       const bool mul2 = sqn->op_type() == "Mul" && sqn->input(0) == d && sqn->input(1) == d;
-      if (!pow2 && !mul2) continue;
+      // d is used by the square (once, or twice as Mul(d, d)) and the Div, nothing else.
+      if ((!pow2 && !mul2) || d->uses().size() != (pow2 ? 2u : 3u)) continue;
       ir::Value* x = sub->input(0);
       ir::Node* rm1 = sub->input(1) ? producer_is(sub->input(1), "ReduceMean") : nullptr;
       if (!rm1 || rm1->input(0) != x || !only_consumer(sub->input(1), sub) || !is_float_value(x)) continue;
@@ -88,7 +89,8 @@ class FuseLayerNorm final : public Pass {
         ir::Node* n = single_consumer_is(last->output(0), op);
         if (!n || n->num_inputs() != 2) return nullptr;
         ir::Value* p = other_input(n, last->output(0));
-        if (!p || !p->shape().rank_known() || p->shape().rank() > normalized || p->dtype() != x->dtype()) return nullptr;
+        if (!p || !p->shape().rank_known() || p->shape().rank() > normalized || p->dtype() != x->dtype())
+          return nullptr;
         auto od = static_dims(n->output(0)), xd = static_dims(x);
         if (!od || !xd || *od != *xd) return nullptr;
         nodes.push_back(n);
@@ -120,6 +122,8 @@ class FuseLayerNorm final : public Pass {
 
 }  // namespace
 
-std::unique_ptr<Pass> make_fuse_layer_norm() { return std::make_unique<FuseLayerNorm>(); }
+std::unique_ptr<Pass> make_fuse_layer_norm() {
+  return std::make_unique<FuseLayerNorm>();
+}
 
 }  // namespace kestrel::passes

@@ -54,6 +54,8 @@ class FuseMatMulAdd final : public Pass {
 
 }  // namespace
 
-std::unique_ptr<Pass> make_fuse_matmul_add() { return std::make_unique<FuseMatMulAdd>(); }
+std::unique_ptr<Pass> make_fuse_matmul_add() {
+  return std::make_unique<FuseMatMulAdd>();
+}
 
 }  // namespace kestrel::passes

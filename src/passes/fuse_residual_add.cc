@@ -60,6 +60,8 @@ class FuseResidualAdd final : public Pass {
 
 }  // namespace
 
-std::unique_ptr<Pass> make_fuse_residual_add() { return std::make_unique<FuseResidualAdd>(); }
+std::unique_ptr<Pass> make_fuse_residual_add() {
+  return std::make_unique<FuseResidualAdd>();
+}
 
 }  // namespace kestrel::passes

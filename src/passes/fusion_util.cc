@@ -42,7 +42,9 @@ std::optional<double> scalar_constant(const ir::Value* v) {
   return v->constant().element_as_double(0);
 }
 
-bool near(double a, double b, double rel) { return std::abs(a - b) <= rel * std::max(std::abs(a), std::abs(b)); }
+bool near(double a, double b, double rel) {
+  return std::abs(a - b) <= rel * std::max(std::abs(a), std::abs(b));
+}
 
 std::optional<std::vector<double>> f32_constant(const ir::Value* v) {
   if (!v || !v->is_constant() || v->constant().dtype() != core::DType::kF32) return std::nullopt;
@@ -90,8 +92,8 @@ core::Result<ir::Node*> replace_chain(ir::Graph& g, ir::Node* last, const std::v
                                       const std::vector<ir::Value*>& inputs,
                                       const std::map<std::string, ir::Attribute>& attrs, const std::string& node_name) {
   ir::Value* old_out = last->output(0);
-  ir::Node* n = g.insert_node_before(last, op, inputs, {g.unique_value_name(old_out->name() + "_fused")}, node_name,
-                                     domain);
+  ir::Node* n =
+      g.insert_node_before(last, op, inputs, {g.unique_value_name(old_out->name() + "_fused")}, node_name, domain);
   for (const auto& [k, a] : attrs) n->set_attr(k, a);
   n->output(0)->set_type(old_out->type());
   forward_value(g, old_out, n->output(0));

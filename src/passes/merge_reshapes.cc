@@ -46,6 +46,8 @@ class MergeReshapes final : public Pass {
 
 }  // namespace
 
-std::unique_ptr<Pass> make_merge_reshapes() { return std::make_unique<MergeReshapes>(); }
+std::unique_ptr<Pass> make_merge_reshapes() {
+  return std::make_unique<MergeReshapes>();
+}
 
 }  // namespace kestrel::passes

@@ -68,6 +68,8 @@ class MergeTransposes final : public Pass {
 
 }  // namespace
 
-std::unique_ptr<Pass> make_merge_transposes() { return std::make_unique<MergeTransposes>(); }
+std::unique_ptr<Pass> make_merge_transposes() {
+  return std::make_unique<MergeTransposes>();
+}
 
 }  // namespace kestrel::passes

@@ -24,7 +24,8 @@ Status PassManager::run(ir::Graph& g, const PassContext& ctx, std::vector<PassRe
       auto r = p->run(g, ctx);
       if (!r.is_ok()) return r.status().with_context(core::str_cat("pass ", p->name()));
       Status st = ir::verify_graph(g);
-      if (!st.is_ok()) return core::internal_error(core::str_cat("pass ", p->name(), " broke the graph: ", st.message()));
+      if (!st.is_ok())
+        return core::internal_error(core::str_cat("pass ", p->name(), " broke the graph: ", st.message()));
       if (r->changed()) {
         st = ir::infer_graph(g, ctx.evaluator);
         if (!st.is_ok()) return st.with_context(core::str_cat("after pass ", p->name()));

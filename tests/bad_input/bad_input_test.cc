@@ -384,6 +384,51 @@ TEST_F(BadInputCli, BadCommandLines) {
   expect_cli_error(dir, "run " + q(model) + " --output-dir " + q(x), {"x.npy"});
 }
 
+// `kestrel convert` writes a .kst that runs, prints its per-pass report; bad options fail cleanly.
+TEST_F(BadInputCli, ConvertAndInspectGraph) {
+  const std::string kst = dir.file("model.kst");
+  for (const char* level : {"-O0", "-O1", "-O2"}) {
+    CliResult r = run_cli(dir, "convert " + q(model) + " -o " + q(kst) + " " + level + " --fp16-weights");
+    ASSERT_TRUE(r.exited);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("nodes"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("wrote"), std::string::npos) << r.out;
+    CliResult run = run_cli(dir, "run " + q(kst) + " --input x=" + q(x));
+    ASSERT_EQ(run.code, 0) << run.err;
+    EXPECT_NE(run.out.find("max=6"), std::string::npos) << run.out;
+  }
+  CliResult fixed = run_cli(dir, "convert " + q(model) + " -o " + q(kst) + " --input-shape x=2x3");
+  EXPECT_EQ(fixed.code, 0) << fixed.err;
+  expect_cli_error(dir, "convert " + q(model) + " -o " + q(kst) + " --input-shape nope=2x3", {"nope", "x"});
+  expect_cli_error(dir, "convert " + q(model) + " -o " + q(kst) + " --input-shape x=4x3", {"x", "dim 0"});
+  expect_cli_error(dir, "convert " + q(model) + " -o " + q(kst) + " --input-shape x=2x3x1", {"rank"});
+  expect_cli_error(dir, "convert " + q(model) + " -o " + q(kst) + " -O3", {"-O"});
+  expect_cli_error(dir, "convert " + q(model), {"--output"});
+  expect_cli_error(dir, "convert " + q(dir.file("missing.onnx")) + " -o " + q(kst), {"missing.onnx"});
+  expect_cli_error(dir, "convert " + q(model) + " -o " + q(dir.file("no/such/dir/m.kst")), {"m.kst"});
+
+  CliResult text = run_cli(dir, "inspect " + q(model) + " -O2 --graph");
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("graph "), std::string::npos) << text.out;
+  const std::string dot = dir.file("g.dot");
+  CliResult d = run_cli(dir, "inspect " + q(kst) + " --graph --dot " + q(dot));
+  ASSERT_EQ(d.code, 0) << d.err;
+  EXPECT_EQ(slurp(dot).rfind("digraph", 0), 0u) << slurp(dot);
+  expect_cli_error(dir, "inspect " + q(model) + " --dot " + q(dot), {"--graph"});
+  // Without `dot` on PATH, --svg says what is missing.
+  CliResult svg = run_cli(dir, "inspect " + q(model) + " --graph --svg " + q(dir.file("g.svg")));
+  if (svg.code == 0)
+    EXPECT_NE(slurp(dir.file("g.svg")).find("<svg"), std::string::npos);
+  else
+    EXPECT_NE(svg.err.find("graphviz"), std::string::npos) << svg.err;
+  const std::string no_dot = "PATH=" + dir.file("empty_path") + " ";
+  std::string cmd = no_dot + "'" + KESTREL_CLI_PATH + "' inspect " + q(model) + " --graph --svg " +
+                    q(dir.file("h.svg")) + " 2>" + q(dir.file("err.txt"));
+  int status = std::system(cmd.c_str());
+  EXPECT_TRUE(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) != 0);
+  EXPECT_NE(slurp(dir.file("err.txt")).find("'dot' program"), std::string::npos) << slurp(dir.file("err.txt"));
+}
+
 #endif  // KESTREL_CLI_PATH
 
 }  // namespace

@@ -1,5 +1,7 @@
 // Writes the seed corpus for kst_loader_fuzz: .kst files of the sample graphs, of small ONNX
-// models, and of every shared model ($KESTREL_DATA/models) that imports in this build.
+// models, and of every shared model ($KESTREL_DATA/models) that imports in this build, both as
+// imported and converted at -O2 (as `kestrel convert` writes them: fused kestrel.* ops, folded
+// weights), the latter also with fp16 weights.
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -9,6 +11,8 @@
 #include "common/test_data.h"
 #include "format/kst_writer.h"
 #include "frontend/onnx/onnx_importer.h"
+#include "passes/pass.h"
+#include "runtime/kernel.h"
 
 namespace {
 
@@ -69,6 +73,19 @@ int main(int argc, char** argv) {
         continue;
       }
       save(**m, out + "/" + e.path().stem().string() + ".kst");
+      ir::NodeEvaluator ev = [](const ir::Node& n, std::span<const core::Tensor* const> ins) {
+        return runtime::evaluate_node(n, ins);
+      };
+      passes::PassContext ctx;
+      ctx.evaluator = &ev;
+      core::Status st = passes::optimize(**m, 2, ctx);
+      if (!st.is_ok()) {
+        std::fprintf(stderr, "kst_fuzz_corpus: %s: -O2 failed (%s)\n", e.path().filename().c_str(),
+                     st.message().substr(0, 100).c_str());
+        continue;
+      }
+      save(**m, out + "/" + e.path().stem().string() + ".O2.kst");
+      save(**m, out + "/" + e.path().stem().string() + ".O2.fp16.kst", half);
     }
   }
   std::printf("kst_fuzz_corpus: wrote %d seed files to %s\n", written, out.c_str());

@@ -1,8 +1,10 @@
 #!/bin/sh
-# Runs the .kst loader fuzzer for a bounded time on a seed corpus generated (into the build
-# folder) from converted models. Needs a build configured with clang and -DKESTREL_FUZZ=ON
-# (add -DKESTREL_SANITIZE=ON for ASan+UBSan). Exits non-zero if the fuzzer finds a crash; the
-# crashing input is then in BUILD_DIR/fuzz/kst/artifacts/.
+# Runs the .kst loader fuzzer for a bounded time on a seed corpus generated into a temporary
+# folder (removed afterwards) from converted models: the sample graphs and the shared models,
+# imported and converted at -O2. Needs a build configured with clang and -DKESTREL_FUZZ=ON (add
+# -DKESTREL_SANITIZE=ON for ASan+UBSan). Exits non-zero if the fuzzer finds a crash; the crashing
+# input is then in BUILD_DIR/fuzz/kst/artifacts/ (the corpus the fuzzer grows stays in
+# BUILD_DIR/fuzz/kst/corpus for the next run).
 #
 # usage: tests/fuzz/run_kst_fuzz.sh BUILD_DIR [SECONDS=60] [extra libFuzzer flags...]
 # Shared models whose .onnx is over KST_SEED_MAX_BYTES (default 4 MiB) are left out of the seeds:
@@ -23,8 +25,11 @@ if [ ! -x "$fuzz" ] || [ ! -x "$maker" ]; then
   exit 2
 fi
 work=$build/fuzz/kst
-rm -rf "$work/seeds"
-mkdir -p "$work/seeds" "$work/corpus" "$work/artifacts"
-"$maker" "$work/seeds" ${KST_SEED_MAX_BYTES:-4194304}
-exec "$fuzz" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-  -artifact_prefix="$work/artifacts/" "$@" "$work/corpus" "$work/seeds"
+mkdir -p "$work/corpus" "$work/artifacts"
+seeds=$(mktemp -d "${TMPDIR:-/tmp}/kst_fuzz_seeds.XXXXXX")
+trap 'rm -rf "$seeds"' EXIT INT TERM
+"$maker" "$seeds" ${KST_SEED_MAX_BYTES:-4194304}
+rc=0
+"$fuzz" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  -artifact_prefix="$work/artifacts/" "$@" "$work/corpus" "$seeds" || rc=$?
+exit $rc

@@ -1,6 +1,7 @@
 // Runs every model of $KESTREL_DATA/models/manifest.json through the public C++ API (fast and
-// reference kernels) and through `kestrel run`, and compares each output with the reference:
-// max|out - ref| / max|ref| <= the manifest's fp32 tolerance.
+// reference kernels), through `kestrel run`, and converted to .kst by `kestrel convert -O2`, and
+// compares each output with the reference: max|out - ref| / max|ref| <= the manifest's fp32
+// tolerance.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -60,16 +61,17 @@ double relative_error(const Tensor& out, const Tensor& ref) {
 class ModelTest : public ::testing::TestWithParam<ModelCase> {};
 
 // Compares one output with its reference file and prints the error.
-void check_output(const ModelCase& c, const nlohmann::json& o, const Tensor& got, const char* how) {
+void check_output(const ModelCase& c, const nlohmann::json& o, const Tensor& got, const char* how,
+                  const char* tolerance = "fp32") {
   const std::string dir = testing::data_dir() + "/models/";
   const std::string name = o["name"];
   Tensor ref = read_npy_public(dir + o["file"].get<std::string>());
-  double tol = c.entry["tolerance"]["fp32"].get<double>();
+  double tol = c.entry["tolerance"][tolerance].get<double>();
   ASSERT_EQ(got.dtype(), DType::kF32) << name;
   ASSERT_EQ(got.shape(), ref.shape()) << name;
   double err = relative_error(got, ref);
   EXPECT_LE(err, tol) << c.name << " output " << name << " (" << how << "): max|out-ref|/max|ref| = " << err;
-  std::printf("[ model    ] %-20s %-18s %-4s rel.err %.3g (tol %.0e)\n", c.name.c_str(), name.c_str(), how, err, tol);
+  std::printf("[ model    ] %-20s %-18s %-5s rel.err %.3g (tol %.0e)\n", c.name.c_str(), name.c_str(), how, err, tol);
 }
 
 void check_model(const ModelCase& c, const SessionOptions& opts) {
@@ -134,6 +136,56 @@ TEST_P(ModelTest, MatchesReferenceThroughCli) {
     check_output(c, o, Tensor(static_cast<DType>(got->dtype()), got->dims(), got->raw_data(), got->owner()), "cli");
   }
   std::filesystem::remove_all(out);
+}
+
+// `kestrel convert MODEL -o TMP/model.kst -O2 [--fp16-weights]`, then a Session on the .kst matches
+// the references (fp32 tolerance; with f16 weights the manifest's fp16_suggested one). Prints the
+// node counts the converter reports (imported -> optimized) and the op histogram.
+void check_converted(const ModelCase& c, bool fp16) {
+  const std::string dir = testing::data_dir() + "/models/";
+  const std::filesystem::path tmp =
+      std::filesystem::temp_directory_path() / ("kestrel_model_kst_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(tmp);
+  const std::string kst = (tmp / (c.name + (fp16 ? ".fp16.kst" : ".kst"))).string();
+  const std::string log_path = kst + ".log";
+  std::string cmd = std::string("'") + KESTREL_CLI_PATH + "' convert '" + dir + c.entry["file"].get<std::string>() +
+                    "' -o '" + kst + "' -O2" + (fp16 ? " --fp16-weights" : "") + " >'" + log_path + "' 2>&1";
+  int status = std::system(cmd.c_str());
+  std::ifstream log_file(log_path);
+  std::stringstream log;
+  log << log_file.rdbuf();
+  std::filesystem::remove(log_path);
+  ASSERT_TRUE(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd << "\n" << log.str();
+  std::string line;
+  while (std::getline(log, line))
+    if (line.rfind(fp16 ? "wrote" : "optimized in", 0) == 0 || (!fp16 && line.rfind("ops after", 0) == 0))
+      std::printf("[ convert  ] %-20s %s\n", c.name.c_str(), line.c_str());
+  try {
+    Session s = Session::open(kst);
+    std::map<std::string, Tensor> inputs;
+    for (const auto& in : c.entry["inputs"]) inputs[in["name"]] = read_npy_public(dir + in["file"].get<std::string>());
+    auto outputs = s.run(inputs);
+    for (const auto& o : c.entry["outputs"]) {
+      const std::string name = o["name"];
+      ASSERT_TRUE(outputs.count(name)) << "missing output " << name;
+      check_output(c, o, outputs[name], fp16 ? "kst16" : "kst", fp16 ? "fp16_suggested" : "fp32");
+    }
+  } catch (const Error& e) {
+    FAIL() << c.name << ": " << e.what();
+  }
+  std::filesystem::remove(kst);
+  std::error_code ec;
+  std::filesystem::remove(tmp, ec);  // only once empty: other models' files may still be there
+}
+
+TEST_P(ModelTest, ConvertedKstMatchesReference) {
+  if (GetParam().name.empty()) GTEST_SKIP() << "no models: " << testing::data_dir() << "/models/manifest.json not found";
+  check_converted(GetParam(), false);
+}
+
+TEST_P(ModelTest, ConvertedKstWithFp16WeightsMatchesReference) {
+  if (GetParam().name.empty()) GTEST_SKIP() << "no models: " << testing::data_dir() << "/models/manifest.json not found";
+  check_converted(GetParam(), true);
 }
 #endif
 

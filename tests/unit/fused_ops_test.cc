@@ -75,10 +75,18 @@ double act_naive(const Act& a, double x) {
 }
 
 const std::vector<Act>& all_acts() {
-  static const std::vector<Act> a = {{"", {}},          {"Relu", {}},        {"Clip", {0.f, 0.6f}},
-                                     {"LeakyRelu", {0.3f}}, {"LeakyRelu", {}}, {"Sigmoid", {}},
-                                     {"HardSigmoid", {0.25f, 0.4f}}, {"HardSigmoid", {}}, {"HardSwish", {}},
-                                     {"Silu", {}},      {"Gelu", {}},        {"GeluTanh", {}},
+  static const std::vector<Act> a = {{"", {}},
+                                     {"Relu", {}},
+                                     {"Clip", {0.f, 0.6f}},
+                                     {"LeakyRelu", {0.3f}},
+                                     {"LeakyRelu", {}},
+                                     {"Sigmoid", {}},
+                                     {"HardSigmoid", {0.25f, 0.4f}},
+                                     {"HardSigmoid", {}},
+                                     {"HardSwish", {}},
+                                     {"Silu", {}},
+                                     {"Gelu", {}},
+                                     {"GeluTanh", {}},
                                      {"Tanh", {}}};
   return a;
 }
@@ -119,9 +127,8 @@ TEST(FusedConv, MatchesNaiveConvResidualAndEveryActivation) {
         }
   for (bool residual : {false, true})
     for (const Act& a : all_acts()) {
-      Attrs attrs{{"group", int64_t{G}},
-                  {"strides", std::vector<int64_t>{SH, SW}},
-                  {"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+      Attrs attrs{
+          {"group", int64_t{G}}, {"strides", std::vector<int64_t>{SH, SW}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}};
       add_act(attrs, a);
       std::vector<Tensor> ins = {x, w, b};
       if (residual) ins.push_back(z);
@@ -159,8 +166,8 @@ TEST(FusedMatMul, BiasResidualActivationAndBatchBroadcast) {
         ASSERT_TRUE(y.is_ok()) << y.status().to_string();
         std::vector<double> want(24);
         for (size_t i = 0; i < 24; ++i)
-          want[i] = act_naive(act, mm[i] + ((with & 1) ? bias.data<float>()[i % 4] : 0) +
-                                       ((with & 2) ? z.data<float>()[i] : 0));
+          want[i] = act_naive(
+              act, mm[i] + ((with & 1) ? bias.data<float>()[i % 4] : 0) + ((with & 2) ? z.data<float>()[i] : 0));
         expect_close(*y, want, std::string("FusedMatMul act=") + act.name + " with=" + std::to_string(with));
       }
   }
@@ -250,14 +257,13 @@ TEST(FusedOps, RefuseBadAttributesAndShapesWithTheNodeName) {
                "activation_params");
   expect_error(run_one("kestrel", "FusedConv", {x, w, Tensor(), random_tensor({1, 3, 4, 5}, 19)}, {}), "residual");
   expect_error(run_one("kestrel", "FusedMatMul", {random_tensor({2, 3}, 20), random_tensor({3}, 21)}, {}), "rank");
+  expect_error(run_one("kestrel", "FusedMatMul",
+                       {random_tensor({2, 3}, 20), random_tensor({3, 4}, 21), random_tensor({3}, 22)}, {}),
+               "bias");
   expect_error(
-      run_one("kestrel", "FusedMatMul", {random_tensor({2, 3}, 20), random_tensor({3, 4}, 21), random_tensor({3}, 22)},
-              {}),
-      "bias");
-  expect_error(run_one("kestrel", "Attention",
-                       {random_tensor({1, 1, 2, 4}, 23), random_tensor({1, 1, 3, 5}, 24), random_tensor({1, 1, 3, 2}, 25)},
-                       {}),
-               "head size");
+      run_one("kestrel", "Attention",
+              {random_tensor({1, 1, 2, 4}, 23), random_tensor({1, 1, 3, 5}, 24), random_tensor({1, 1, 3, 2}, 25)}, {}),
+      "head size");
   expect_error(run_one("kestrel", "Attention",
                        {random_tensor({1, 1, 2, 4}, 23), random_tensor({1, 1, 3, 4}, 24),
                         random_tensor({1, 1, 3, 2}, 25), random_tensor({2, 4}, 26)},

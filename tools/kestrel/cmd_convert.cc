@@ -60,11 +60,13 @@ void apply_input_shapes(ir::Graph& g, const std::vector<std::string>& specs) {
       names += str_cat(names.empty() ? "" : ", ", v->name());
       if (v->name() == name) in = v;
     }
-    if (!in) fail(ErrorCode::kInvalidArgument, str_cat("--input-shape: the model has no input '", name, "' (inputs: ", names, ")"));
+    if (!in)
+      fail(ErrorCode::kInvalidArgument,
+           str_cat("--input-shape: the model has no input '", name, "' (inputs: ", names, ")"));
     const ir::Shape& old = in->shape();
     if (old.rank_known() && old.rank() != static_cast<int64_t>(dims.size()))
-      fail(ErrorCode::kInvalidArgument, str_cat("--input-shape ", name, ": rank ", dims.size(), " but the model declares ",
-                                                old.to_string()));
+      fail(ErrorCode::kInvalidArgument,
+           str_cat("--input-shape ", name, ": rank ", dims.size(), " but the model declares ", old.to_string()));
     for (size_t i = 0; old.rank_known() && i < dims.size(); ++i) {
       const ir::Dim& d = old[static_cast<int64_t>(i)];
       if (d.known() && d.value != dims[i])

@@ -1,9 +1,18 @@
 // `kestrel inspect`: what a model file holds: inputs, outputs, opset and producer, op-type
 // histogram, parameter count and size. Loads the graph as imported (no optimization) so the
-// histogram describes the file, not what the optimizer makes of it.
+// histogram describes the file, not what the optimizer makes of it, unless -O asks for a level.
+// --graph prints the graph, or draws it as Graphviz DOT (--dot) or SVG (--svg, runs `dot`).
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -13,9 +22,13 @@
 #include "api/convert.h"
 #include "cli_util.h"
 #include "commands.h"
-#include "model_file.h"
 #include "core/str_util.h"
+#include "ir/dot.h"
 #include "ir/graph.h"
+#include "ir/printer.h"
+#include "model_file.h"
+#include "passes/pass.h"
+#include "runtime/kernel.h"
 #include "runtime/model_loader.h"
 #include "runtime/session.h"
 
@@ -27,7 +40,68 @@ using core::str_cat;
 
 struct InspectOptions {
   std::string model;
+  int opt_level = 0;
+  bool graph = false;
+  std::string dot_path, svg_path;
 };
+
+// The Graphviz `dot` program on PATH, or "".
+std::string find_dot() {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = dirs.substr(start, end - start);
+    std::string cand = (dir.empty() ? std::string(".") : dir) + "/dot";
+    if (::access(cand.c_str(), X_OK) == 0) return cand;
+    start = end + 1;
+  }
+  return "";
+}
+
+void write_text_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) fail(ErrorCode::kIoError, str_cat("cannot write '", path, "'"));
+  f << text;
+  f.close();
+  if (!f) fail(ErrorCode::kIoError, str_cat("cannot write '", path, "'"));
+}
+
+// Renders DOT text to an SVG file with `dot -Tsvg` (the DOT goes through a temporary file next to
+// the output).
+void render_svg(const std::string& dot_text, const std::string& svg_path) {
+  const std::string dot = find_dot();
+  if (dot.empty())
+    fail(ErrorCode::kUnsupported,
+         "--svg needs the Graphviz 'dot' program, which is not on PATH (Debian: apt-get install graphviz); "
+         "--dot FILE writes the graph for rendering elsewhere");
+  const std::string tmp = svg_path + ".dot.tmp";
+  write_text_file(tmp, dot_text);
+  std::vector<std::string> args = {dot, "-Tsvg", "-o", svg_path, tmp};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, dot.c_str(), nullptr, nullptr, argv.data(), environ);
+  int status = 0;
+  if (rc == 0 && waitpid(pid, &status, 0) < 0) rc = errno;
+  std::remove(tmp.c_str());
+  if (rc != 0) fail(ErrorCode::kIoError, str_cat("cannot run '", dot, "': ", std::strerror(rc)));
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    fail(ErrorCode::kIoError, str_cat("'", dot, " -Tsvg' failed (exit status ",
+                                      WIFEXITED(status) ? WEXITSTATUS(status) : -1, ") writing '", svg_path, "'"));
+}
+
+void optimize_for_display(ir::Graph& g, int level) {
+  ir::NodeEvaluator ev = [](const ir::Node& n, std::span<const core::Tensor* const> ins) {
+    return runtime::evaluate_node(n, ins);
+  };
+  passes::PassContext ctx;
+  ctx.evaluator = &ev;
+  api::throw_if_error(passes::optimize(g, level, ctx));
+}
 
 struct GraphCounts {
   std::map<std::string, int64_t> ops;
@@ -62,6 +136,7 @@ void print_values(const char* title, const std::vector<ir::Value*>& values) {
 void inspect(const InspectOptions& o) {
   runtime::LoadedModel m = load_unoptimized(o.model);
   ir::Graph& g = *m.graph;
+  if (o.opt_level > 0) optimize_for_display(g, o.opt_level);
   GraphCounts c;
   count(g, c);  // before inference: plan-time evaluation must not change what we report
 
@@ -97,6 +172,18 @@ void inspect(const InspectOptions& o) {
   for (const auto& [op, n] : ops) width = std::max(width, op.size());
   for (const auto& [op, n] : ops)
     std::printf("  %-*s  %lld\n", static_cast<int>(width), op.c_str(), static_cast<long long>(n));
+  if (!o.graph) return;
+  if (!o.dot_path.empty()) {
+    write_text_file(o.dot_path, ir::graph_to_dot(g));
+    std::printf("graph:      wrote %s\n", o.dot_path.c_str());
+  } else if (!o.svg_path.empty()) {
+    render_svg(ir::graph_to_dot(g), o.svg_path);
+    std::printf("graph:      wrote %s\n", o.svg_path.c_str());
+  } else {
+    std::printf("\n");
+    ir::print_graph(g, std::cout);
+    std::cout.flush();
+  }
 }
 
 }  // namespace
@@ -104,8 +191,18 @@ void inspect(const InspectOptions& o) {
 void add_inspect_command(CLI::App& app) {
   auto o = std::make_shared<InspectOptions>();
   CLI::App* sub = app.add_subcommand("inspect", "Show a model's inputs, outputs, opset, ops and parameters");
-  sub->footer("Example: kestrel inspect model.onnx");
-  sub->add_option("model", o->model, "Model file (.onnx)")->required();
+  sub->footer("Examples: kestrel inspect model.onnx\n          kestrel inspect model.onnx -O2 --graph --svg model.svg");
+  sub->add_option("model", o->model, "Model file (.onnx or .kst)")->required();
+  sub->add_option("-O", o->opt_level, "Optimize first (0: the file as stored, 1, 2) to see what the optimizer does")
+      ->check(CLI::Range(0, 2))
+      ->default_val(0);
+  CLI::Option* graph =
+      sub->add_flag("--graph", o->graph, "Print the graph (one line per node), or draw it with --dot / --svg");
+  CLI::Option* dot =
+      sub->add_option("--dot", o->dot_path, "With --graph: write Graphviz DOT to this file")->needs(graph);
+  sub->add_option("--svg", o->svg_path, "With --graph: render SVG to this file (needs Graphviz 'dot')")
+      ->needs(graph)
+      ->excludes(dot);
   sub->callback([o] { inspect(*o); });
 }
 

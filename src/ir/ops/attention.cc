@@ -70,8 +70,8 @@ Status infer_attention(InferContext& ctx) {
         const Dim& md = ms[j];
         const Dim& w = want[4 - ms.rank() + j];
         if (md.known() && md.value != 1 && w.known() && md.value != w.value)
-          return ctx.fail("mask ", ms.to_string(), " does not broadcast to [B, H, Sq, Sk] = [", out[0].to_string(),
-                          ",", out[1].to_string(), ",", out[2].to_string(), ",", sk.to_string(), "]");
+          return ctx.fail("mask ", ms.to_string(), " does not broadcast to [B, H, Sq, Sk] = [", out[0].to_string(), ",",
+                          out[1].to_string(), ",", out[2].to_string(), ",", sk.to_string(), "]");
       }
     }
   }

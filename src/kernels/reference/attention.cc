@@ -25,7 +25,8 @@ Status attention(float scale, const Tensor& q, const Tensor& k, const Tensor& v,
                                           v.type_string(), " do not agree on D or Sk"));
   const int64_t nb = y.dim(0), nh = y.dim(1);
   if (y.dim(2) != sq || y.dim(3) != dv)
-    return core::invalid_argument(str_cat("Attention: output ", y.type_string(), " must be [B, H, ", sq, ", ", dv, "]"));
+    return core::invalid_argument(
+        str_cat("Attention: output ", y.type_string(), " must be [B, H, ", sq, ", ", dv, "]"));
   for (const Tensor* t : {&q, &k, &v})
     for (int64_t i = 0; i < 2; ++i)
       if (t->dim(i) != 1 && t->dim(i) != y.dim(i))

@@ -19,25 +19,49 @@ F activation_impl(const ActivationParams& a, F x) {
   u.alpha = a.alpha;
   u.beta = a.beta;
   switch (a.kind) {
-    case Activation::kNone: return x;
-    case Activation::kClip: return std::min(std::max(x, static_cast<F>(a.alpha)), static_cast<F>(a.beta));
-    case Activation::kRelu: u.op = UnaryOp::kRelu; break;
-    case Activation::kLeakyRelu: u.op = UnaryOp::kLeakyRelu; break;
-    case Activation::kSigmoid: u.op = UnaryOp::kSigmoid; break;
-    case Activation::kHardSigmoid: u.op = UnaryOp::kHardSigmoid; break;
-    case Activation::kHardSwish: u.op = UnaryOp::kHardSwish; break;
-    case Activation::kSilu: u.op = UnaryOp::kSilu; break;
-    case Activation::kGelu: u.op = UnaryOp::kGeluErf; break;
-    case Activation::kGeluTanh: u.op = UnaryOp::kGeluTanh; break;
-    case Activation::kTanh: u.op = UnaryOp::kTanh; break;
+    case Activation::kNone:
+      return x;
+    case Activation::kClip:
+      return std::min(std::max(x, static_cast<F>(a.alpha)), static_cast<F>(a.beta));
+    case Activation::kRelu:
+      u.op = UnaryOp::kRelu;
+      break;
+    case Activation::kLeakyRelu:
+      u.op = UnaryOp::kLeakyRelu;
+      break;
+    case Activation::kSigmoid:
+      u.op = UnaryOp::kSigmoid;
+      break;
+    case Activation::kHardSigmoid:
+      u.op = UnaryOp::kHardSigmoid;
+      break;
+    case Activation::kHardSwish:
+      u.op = UnaryOp::kHardSwish;
+      break;
+    case Activation::kSilu:
+      u.op = UnaryOp::kSilu;
+      break;
+    case Activation::kGelu:
+      u.op = UnaryOp::kGeluErf;
+      break;
+    case Activation::kGeluTanh:
+      u.op = UnaryOp::kGeluTanh;
+      break;
+    case Activation::kTanh:
+      u.op = UnaryOp::kTanh;
+      break;
   }
   return unary_scalar(u, x);
 }
 
 }  // namespace
 
-float activation_scalar(const ActivationParams& a, float x) { return activation_impl(a, x); }
-double activation_scalar(const ActivationParams& a, double x) { return activation_impl(a, x); }
+float activation_scalar(const ActivationParams& a, float x) {
+  return activation_impl(a, x);
+}
+double activation_scalar(const ActivationParams& a, double x) {
+  return activation_impl(a, x);
+}
 
 namespace {
 
@@ -69,7 +93,9 @@ Status epilogue(const ActivationParams& act, const Tensor* bias, const Tensor* z
 
 }  // namespace
 
-Status apply_epilogue(const ActivationParams& act, const Tensor* z, Tensor& y) { return epilogue(act, nullptr, z, y); }
+Status apply_epilogue(const ActivationParams& act, const Tensor* z, Tensor& y) {
+  return epilogue(act, nullptr, z, y);
+}
 Status apply_epilogue(const ActivationParams& act, const Tensor* bias, const Tensor* z, Tensor& y) {
   return epilogue(act, bias, z, y);
 }
@@ -87,8 +113,8 @@ Status fused_gemm(const GemmParams& p, const ActivationParams& act, const Tensor
   return apply_epilogue(act, nullptr, y);
 }
 
-Status fused_matmul(const ActivationParams& act, const Tensor& a, const Tensor& b, const Tensor* bias,
-                    const Tensor* z, Tensor& y) {
+Status fused_matmul(const ActivationParams& act, const Tensor& a, const Tensor& b, const Tensor* bias, const Tensor* z,
+                    Tensor& y) {
   if (!core::is_float(a.dtype())) return core::invalid_argument("FusedMatMul: inputs must be float tensors");
   if (b.rank() < 2) return core::invalid_argument(str_cat("FusedMatMul: B ", b.type_string(), " must have rank >= 2"));
   KESTREL_RETURN_IF_ERROR(matmul(a, b, y));

@@ -17,13 +17,13 @@ using core::Tensor;
 enum class Activation {
   kNone,
   kRelu,
-  kClip,         // min(max(x, alpha), beta)
-  kLeakyRelu,    // x >= 0 ? x : alpha * x
+  kClip,       // min(max(x, alpha), beta)
+  kLeakyRelu,  // x >= 0 ? x : alpha * x
   kSigmoid,
   kHardSigmoid,  // max(0, min(1, alpha * x + beta))
   kHardSwish,
   kSilu,
-  kGelu,         // erf form
+  kGelu,  // erf form
   kGeluTanh,
   kTanh,
 };
@@ -52,7 +52,7 @@ Status fused_gemm(const GemmParams& p, const ActivationParams& act, const Tensor
 
 // y = act(matmul(a, b) + bias + z); bias (optional) has N = y's last dim elements, z (optional)
 // has y's shape.
-Status fused_matmul(const ActivationParams& act, const Tensor& a, const Tensor& b, const Tensor* bias,
-                    const Tensor* z, Tensor& y);
+Status fused_matmul(const ActivationParams& act, const Tensor& a, const Tensor& b, const Tensor* bias, const Tensor* z,
+                    Tensor& y);
 
 }  // namespace kestrel::kernels::ref

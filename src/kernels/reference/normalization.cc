@@ -174,7 +174,10 @@ Status layer_norm(const Tensor& x, const Tensor& scale, const Tensor* bias, int6
   const int64_t outer = norm == 0 ? 0 : x.num_elements() / norm;
   // Scale and bias broadcast (numpy-style, right-aligned) to the normalized dims.
   std::vector<double> s(static_cast<size_t>(norm)), b(static_cast<size_t>(norm), 0.0);
-  for (const auto& [t, dst] : {std::pair<const Tensor*, std::vector<double>*>{&scale, &s}, {bias, &b}}) {
+  // (pairs, not structured bindings: clang 14, used for the fuzz build, cannot capture those)
+  for (const auto& sb : {std::pair<const Tensor*, std::vector<double>*>{&scale, &s}, {bias, &b}}) {
+    const Tensor* t = sb.first;
+    std::vector<double>* dst = sb.second;
     if (!t) continue;
     core::Dims out;
     if (!core::is_float(t->dtype()) || t->rank() > static_cast<int64_t>(norm_dims.size()) ||
@@ -206,7 +209,9 @@ Status layer_norm(const Tensor& x, const Tensor& scale, const Tensor* bias, int6
         const size_t k = static_cast<size_t>(j);
         yp[j] = from_acc<T>((to_acc(xp[j]) - m) * inv * static_cast<A>(s[k]) + static_cast<A>(b[k]));
       }
-      for (const auto& [t, v] : {std::pair<Tensor*, A>{mean, m}, {inv_std_dev, inv}}) {
+      for (const auto& stat : {std::pair<Tensor*, A>{mean, m}, {inv_std_dev, inv}}) {
+        Tensor* t = stat.first;
+        const A v = stat.second;
         if (!t) continue;
         visit_float(t->dtype(), [&](auto otag) {
           using O = decltype(otag);

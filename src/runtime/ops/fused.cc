@@ -2,11 +2,12 @@
 // the plain op's kernel (whichever implementation its own binding picks) followed by the reference
 // epilogue. A fast kernel with the epilogue in registers replaces a binding here without changing
 // the attribute contract (docs/fused_ops.md).
+#include "kernels/reference/fused.h"
+
 #include <optional>
 
 #include "ir/op_schema.h"
 #include "ir/ops/fused_activation.h"
-#include "kernels/reference/fused.h"
 #include "runtime/kernel.h"
 #include "runtime/ops/fast_fused.h"
 
@@ -21,17 +22,39 @@ ref::ActivationParams to_kernel_activation(const ir::FusedActivationSpec& s) {
   a.alpha = s.alpha;
   a.beta = s.beta;
   switch (s.kind) {
-    case ir::FusedActivation::kNone: a.kind = ref::Activation::kNone; break;
-    case ir::FusedActivation::kRelu: a.kind = ref::Activation::kRelu; break;
-    case ir::FusedActivation::kClip: a.kind = ref::Activation::kClip; break;
-    case ir::FusedActivation::kLeakyRelu: a.kind = ref::Activation::kLeakyRelu; break;
-    case ir::FusedActivation::kSigmoid: a.kind = ref::Activation::kSigmoid; break;
-    case ir::FusedActivation::kHardSigmoid: a.kind = ref::Activation::kHardSigmoid; break;
-    case ir::FusedActivation::kHardSwish: a.kind = ref::Activation::kHardSwish; break;
-    case ir::FusedActivation::kSilu: a.kind = ref::Activation::kSilu; break;
-    case ir::FusedActivation::kGelu: a.kind = ref::Activation::kGelu; break;
-    case ir::FusedActivation::kGeluTanh: a.kind = ref::Activation::kGeluTanh; break;
-    case ir::FusedActivation::kTanh: a.kind = ref::Activation::kTanh; break;
+    case ir::FusedActivation::kNone:
+      a.kind = ref::Activation::kNone;
+      break;
+    case ir::FusedActivation::kRelu:
+      a.kind = ref::Activation::kRelu;
+      break;
+    case ir::FusedActivation::kClip:
+      a.kind = ref::Activation::kClip;
+      break;
+    case ir::FusedActivation::kLeakyRelu:
+      a.kind = ref::Activation::kLeakyRelu;
+      break;
+    case ir::FusedActivation::kSigmoid:
+      a.kind = ref::Activation::kSigmoid;
+      break;
+    case ir::FusedActivation::kHardSigmoid:
+      a.kind = ref::Activation::kHardSigmoid;
+      break;
+    case ir::FusedActivation::kHardSwish:
+      a.kind = ref::Activation::kHardSwish;
+      break;
+    case ir::FusedActivation::kSilu:
+      a.kind = ref::Activation::kSilu;
+      break;
+    case ir::FusedActivation::kGelu:
+      a.kind = ref::Activation::kGelu;
+      break;
+    case ir::FusedActivation::kGeluTanh:
+      a.kind = ref::Activation::kGeluTanh;
+      break;
+    case ir::FusedActivation::kTanh:
+      a.kind = ref::Activation::kTanh;
+      break;
   }
   return a;
 }

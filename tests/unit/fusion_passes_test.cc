@@ -1,0 +1,567 @@
+// Unit tests of the -O2 fusion passes on small graphs built here: each test runs one pass (or the
+// few it needs) and checks the node list after it, and that the optimized graph computes what the
+// unfused graph does on random inputs. Negative cases check that patterns with outside consumers
+// or broadcasting operands are left alone.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "ir/graph.h"
+#include "ir/op_schema.h"
+#include "passes/pass.h"
+#include "runtime/kernel.h"
+#include "runtime/session.h"
+
+namespace kestrel {
+namespace {
+
+using core::DType;
+using core::Tensor;
+using GraphFn = std::function<void(ir::Graph&)>;
+using Ops = std::vector<std::string>;
+
+Tensor rnd(core::Dims dims, uint32_t seed, float lo = -1.f, float hi = 1.f) {
+  Tensor t = Tensor::allocate(DType::kF32, std::move(dims)).value();
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = d(rng);
+  return t;
+}
+
+ir::ValueType f32(core::Dims d) {
+  return {DType::kF32, ir::Shape(d)};
+}
+Tensor i64(std::vector<int64_t> v) {
+  return Tensor::from_vector<int64_t>(v, {static_cast<int64_t>(v.size())});
+}
+Tensor scalar(float v) {
+  return Tensor::scalar<float>(v);
+}
+
+const ir::NodeEvaluator& evaluator() {
+  static const ir::NodeEvaluator ev = [](const ir::Node& n, std::span<const Tensor* const> ins) {
+    return runtime::evaluate_node(n, ins);
+  };
+  return ev;
+}
+
+Ops op_list(const ir::Graph& g) {
+  Ops ops;
+  for (const ir::Node* n : g.nodes())
+    ops.push_back(n->domain().empty() ? n->op_type() : n->domain() + "." + n->op_type());
+  return ops;
+}
+
+std::vector<Tensor> run_graph(std::unique_ptr<ir::Graph> g, const std::vector<Tensor>& feed) {
+  runtime::LoadedModel m;
+  m.graph = std::move(g);
+  auto s = runtime::Session::from_model(std::move(m));
+  EXPECT_TRUE(s.is_ok()) << s.status().to_string();
+  if (!s.is_ok()) return {};
+  std::vector<const Tensor*> in;
+  for (const Tensor& t : feed) in.push_back(&t);
+  std::vector<Tensor> out;
+  core::Status st = (*s)->run(in, out);
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+  return out;
+}
+
+// Builds the graph twice; optimizes one with `passes`, checks its node list, and compares the two
+// on random inputs (one per graph input, uniform in [-2, 2)).
+void check(const GraphFn& build, std::vector<std::unique_ptr<passes::Pass>> passes, const Ops& want_ops,
+           double tol = 1e-5) {
+  auto make = [&] {
+    auto g = std::make_unique<ir::Graph>();
+    build(*g);
+    return g;
+  };
+  auto g = make();
+  ASSERT_TRUE(ir::infer_graph(*g, &evaluator()).is_ok());
+  passes::PassManager pm;
+  for (auto& p : passes) pm.add(std::move(p));
+  pm.add(passes::make_dead_code_elimination());
+  passes::PassContext ctx;
+  ctx.evaluator = &evaluator();
+  core::Status st = pm.run(*g, ctx);
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  EXPECT_EQ(op_list(*g), want_ops);
+  std::vector<Tensor> feed;
+  uint32_t seed = 100;
+  for (const ir::Value* v : g->inputs()) feed.push_back(rnd(v->shape().concrete(), seed++, -2, 2));
+  std::vector<std::string> out_names;
+  for (const ir::Value* v : g->outputs()) out_names.push_back(v->name());
+  auto ref = make();
+  std::vector<std::string> ref_names;
+  for (const ir::Value* v : ref->outputs()) ref_names.push_back(v->name());
+  EXPECT_EQ(out_names, ref_names) << "graph output names must survive the pass";
+  std::vector<Tensor> want = run_graph(std::move(ref), feed);
+  std::vector<Tensor> got = run_graph(std::move(g), feed);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t o = 0; o < got.size(); ++o) {
+    ASSERT_EQ(got[o].dims(), want[o].dims());
+    for (int64_t i = 0; i < got[o].num_elements(); ++i) {
+      const double a = got[o].data<float>()[i], b = want[o].data<float>()[i];
+      ASSERT_NEAR(a, b, tol * (1 + std::abs(b))) << "output " << o << " element " << i;
+    }
+  }
+}
+
+template <class... F>
+std::vector<std::unique_ptr<passes::Pass>> P(F... makers) {
+  std::vector<std::unique_ptr<passes::Pass>> v;
+  (v.push_back(makers()), ...);
+  return v;
+}
+
+ir::Value* out(ir::Node* n) {
+  return n->output(0);
+}
+
+ir::Value* conv(ir::Graph& g, ir::Value* x, int64_t cin, int64_t m, uint32_t seed, bool bias = true,
+                int64_t group = 1) {
+  std::vector<ir::Value*> ins{x, g.add_constant(g.unique_value_name("w"), rnd({m, cin / group, 3, 3}, seed))};
+  if (bias) ins.push_back(g.add_constant(g.unique_value_name("b"), rnd({m}, seed + 1)));
+  ir::Node* n = g.add_node("Conv", ins, {g.unique_value_name("conv")});
+  n->set_attr("pads", std::vector<int64_t>{1, 1, 1, 1});
+  n->set_attr("group", group);
+  return out(n);
+}
+
+ir::Value* bn(ir::Graph& g, ir::Value* x, int64_t c, uint32_t seed) {
+  ir::Node* n = g.add_node("BatchNormalization",
+                           {x, g.add_constant(g.unique_value_name("s"), rnd({c}, seed, 0.5f, 2.f)),
+                            g.add_constant(g.unique_value_name("bb"), rnd({c}, seed + 1)),
+                            g.add_constant(g.unique_value_name("mean"), rnd({c}, seed + 2)),
+                            g.add_constant(g.unique_value_name("var"), rnd({c}, seed + 3, 0.1f, 2.f))},
+                           {g.unique_value_name("bn")});
+  n->set_attr("epsilon", 1e-3f);
+  return out(n);
+}
+
+ir::Value* c(ir::Graph& g, Tensor t) {
+  return g.add_constant(g.unique_value_name("c"), std::move(t));
+}
+ir::Value* op(ir::Graph& g, const char* type, std::vector<ir::Value*> ins) {
+  return out(g.add_node(type, std::move(ins), {g.unique_value_name(type)}));
+}
+
+// --- BatchNormalization folding ---
+
+TEST(FoldBatchNorm, ConvWithAndWithoutBias) {
+  for (bool bias : {true, false})
+    check(
+        [&](ir::Graph& g) {
+          ir::Value* x = g.add_input("x", f32({1, 4, 5, 6}));
+          g.add_output(bn(g, conv(g, x, 4, 6, 1, bias, 2), 6, 10));
+        },
+        P(passes::make_fold_batch_norm), {"Conv"});
+}
+
+TEST(FoldBatchNorm, ConvTransposeGroupedGemmAndMatMul) {
+  check(
+      [](ir::Graph& g) {
+        ir::Value* x = g.add_input("x", f32({1, 4, 3, 3}));
+        ir::Node* ct = g.add_node("ConvTranspose", {x, c(g, rnd({4, 3, 2, 2}, 2)), c(g, rnd({6}, 3))}, {"ct"});
+        ct->set_attr("group", int64_t{2});
+        ct->set_attr("strides", std::vector<int64_t>{2, 2});
+        g.add_output(bn(g, out(ct), 6, 20));
+      },
+      P(passes::make_fold_batch_norm), {"ConvTranspose"});
+  check(
+      [](ir::Graph& g) {
+        ir::Value* a = g.add_input("a", f32({3, 5}));
+        ir::Node* gm = g.add_node("Gemm", {a, c(g, rnd({4, 5}, 4)), c(g, rnd({1, 4}, 5))}, {"gm"});
+        gm->set_attr("transB", int64_t{1});
+        gm->set_attr("beta", 0.5f);
+        gm->set_attr("alpha", 2.0f);
+        g.add_output(bn(g, out(gm), 4, 30));
+      },
+      P(passes::make_fold_batch_norm), {"Gemm"});
+  check(
+      [](ir::Graph& g) {
+        ir::Value* a = g.add_input("a", f32({3, 5}));
+        g.add_output(bn(g, op(g, "MatMul", {a, c(g, rnd({5, 4}, 6))}), 4, 40));
+      },
+      P(passes::make_fold_batch_norm), {"Gemm"});
+}
+
+TEST(FoldBatchNorm, LeavesSharedConvOutputAlone) {
+  check(
+      [](ir::Graph& g) {
+        ir::Value* x = g.add_input("x", f32({1, 2, 4, 4}));
+        ir::Value* y = conv(g, x, 2, 3, 7);
+        g.add_output(bn(g, y, 3, 50));
+        g.add_output(op(g, "Relu", {y}));
+      },
+      P(passes::make_fold_batch_norm), {"Conv", "BatchNormalization", "Relu"});
+}
+
+// --- constant Add / Mul into conv ---
+
+TEST(FoldConvAddMul, PerChannelAndScalarConstantsFold) {
+  check(
+      [](ir::Graph& g) {
+        ir::Value* x = g.add_input("x", f32({2, 3, 5, 5}));
+        ir::Value* y = conv(g, x, 3, 4, 8, false);
+        y = op(g, "Mul", {c(g, rnd({4, 1, 1}, 9)), y});
+        y = op(g, "Add", {y, c(g, rnd({1, 4, 1, 1}, 10))});
+        y = op(g, "Sub", {y, c(g, scalar(0.25f))});
+        g.add_output(op(g, "Mul", {y, c(g, scalar(-3.f))}));
+      },
+      P(passes::make_fold_conv_add_mul), {"Conv"});
+}
+
+TEST(FoldConvAddMul, KeepsSpatialBroadcastAndConstantMinusConv) {
+  check(
+      [](ir::Graph& g) {
+        ir::Value* x = g.add_input("x", f32({1, 3, 5, 5}));
+        ir::Value* y = op(g, "Add", {conv(g, x, 3, 4, 11), c(g, rnd({1, 1, 1, 5}, 12))});
+        g.add_output(op(g, "Sub", {c(g, scalar(1.f)), conv(g, y, 4, 2, 13)}));
+      },
+      P(passes::make_fold_conv_add_mul), {"Conv", "Add", "Conv", "Sub"});
+}
+
+// --- activation fusion ---
+
+struct ActCase {
+  const char* op;
+  std::function<void(ir::Graph&, ir::Node*)> setup;
+};
+
+TEST(FuseActivation, EveryActivationIntoConvGemmAndMatMul) {
+  const std::vector<ActCase> cases = {
+      {"Relu", nullptr},
+      {"Sigmoid", nullptr},
+      {"Tanh", nullptr},
+      {"HardSwish", nullptr},
+      {"LeakyRelu", [](ir::Graph&, ir::Node* n) { n->set_attr("alpha", 0.2f); }},
+      {"HardSigmoid", [](ir::Graph&, ir::Node* n) { n->set_attr("alpha", 0.3f); }},
+      {"Gelu", nullptr},
+      {"Gelu", [](ir::Graph&, ir::Node* n) { n->set_attr("approximate", std::string("tanh")); }},
+      {"Clip",
+       [](ir::Graph& g, ir::Node* n) {
+         n->add_input(c(g, scalar(0.f)));
+         n->add_input(c(g, scalar(6.f)));
+       }},
+      {"Clip", [](ir::Graph& g, ir::Node* n) { n->add_input(c(g, scalar(-0.5f))); }},
+  };
+  for (const ActCase& ac : cases)
+    for (int producer = 0; producer < 3; ++producer) {
+      SCOPED_TRACE(std::string(ac.op) + " producer " + std::to_string(producer));
+      check(
+          [&](ir::Graph& g) {
+            ir::Value* y;
+            if (producer == 0) {
+              y = conv(g, g.add_input("x", f32({1, 3, 4, 4})), 3, 5, 14);
+            } else if (producer == 1) {
+              y = op(g, "Gemm", {g.add_input("a", f32({3, 5})), c(g, rnd({5, 4}, 15)), c(g, rnd({4}, 16))});
+            } else {
+              y = op(g, "MatMul", {g.add_input("a", f32({2, 3, 5})), c(g, rnd({5, 4}, 17))});
+            }
+            ir::Node* act = g.add_node(ac.op, {y}, {"y"});
+            if (ac.setup) ac.setup(g, act);
+            g.add_output(act->output(0));
+          },
+          P(passes::make_fuse_activation),
+          {producer == 0   ? "kestrel.FusedConv"
+           : producer == 1 ? "kestrel.FusedGemm"
+                           : "kestrel.FusedMatMul"},
+          1e-4);
+    }
+}
+
+TEST(FuseActivation, SiluAndHardSwishMulForms) {
+  check(
+      [](ir::Graph& g) {
+        ir::Value* y = conv(g, g.add_input("x", f32({1, 2, 4, 4})), 2, 3, 18);
+        g.add_output(op(g, "Mul", {op(g, "Sigmoid", {y}), y}));
+      },
+      P(passes::make_fuse_activation), {"kestrel.FusedConv"});
+  check(
+      [](ir::Graph& g) {
+        ir::Value* y = op(g, "MatMul", {g.add_input("a", f32({3, 5})), c(g, rnd({5, 4}, 19))});
+        ir::Node* hs = g.add_node("HardSigmoid", {y}, {"hs"});
+        hs->set_attr("alpha", 1.0f / 6);
+        g.add_output(op(g, "Mul", {y, out(hs)}));
+      },
+      P(passes::make_fuse_activation), {"kestrel.FusedMatMul"});
+}
+
+TEST(FuseActivation, LeavesGraphOutputsAndSharedValuesAlone) {
+  check(
+      [](ir::Graph& g) {
+        ir::Value* y = conv(g, g.add_input("x", f32({1, 2, 4, 4})), 2, 3, 20);
+        g.add_output(y);
+        g.add_output(op(g, "Relu", {y}));
+      },
+      P(passes::make_fuse_activation), {"Conv", "Relu"});
+  check(
+      [](ir::Graph& g) {
+        ir::Value* y = conv(g, g.add_input("x", f32({1, 2, 4, 4})), 2, 3, 21);
+        ir::Value* s = op(g, "Sigmoid", {y});
+        g.add_output(op(g, "Mul", {y, s}));
+        g.add_output(op(g, "Neg", {y}));
+      },
+      P(passes::make_fuse_activation), {"Conv", "Sigmoid", "Mul", "Neg"});
+  // A HardSigmoid that is not x/6 + 1/2 makes no HardSwish.
+  check(
+      [](ir::Graph& g) {
+        ir::Value* y = conv(g, g.add_input("x", f32({1, 2, 4, 4})), 2, 3, 22);
+        g.add_output(op(g, "Mul", {y, op(g, "HardSigmoid", {y})}));
+      },
+      P(passes::make_fuse_activation), {"Conv", "HardSigmoid", "Mul"});
+}
+
+// --- residual Add ---
+
+TEST(FuseResidualAdd, ConvAndMatMulResidualThenActivation) {
+  check(
+      [](ir::Graph& g) {
+        ir::Value* x = g.add_input("x", f32({1, 3, 4, 4}));
+        ir::Value* y = conv(g, x, 3, 3, 23);
+        g.add_output(op(g, "Relu", {op(g, "Add", {x, y})}));
+      },
+      P(passes::make_fuse_residual_add, passes::make_fuse_activation), {"kestrel.FusedConv"});
+  check(
+      [](ir::Graph& g) {
+        ir::Value* a = g.add_input("a", f32({2, 3, 5}));
+        ir::Value* z = g.add_input("z", f32({2, 3, 4}));
+        ir::Value* y = op(g, "Add", {op(g, "MatMul", {a, c(g, rnd({5, 4}, 24))}), c(g, rnd({4}, 25))});
+        g.add_output(op(g, "Add", {y, z}));
+      },
+      P(passes::make_fuse_matmul_add, passes::make_fuse_residual_add), {"kestrel.FusedMatMul"});
+}
+
+TEST(FuseResidualAdd, LeavesBroadcastAddsAndActivatedConvsAlone) {
+  check(
+      [](ir::Graph& g) {
+        ir::Value* x = g.add_input("x", f32({1, 3, 4, 4}));
+        ir::Value* z = g.add_input("z", f32({1, 3, 1, 4}));
+        g.add_output(op(g, "Add", {conv(g, x, 3, 3, 26), z}));
+      },
+      P(passes::make_fuse_residual_add), {"Conv", "Add"});
+  check(
+      [](ir::Graph& g) {
+        ir::Value* x = g.add_input("x", f32({1, 3, 4, 4}));
+        g.add_output(op(g, "Add", {op(g, "Relu", {conv(g, x, 3, 3, 27)}), x}));
+      },
+      P(passes::make_fuse_activation, passes::make_fuse_residual_add), {"kestrel.FusedConv", "Add"});
+}
+
+// --- MatMul + Add ---
+
+TEST(FuseMatMulAdd, BiasBecomesGemmOrFusedMatMul) {
+  check(
+      [](ir::Graph& g) {
+        ir::Value* a = g.add_input("a", f32({3, 5}));
+        g.add_output(op(g, "Add", {c(g, rnd({4}, 28)), op(g, "MatMul", {a, c(g, rnd({5, 4}, 29))})}));
+      },
+      P(passes::make_fuse_matmul_add), {"Gemm"});
+  check(
+      [](ir::Graph& g) {
+        ir::Value* a = g.add_input("a", f32({2, 3, 5}));
+        g.add_output(op(g, "Add", {op(g, "MatMul", {a, c(g, rnd({5, 4}, 30))}), c(g, rnd({1, 1, 4}, 31))}));
+      },
+      P(passes::make_fuse_matmul_add), {"kestrel.FusedMatMul"});
+  // [3, 4] is not a bias over N: stays an Add.
+  check(
+      [](ir::Graph& g) {
+        ir::Value* a = g.add_input("a", f32({2, 3, 5}));
+        g.add_output(op(g, "Add", {op(g, "MatMul", {a, c(g, rnd({5, 4}, 32))}), c(g, rnd({3, 4}, 33))}));
+      },
+      P(passes::make_fuse_matmul_add), {"MatMul", "Add"});
+}
+
+// --- GELU ---
+
+TEST(FuseGelu, ErfFormsAndTanhForm) {
+  // 0: (x * (1 + erf(x / sqrt2))) * 0.5   1: (0.5 * x) * (1 + erf(x * 1/sqrt2))   2: x * ((1 + erf) * 0.5)
+  for (int form = 0; form < 3; ++form) {
+    SCOPED_TRACE(form);
+    check(
+        [&](ir::Graph& g) {
+          ir::Value* x = g.add_input("x", f32({2, 7}));
+          ir::Value* d =
+              form == 1 ? op(g, "Mul", {x, c(g, scalar(0.70710678f))}) : op(g, "Div", {x, c(g, scalar(1.41421356f))});
+          ir::Value* a = op(g, "Add", {op(g, "Erf", {d}), c(g, scalar(1.f))});
+          ir::Value* y = nullptr;
+          if (form == 0) y = op(g, "Mul", {op(g, "Mul", {x, a}), c(g, scalar(0.5f))});
+          if (form == 1) y = op(g, "Mul", {op(g, "Mul", {c(g, scalar(0.5f)), x}), a});
+          if (form == 2) y = op(g, "Mul", {x, op(g, "Mul", {a, c(g, scalar(0.5f))})});
+          g.add_output(y);
+        },
+        P(passes::make_fuse_gelu), {"Gelu"});
+  }
+  check(
+      [](ir::Graph& g) {
+        ir::Value* x = g.add_input("x", f32({3, 5}));
+        ir::Value* cube = op(g, "Pow", {x, c(g, scalar(3.f))});
+        ir::Value* inner = op(g, "Add", {x, op(g, "Mul", {cube, c(g, scalar(0.044715f))})});
+        ir::Value* t = op(g, "Tanh", {op(g, "Mul", {c(g, scalar(0.7978845608f)), inner})});
+        g.add_output(op(g, "Mul", {op(g, "Mul", {x, c(g, scalar(0.5f))}), op(g, "Add", {t, c(g, scalar(1.f))})}));
+      },
+      P(passes::make_fuse_gelu), {"Gelu"}, 1e-5);
+  // Wrong constant (not 1/sqrt 2): not GELU.
+  check(
+      [](ir::Graph& g) {
+        ir::Value* x = g.add_input("x", f32({2, 3}));
+        ir::Value* a = op(g, "Add", {op(g, "Erf", {op(g, "Div", {x, c(g, scalar(2.f))})}), c(g, scalar(1.f))});
+        g.add_output(op(g, "Mul", {op(g, "Mul", {x, a}), c(g, scalar(0.5f))}));
+      },
+      P(passes::make_fuse_gelu), {"Div", "Erf", "Add", "Mul", "Mul"});
+}
+
+// --- LayerNorm ---
+
+ir::Value* decomposed_ln(ir::Graph& g, ir::Value* x, bool pow, std::vector<int64_t> axes) {
+  ir::Value* m = op(g, "ReduceMean", {x, c(g, i64(axes))});
+  ir::Value* d = op(g, "Sub", {x, m});
+  ir::Value* sq = pow ? op(g, "Pow", {d, c(g, scalar(2.f))}) : op(g, "Mul", {d, d});
+  ir::Value* v = op(g, "ReduceMean", {sq, c(g, i64(axes))});
+  return op(g, "Div", {d, op(g, "Sqrt", {op(g, "Add", {v, c(g, scalar(1e-5f))})})});
+}
+
+TEST(FuseLayerNorm, WithAndWithoutAffineOverOneOrTwoAxes) {
+  check(
+      [](ir::Graph& g) {
+        ir::Value* x = g.add_input("x", f32({2, 3, 8}));
+        ir::Value* y = decomposed_ln(g, x, true, {-1});
+        g.add_output(op(g, "Add", {op(g, "Mul", {y, c(g, rnd({8}, 34))}), c(g, rnd({8}, 35))}));
+      },
+      P(passes::make_fuse_layer_norm), {"LayerNormalization"});
+  check(
+      [](ir::Graph& g) {
+        ir::Value* x = g.add_input("x", f32({2, 3, 4}));
+        g.add_output(decomposed_ln(g, x, false, {1, 2}));
+      },
+      P(passes::make_fuse_layer_norm), {"LayerNormalization"});
+  // Mean over a middle axis: not a layer norm.
+  check(
+      [](ir::Graph& g) {
+        g.add_output(decomposed_ln(g, g.add_input("x", f32({2, 3, 4})), true, {1}));
+      },
+      P(passes::make_fuse_layer_norm), {"ReduceMean", "Sub", "Pow", "ReduceMean", "Add", "Sqrt", "Div"});
+}
+
+// --- attention ---
+
+TEST(FuseAttention, ScaledMaskedAttentionWithTransposedK) {
+  check(
+      [](ir::Graph& g) {
+        ir::Value* q = g.add_input("q", f32({1, 2, 3, 4}));
+        ir::Value* k = g.add_input("k", f32({1, 2, 5, 4}));
+        ir::Value* v = g.add_input("v", f32({1, 2, 5, 6}));
+        ir::Value* mask = g.add_input("mask", f32({1, 1, 1, 5}));
+        ir::Node* kt = g.add_node("Transpose", {k}, {"kt"});
+        kt->set_attr("perm", std::vector<int64_t>{0, 1, 3, 2});
+        ir::Value* s = op(g, "Div", {op(g, "MatMul", {q, out(kt)}), c(g, scalar(2.f))});
+        ir::Node* sm = g.add_node("Softmax", {op(g, "Add", {s, mask})}, {"p"});
+        sm->set_attr("axis", int64_t{-1});
+        g.add_output(op(g, "MatMul", {out(sm), v}));
+      },
+      P(passes::make_fuse_attention), {"kestrel.Attention"});
+}
+
+TEST(FuseAttention, HeadSplitTransposesAndUnscaledForm) {
+  // BERT's form: K^T = Transpose(Y, [0,2,3,1]) of the [B,S,H,D] projection; K becomes
+  // Transpose(Y, [0,2,1,3]). No scale, no mask.
+  check(
+      [](ir::Graph& g) {
+        ir::Value* xq = g.add_input("xq", f32({1, 3, 2, 4}));
+        ir::Value* xk = g.add_input("xk", f32({1, 5, 2, 4}));
+        ir::Value* v = g.add_input("v", f32({1, 2, 5, 4}));
+        ir::Node* q = g.add_node("Transpose", {xq}, {"q"});
+        q->set_attr("perm", std::vector<int64_t>{0, 2, 1, 3});
+        ir::Node* kt = g.add_node("Transpose", {xk}, {"kt"});
+        kt->set_attr("perm", std::vector<int64_t>{0, 2, 3, 1});
+        ir::Node* sm = g.add_node("Softmax", {op(g, "MatMul", {out(q), out(kt)})}, {"p"});
+        sm->set_attr("axis", int64_t{3});
+        g.add_output(op(g, "MatMul", {out(sm), v}));
+      },
+      P(passes::make_fuse_attention), {"Transpose", "Transpose", "kestrel.Attention"});
+  // K^T given directly: a Transpose is inserted; scale as Mul on the left.
+  check(
+      [](ir::Graph& g) {
+        ir::Value* q = g.add_input("q", f32({2, 1, 3, 4}));
+        ir::Value* kt = g.add_input("kt", f32({2, 1, 4, 5}));
+        ir::Value* v = g.add_input("v", f32({2, 1, 5, 2}));
+        ir::Value* s = op(g, "Mul", {c(g, scalar(0.5f)), op(g, "MatMul", {q, kt})});
+        g.add_output(op(g, "MatMul", {op(g, "Softmax", {s}), v}));
+      },
+      P(passes::make_fuse_attention), {"Transpose", "kestrel.Attention"});
+  // Softmax over another axis is not attention.
+  check(
+      [](ir::Graph& g) {
+        ir::Value* q = g.add_input("q", f32({1, 1, 3, 4}));
+        ir::Value* kt = g.add_input("kt", f32({1, 1, 4, 3}));
+        ir::Node* sm = g.add_node("Softmax", {op(g, "MatMul", {q, kt})}, {"p"});
+        sm->set_attr("axis", int64_t{2});
+        g.add_output(op(g, "MatMul", {out(sm), g.add_input("v", f32({1, 1, 3, 2}))}));
+      },
+      P(passes::make_fuse_attention), {"MatMul", "Softmax", "MatMul"});
+}
+
+// --- Transpose and Reshape chains ---
+
+TEST(MergeTransposes, CancelAndCompose) {
+  check(
+      [](ir::Graph& g) {
+        ir::Node* a = g.add_node("Transpose", {g.add_input("x", f32({2, 3, 4}))}, {"a"});
+        a->set_attr("perm", std::vector<int64_t>{1, 2, 0});
+        ir::Node* b = g.add_node("Transpose", {out(a)}, {"b"});
+        b->set_attr("perm", std::vector<int64_t>{2, 0, 1});
+        g.add_output(op(g, "Neg", {out(b)}));
+      },
+      P(passes::make_merge_transposes), {"Neg"});
+  check(
+      [](ir::Graph& g) {
+        ir::Node* a = g.add_node("Transpose", {g.add_input("x", f32({2, 3, 4, 5}))}, {"a"});
+        a->set_attr("perm", std::vector<int64_t>{0, 2, 1, 3});
+        ir::Node* b = g.add_node("Transpose", {out(a)}, {"b"});
+        b->set_attr("perm", std::vector<int64_t>{0, 1, 3, 2});
+        g.add_output(out(b));
+        g.add_output(op(g, "Neg", {out(a)}));  // the inner Transpose stays for this use
+      },
+      P(passes::make_merge_transposes), {"Transpose", "Transpose", "Neg"});
+}
+
+TEST(MergeReshapes, SqueezeUnsqueezeFlattenReshapeChainBecomesOneReshape) {
+  check(
+      [](ir::Graph& g) {
+        ir::Value* x = g.add_input("x", f32({2, 1, 6}));
+        ir::Value* y = op(g, "Squeeze", {x, c(g, i64({1}))});
+        y = op(g, "Reshape", {y, c(g, i64({3, 4}))});
+        y = op(g, "Unsqueeze", {y, c(g, i64({0, 3}))});
+        g.add_output(op(g, "Flatten", {y}));
+      },
+      P(passes::make_merge_reshapes), {"Reshape"});
+}
+
+TEST(FusionPipeline, O2RunsEveryFusionAndKeepsNumerics) {
+  // Conv -> BN -> (+ x) -> Relu, then Gemm + Sigmoid-gated: the whole -O2 pipeline.
+  auto build = [](ir::Graph& g) {
+    ir::Value* x = g.add_input("x", f32({1, 3, 4, 4}));
+    ir::Value* y = op(g, "Relu", {op(g, "Add", {bn(g, conv(g, x, 3, 3, 40), 3, 41), x})});
+    ir::Value* f = op(g, "Reshape", {y, c(g, i64({1, 48}))});
+    ir::Value* h = op(g, "MatMul", {f, c(g, rnd({48, 5}, 42))});
+    g.add_output(op(g, "Mul", {h, op(g, "Sigmoid", {h})}));
+  };
+  auto g = std::make_unique<ir::Graph>();
+  build(*g);
+  passes::PassContext ctx;
+  ctx.evaluator = &evaluator();
+  ASSERT_TRUE(passes::optimize(*g, 2, ctx).is_ok());
+  EXPECT_EQ(op_list(*g), (Ops{"kestrel.FusedConv", "Reshape", "kestrel.FusedMatMul"}));
+  auto ref = std::make_unique<ir::Graph>();
+  build(*ref);
+  Tensor x = rnd({1, 3, 4, 4}, 43);
+  std::vector<Tensor> want = run_graph(std::move(ref), {x}), got = run_graph(std::move(g), {x});
+  ASSERT_EQ(got.size(), 1u);
+  for (int64_t i = 0; i < got[0].num_elements(); ++i)
+    EXPECT_NEAR(got[0].data<float>()[i], want[0].data<float>()[i], 1e-4);
+}
+
+}  // namespace
+}  // namespace kestrel
