@@ -77,6 +77,17 @@ CpuFeatures detect() {
     if ((type == 3 || type == 2) && level == 2) f.l2_bytes = static_cast<int>(size);
     if (type == 3 && level == 3) f.l3_bytes = static_cast<int>(size);
   }
+  // Some hypervisors zero the AMD cache-topology leaf; the legacy leaves still give the sizes
+  // (0x80000005 ECX[31:24] L1d KiB, 0x80000006 ECX[31:16] L2 KiB, EDX[31:18] L3 in 512 KiB).
+  __cpuid_count(leaf, 0, a, b, c, d);
+  if (leaf == 0x8000001D && (a & 0x1f) == 0 && __get_cpuid_max(0x80000000, nullptr) >= 0x80000006) {
+    __cpuid(0x80000005, a, b, c, d);
+    if (c >> 24) f.l1d_bytes = static_cast<int>((c >> 24) << 10);
+    __cpuid(0x80000006, a, b, c, d);
+    if (c >> 16) f.l2_bytes = static_cast<int>((c >> 16) << 10);
+    long l3 = static_cast<long>(d >> 18) * (512 << 10);
+    if (l3 > 0 && l3 < (1l << 31)) f.l3_bytes = static_cast<int>(l3);
+  }
 #endif
 #if defined(__aarch64__)
   f.neon = true;

@@ -1,0 +1,196 @@
+// SGEMM benchmarks: square sizes and the conv-shaped GEMMs of MobileNetV2 (1x1) and ResNet-50
+// (3x3 im2col, 1x1), for Kestrel (plain and with pre-packed A, the conv-weight case) and, in the
+// same binary when oneDNN is available, dnnl_sgemm; 1 and 2 threads; counter GFLOP/s. Also the
+// single-core AVX-512 FMA peak the efficiency targets refer to.
+//
+//   kestrel_kernel_bench --benchmark_filter=sgemm --benchmark_repetitions=5
+//       --benchmark_report_aggregates_only=true
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "core/thread_pool.h"
+#include "kernels/cpu/gemm/sgemm.h"
+
+#ifdef KESTREL_BENCH_DNNL
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
+#endif
+
+namespace kestrel::bench {
+
+float fma_peak_avx512(int64_t iters);
+
+namespace {
+
+using kernels::cpu::SgemmA;
+using kernels::cpu::SgemmB;
+using kernels::cpu::SgemmContext;
+
+struct Shape {
+  const char* name;
+  int64_t m, n, k;
+};
+
+// C[M,N] = A[M,K] B[K,N]; for convolutions M = Cout, K = Cin * kh * kw, N = H * W.
+const Shape kShapes[] = {
+    {"square256", 256, 256, 256},
+    {"square512", 512, 512, 512},
+    {"square1024", 1024, 1024, 1024},
+    {"square1536", 1536, 1536, 1536},
+    {"square2048", 2048, 2048, 2048},
+    // MobileNetV2 pointwise convs (e = expand, p = project), 224x224 input.
+    {"mbv2_112x112_p_32to16", 16, 12544, 32},
+    {"mbv2_112x112_e_16to96", 96, 12544, 16},
+    {"mbv2_56x56_p_96to24", 24, 3136, 96},
+    {"mbv2_56x56_e_24to144", 144, 3136, 24},
+    {"mbv2_28x28_p_144to32", 32, 784, 144},
+    {"mbv2_28x28_e_32to192", 192, 784, 32},
+    {"mbv2_14x14_p_192to64", 64, 196, 192},
+    {"mbv2_14x14_e_64to384", 384, 196, 64},
+    {"mbv2_14x14_e_96to576", 576, 196, 96},
+    {"mbv2_7x7_p_576to160", 160, 49, 576},
+    {"mbv2_7x7_e_160to960", 960, 49, 160},
+    {"mbv2_7x7_last_320to1280", 1280, 49, 320},
+    // ResNet-50 3x3 convs as im2col GEMMs and a few of its 1x1 convs.
+    {"r50_56x56_3x3_64", 64, 3136, 576},
+    {"r50_28x28_3x3_128", 128, 784, 1152},
+    {"r50_14x14_3x3_256", 256, 196, 2304},
+    {"r50_7x7_3x3_512", 512, 49, 4608},
+    {"r50_56x56_1x1_64to256", 256, 3136, 64},
+    {"r50_14x14_1x1_1024to256", 256, 196, 1024},
+    {"r50_7x7_1x1_2048to512", 512, 49, 2048},
+};
+
+struct Data {
+  std::vector<float> a, b, c;
+  explicit Data(const Shape& s)
+      : a(static_cast<size_t>(s.m * s.k)), b(static_cast<size_t>(s.k * s.n)), c(static_cast<size_t>(s.m * s.n)) {
+    std::mt19937 rng(42);
+    std::uniform_real_distribution<float> d(-1.f, 1.f);
+    for (auto& x : a) x = d(rng);
+    for (auto& x : b) x = d(rng);
+  }
+};
+
+core::ThreadPool* pool_for(int threads) {
+  static core::ThreadPool pool2(2);
+  static core::ThreadPool pool4(4);
+  if (threads <= 1) return nullptr;
+  return threads == 2 ? &pool2 : &pool4;
+}
+
+double thread_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// GFLOPS: by wall time (the number that counts). GFLOPS_cpu: by the calling thread's CPU time,
+// which discounts time the thread was descheduled on a shared machine (meaningful for t1 only).
+void set_counters(benchmark::State& st, const Shape& s, double cpu_seconds) {
+  const double flops = 2.0 * static_cast<double>(s.m * s.n * s.k);
+  st.counters["GFLOPS"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  if (cpu_seconds > 0) st.counters["GFLOPS_cpu"] = flops * 1e-9 * static_cast<double>(st.iterations()) / cpu_seconds;
+}
+
+void bm_kestrel(benchmark::State& st, Shape s, int threads, bool prepack_a) {
+  Data d(s);
+  SgemmContext ctx;
+  ctx.pool = pool_for(threads);
+  kernels::cpu::PackedA pa;
+  if (prepack_a) {
+    auto r = kernels::cpu::pack_a(s.m, s.k, d.a.data(), s.k, false);
+    if (!r) {
+      st.SkipWithError(r.status().to_string().c_str());
+      return;
+    }
+    pa = std::move(r).value();
+  }
+  SgemmA a = prepack_a ? SgemmA(pa) : SgemmA(d.a.data(), s.k);
+  const double t0 = thread_cpu_seconds();
+  for (auto _ : st) {
+    auto status = kernels::cpu::sgemm(s.m, s.n, s.k, 1.f, a, SgemmB(d.b.data(), s.n), 0.f, d.c.data(), s.n, {}, ctx);
+    if (!status.is_ok()) {
+      st.SkipWithError(status.to_string().c_str());
+      return;
+    }
+    benchmark::ClobberMemory();
+  }
+  set_counters(st, s, thread_cpu_seconds() - t0);
+}
+
+#ifdef KESTREL_BENCH_DNNL
+void bm_dnnl(benchmark::State& st, Shape s, int threads) {
+  Data d(s);
+  omp_set_num_threads(threads);
+  const double t0 = thread_cpu_seconds();
+  for (auto _ : st) {
+    if (dnnl_sgemm('N', 'N', s.m, s.n, s.k, 1.f, d.a.data(), s.k, d.b.data(), s.n, 0.f, d.c.data(), s.n) !=
+        dnnl_success) {
+      st.SkipWithError("dnnl_sgemm failed");
+      return;
+    }
+    benchmark::ClobberMemory();
+  }
+  set_counters(st, s, thread_cpu_seconds() - t0);
+}
+#endif
+
+void bm_fma_peak(benchmark::State& st) {
+  if (core::detected_isa() < core::Isa::kAvx512) {
+    st.SkipWithError("no AVX-512");
+    return;
+  }
+  const int64_t iters = 1 << 20;
+  float sink = 0;
+  const double t0 = thread_cpu_seconds();
+  for (auto _ : st) sink += fma_peak_avx512(iters);
+  const double cpu = thread_cpu_seconds() - t0;
+  benchmark::DoNotOptimize(sink);
+  // 24 FMAs x 16 lanes x 2 flops per iteration.
+  const double flops = static_cast<double>(iters) * 24 * 16 * 2;
+  st.counters["GFLOPS"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  if (cpu > 0) st.counters["GFLOPS_cpu"] = flops * 1e-9 * static_cast<double>(st.iterations()) / cpu;
+}
+
+int register_all() {
+  benchmark::RegisterBenchmark("fma_peak/avx512/t1", bm_fma_peak)->UseRealTime()->MinTime(0.3);
+  for (const Shape& s : kShapes) {
+    for (int threads : {1, 2}) {
+      const std::string suffix = std::string(s.name) + "/t" + std::to_string(threads);
+      benchmark::RegisterBenchmark(("sgemm/kestrel/" + suffix).c_str(), bm_kestrel, s, threads, false)->UseRealTime();
+#ifdef KESTREL_BENCH_DNNL
+      benchmark::RegisterBenchmark(("sgemm/dnnl/" + suffix).c_str(), bm_dnnl, s, threads)->UseRealTime();
+#endif
+      benchmark::RegisterBenchmark(("sgemm/kestrel_packedA/" + suffix).c_str(), bm_kestrel, s, threads, true)
+          ->UseRealTime();
+    }
+  }
+  return 0;
+}
+
+const int kRegistered = register_all();
+
+}  // namespace
+}  // namespace kestrel::bench
+
+int main(int argc, char** argv) {
+  (void)kestrel::bench::kRegistered;
+  const auto& f = kestrel::core::cpu_features();
+  std::printf("CPU: %s; isa %s (active %s); L1d %d KiB, L2 %d KiB, L3 %d KiB\n", f.brand.c_str(),
+              kestrel::core::isa_name(kestrel::core::detected_isa()),
+              kestrel::core::isa_name(kestrel::core::active_isa()), f.l1d_bytes >> 10, f.l2_bytes >> 10,
+              f.l3_bytes >> 10);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,469 @@
+// SGEMM driver: argument checks, ISA dispatch, cache blocking (BLIS loop order), per-thread
+// packing scratch, and the split of C into tiles for the thread pool.
+#include "kernels/cpu/gemm/sgemm.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+
+#include "core/buffer.h"
+#include "core/str_util.h"
+#include "kernels/cpu/gemm/sgemm_ukernel.h"
+
+namespace kestrel::kernels::cpu {
+
+using core::Isa;
+using gemm_detail::MacroTile;
+using gemm_detail::UkernelTable;
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// ISA tables and blocking.
+
+const UkernelTable* table_for(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar:
+      return gemm_detail::ukernel_table_scalar();
+#if defined(__x86_64__) || defined(_M_X64)
+    case Isa::kAvx2:
+      return gemm_detail::ukernel_table_avx2();
+    case Isa::kAvx512:
+      return gemm_detail::ukernel_table_avx512();
+#else
+    default:
+      return nullptr;
+#endif
+  }
+  return nullptr;
+}
+
+Result<const UkernelTable*> resolve(std::optional<Isa> want) {
+  Isa isa = want ? *want : core::active_isa();
+  if (isa > core::detected_isa())
+    return core::unsupported(core::str_cat("sgemm: ", core::isa_name(isa), " requested but this CPU supports only ",
+                                           core::isa_name(core::detected_isa())));
+  const UkernelTable* t = table_for(isa);
+  if (!t) return core::unsupported(core::str_cat("sgemm: no ", core::isa_name(isa), " kernels in this build"));
+  return t;
+}
+
+struct Blocking {
+  int64_t mc, nc, kc;
+};
+
+int64_t round_down_to(int64_t x, int64_t unit) {
+  return std::max(unit, x / unit * unit);
+}
+
+// The macro-kernel keeps one packed A sliver (MR x KC) in L1 while a B panel (KC x NC) streams
+// past it from L2, and the A block (MC x KC) is streamed once per B panel from L3. So: KC fills
+// ~60% of L1 with the A sliver (deep K blocks also mean fewer passes over C), NC makes the B panel
+// half of L2, and MC keeps the A block within an eighth of L3 (VMs report unreliable L3 sizes, so
+// MC is capped). Measured on a 48 KiB L1 / 1 MiB L2 AVX-512 core: KC 512, NC 256, MC 1024-2048
+// beat their neighbours (KC 256/384/768/1024, NC 512/1024, MC 256/512) on square and conv shapes.
+Blocking default_blocking(const UkernelTable& t) {
+  const auto& f = core::cpu_features();
+  const int64_t l1 = std::clamp<int64_t>(f.l1d_bytes, 16 << 10, 128 << 10);
+  const int64_t l2 = std::clamp<int64_t>(f.l2_bytes, 128 << 10, 4 << 20);
+  const int64_t l3 = std::clamp<int64_t>(f.l3_bytes, 1 << 20, 64 << 20);
+  Blocking b;
+  b.kc = std::clamp<int64_t>(round_down_to(l1 * 6 / 10 / (4 * t.mr), 64), 128, 512);
+  b.nc = std::clamp<int64_t>(round_down_to(l2 / 2 / (4 * b.kc), t.nr), t.nr, 4096);
+  b.mc = std::clamp<int64_t>(round_down_to(l3 / 8 / (4 * b.kc), t.mr), t.mr, 2048);
+  return b;
+}
+
+const Blocking& blocking_for(const UkernelTable& t) {
+  static const Blocking scalar = default_blocking(*gemm_detail::ukernel_table_scalar());
+#if defined(__x86_64__) || defined(_M_X64)
+  static const Blocking avx2 = default_blocking(*gemm_detail::ukernel_table_avx2());
+  static const Blocking avx512 = default_blocking(*gemm_detail::ukernel_table_avx512());
+  if (t.isa == Isa::kAvx2) return avx2;
+  if (t.isa == Isa::kAvx512) return avx512;
+#endif
+  return scalar;
+}
+
+// Splits [0, total) into ceil(total / max_block) near-equal blocks that are multiples of unit.
+int64_t even_block(int64_t total, int64_t max_block, int64_t unit) {
+  if (total <= max_block) return total;
+  int64_t blocks = (total + max_block - 1) / max_block;
+  int64_t per = (total + blocks - 1) / blocks;
+  return std::min(max_block, (per + unit - 1) / unit * unit);
+}
+
+// True when rows ld floats apart fall into fewer than 16 distinct 64-byte slots of a 4 KiB page
+// (the L1 set index), so a tall, narrow panel read in place would fight over a few sets.
+bool aliasing_stride(int64_t ld) {
+  const int64_t bytes = (ld * 4) % 4096;
+  return bytes == 0 || std::gcd<int64_t>(bytes, 4096) > 256;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-thread packing scratch: grows to the largest request, then is reused.
+
+struct Scratch {
+  core::AlignedPtr mem;
+  size_t floats = 0;
+};
+thread_local Scratch t_scratch;
+
+float* scratch_floats(size_t floats) {
+  if (floats > t_scratch.floats) {
+    auto r = core::allocate_aligned_unique(floats * sizeof(float));
+    if (!r) return nullptr;
+    t_scratch.mem = std::move(r).value();
+    t_scratch.floats = floats;
+  }
+  return static_cast<float*>(t_scratch.mem.get());
+}
+
+// ---------------------------------------------------------------------------------------------
+// One GEMM problem, all pointers resolved for one batch entry.
+
+struct Operands {
+  const float* a = nullptr;
+  const float* b = nullptr;
+  float* c = nullptr;
+  const float* residual = nullptr;
+};
+
+struct Problem {
+  const UkernelTable* uk = nullptr;
+  Blocking blk{};
+  int64_t m = 0, n = 0, k = 0;
+  float alpha = 1.f, beta = 0.f;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  bool trans_a = false, trans_b = false;
+  const PackedA* packed_a = nullptr;
+  const PackedB* packed_b = nullptr;
+  const GemmEpilogue* ep = nullptr;
+};
+
+// The serial loops over C[m0:m1, n0:n1] (m0 a multiple of MR, n0 of NR). Order: K blocks, then
+// M blocks (A block packed once), then N panels (B panel packed, sized for L2); inside the
+// macro-kernel each A sliver stays in L1 while the B panel streams past it, so C is written
+// along its rows.
+bool run_block(const Problem& p, const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+  const UkernelTable& uk = *p.uk;
+  const int64_t mr = uk.mr, nr = uk.nr;
+  const int64_t kc_max = even_block(std::max<int64_t>(p.k, 1), p.blk.kc, 8);
+  const int64_t mc_max = p.packed_a ? m1 - m0 : even_block(m1 - m0, p.blk.mc, mr);
+  const int64_t nc_max = even_block(n1 - n0, p.blk.nc, nr);
+  // B is read in place (no packing) when it is not transposed, every B panel meets a single A
+  // block anyway, and its rows do not alias to a few cache sets (row strides that are multiples of
+  // 512 bytes or more, as in power-of-two matrices, thrash L1/L2 when a panel is walked down its
+  // rows). Measured faster than packing on the conv shapes, 2-5% slower on square 1024-2048.
+  const bool direct_b = !p.packed_b && !p.trans_b && m1 - m0 <= mc_max && !aliasing_stride(p.ldb);
+
+  auto round16 = [](size_t x) { return (x + 15) / 16 * 16; };
+  const size_t a_floats = p.packed_a ? 0 : round16(static_cast<size_t>((mc_max + mr - 1) / mr * mr * kc_max));
+  const size_t b_floats = round16(static_cast<size_t>(direct_b     ? nr * kc_max
+                                                      : p.packed_b ? 0
+                                                                   : (nc_max + nr - 1) / nr * nr * kc_max));
+  float* ws = scratch_floats(a_floats + b_floats + 16);
+  if (!ws) return false;
+  float* a_buf = ws;
+  float* b_buf = ws + a_floats;
+
+  const GemmEpilogue& ep = *p.ep;
+  for (int64_t pc = 0; pc == 0 || pc < p.k; pc += kc_max) {
+    const int64_t kc = std::min(kc_max, p.k - pc);
+    MacroTile t;
+    t.kc = kc;
+    t.ldc = p.ldc;
+    t.alpha = p.alpha;
+    t.beta = pc == 0 ? p.beta : 1.f;
+    t.last_k = pc + kc >= p.k;
+    if (t.last_k) {
+      t.activation = ep.activation;
+      t.act_alpha = ep.act_alpha;
+      t.act_beta = ep.act_beta;
+      t.ldr = ep.ldr;
+    }
+    for (int64_t ic = m0; ic < m1; ic += mc_max) {
+      const int64_t mc = std::min(mc_max, m1 - ic);
+      t.mc = mc;
+      if (kc == 0) {
+        t.a = a_buf;  // nothing is read
+        t.a_sliver_stride = 0;
+      } else if (p.packed_a) {
+        t.a = p.packed_a->data() + (ic / mr) * p.k * mr + pc * mr;
+        t.a_sliver_stride = p.k * mr;
+      } else {
+        const float* src = p.trans_a ? o.a + pc * p.lda + ic : o.a + ic * p.lda + pc;
+        uk.pack_a(src, p.lda, p.trans_a, mc, kc, a_buf, kc * mr);
+        t.a = a_buf;
+        t.a_sliver_stride = kc * mr;
+      }
+      for (int64_t jc = n0; jc < n1; jc += nc_max) {
+        const int64_t nc = std::min(nc_max, n1 - jc);
+        t.nc = nc;
+        if (kc == 0) {
+          t.b = b_buf;
+          t.b_sliver_stride = 0;
+          t.b_row_stride = nr;
+        } else if (p.packed_b) {
+          t.b = p.packed_b->data() + (jc / nr) * p.k * nr + pc * nr;
+          t.b_sliver_stride = p.k * nr;
+          t.b_row_stride = nr;
+        } else if (direct_b) {
+          t.b = o.b + pc * p.ldb + jc;
+          t.b_sliver_stride = nr;
+          t.b_row_stride = p.ldb;
+          t.b_direct = true;
+          t.b_edge_buf = b_buf;
+          // The next panel in place: along N in this K block, else the first of the next K block.
+          if (jc + nc < n1) {
+            t.b_next_panel = o.b + pc * p.ldb + jc + nc;
+            t.b_next_panel_cols = std::min(nc_max, n1 - jc - nc);
+          } else if (pc + kc < p.k && std::min(kc_max, p.k - pc - kc) == kc) {
+            t.b_next_panel = o.b + (pc + kc) * p.ldb + n0;
+            t.b_next_panel_cols = std::min(nc_max, n1 - n0);
+          } else {
+            t.b_next_panel = nullptr;
+          }
+        } else {
+          const float* src = p.trans_b ? o.b + jc * p.ldb + pc : o.b + pc * p.ldb + jc;
+          uk.pack_b(src, p.ldb, p.trans_b, kc, nc, b_buf, kc * nr);
+          t.b = b_buf;
+          t.b_sliver_stride = kc * nr;
+          t.b_row_stride = nr;
+        }
+        t.c = o.c + ic * p.ldc + jc;
+        if (t.last_k) {
+          t.bias_col = ep.bias_kind == GemmBias::kPerColumn ? ep.bias + jc : nullptr;
+          t.bias_row = ep.bias_kind == GemmBias::kPerRow ? ep.bias + ic : nullptr;
+          t.residual = o.residual ? o.residual + ic * ep.ldr + jc : nullptr;
+        }
+        uk.macro(t);
+      }
+    }
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Thread split: C is cut into tm x tn tiles (multiples of MR x NR); tasks are taken dynamically,
+// so a few more tiles than threads also absorb a thread that gets descheduled.
+
+struct Split {
+  int64_t tm = 1, tn = 1;
+};
+
+Split choose_split(const Problem& p, int threads) {
+  Split best;
+  if (threads <= 1) return best;
+  const int64_t mr = p.uk->mr, nr = p.uk->nr;
+  const int64_t sm = (p.m + mr - 1) / mr, sn = (p.n + nr - 1) / nr;
+  const double kk = static_cast<double>(std::max<int64_t>(p.k, 1));
+  // Below ~1 MFLOP a second thread costs more to wake than it saves.
+  if (static_cast<double>(p.m) * static_cast<double>(p.n) * kk < 5.0e5) return best;
+  // More tasks than threads are tried first and win ties: tasks are taken dynamically, so a thread
+  // that is descheduled (shared machines) or slower leaves its remaining work to the others.
+  double best_cost = std::numeric_limits<double>::max();
+  for (int64_t tasks = 4 * threads; tasks >= threads; tasks -= threads) {
+    for (int64_t tm = 1; tm <= tasks; ++tm) {
+      if (tasks % tm) continue;
+      const int64_t tn = tasks / tm;
+      if (tm > sm || tn > sn) continue;
+      // Estimated cycles of the largest tile: padded multiply-adds at 32 per cycle, packing its
+      // A rows once (a transpose, ~1/4 cycle per element) and its B columns once per M block
+      // (a copy, skipped when B is pre-packed or read in place), plus a fixed cost per task.
+      const double tile_m = static_cast<double>((sm + tm - 1) / tm * mr);
+      const double tile_n = static_cast<double>((sn + tn - 1) / tn * nr);
+      double cycles = tile_m * tile_n * kk / 32.0 + 3000.0;
+      if (!p.packed_a) cycles += 0.25 * tile_m * kk;
+      const bool b_in_place = !p.trans_b && tile_m <= static_cast<double>(p.blk.mc) && !aliasing_stride(p.ldb);
+      if (!p.packed_b && !b_in_place) cycles += 0.1 * tile_n * kk * std::ceil(tile_m / static_cast<double>(p.blk.mc));
+      const double total = std::ceil(static_cast<double>(tasks) / threads) * cycles;
+      if (total < best_cost * 0.97) {
+        best_cost = total;
+        best = {tm, tn};
+      }
+    }
+  }
+  return best;
+}
+
+Operands operands_for(const SgemmA& a, const SgemmB& b, float* c, const GemmEpilogue& ep, const SgemmBatch& batch,
+                      int64_t i) {
+  Operands o;
+  if (!a.packed) o.a = batch.a_ptrs ? batch.a_ptrs[i] : a.data + i * batch.stride_a;
+  if (!b.packed) o.b = batch.b_ptrs ? batch.b_ptrs[i] : b.data + i * batch.stride_b;
+  o.c = batch.c_ptrs ? batch.c_ptrs[i] : c + i * batch.stride_c;
+  if (ep.residual || batch.residual_ptrs)
+    o.residual = batch.residual_ptrs ? batch.residual_ptrs[i] : ep.residual + i * batch.stride_residual;
+  return o;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Argument checks.
+
+bool fits(int64_t rows, int64_t cols, int64_t ld) {
+  // (rows - 1) * ld + cols must not overflow.
+  if (rows == 0 || cols == 0) return true;
+  int64_t t;
+  return !__builtin_mul_overflow(rows - 1, ld, &t) && !__builtin_add_overflow(t, cols, &t);
+}
+
+Status check_matrix(const char* name, const float* data, int64_t rows, int64_t cols, int64_t ld, bool has_ptrs) {
+  if (ld < cols || ld < 0)
+    return core::invalid_argument(
+        core::str_cat("sgemm: ld", name, " = ", ld, " is smaller than the row length ", cols));
+  if (rows > 0 && cols > 0 && !data && !has_ptrs)
+    return core::invalid_argument(core::str_cat("sgemm: ", name, " is null"));
+  if (!fits(rows, cols, ld)) return core::out_of_range(core::str_cat("sgemm: ", name, " extent overflows"));
+  return Status::ok();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+Result<SgemmTileShape> sgemm_tile_shape(core::Isa isa) {
+  KESTREL_ASSIGN_OR_RETURN(const UkernelTable* t, resolve(isa));
+  return SgemmTileShape{t->mr, t->nr};
+}
+
+Result<PackedA> pack_a(int64_t m, int64_t k, const float* a, int64_t lda, bool trans_a, std::optional<core::Isa> isa) {
+  KESTREL_ASSIGN_OR_RETURN(const UkernelTable* t, resolve(isa));
+  if (m < 0 || k < 0) return core::invalid_argument("pack_a: negative size");
+  KESTREL_RETURN_IF_ERROR(check_matrix("a", a, trans_a ? k : m, trans_a ? m : k, lda, false));
+  const int64_t slivers = (m + t->mr - 1) / t->mr;
+  int64_t floats;
+  if (__builtin_mul_overflow(slivers * t->mr, k, &floats) || floats > (int64_t{1} << 40))
+    return core::out_of_range("pack_a: too large");
+  PackedA p;
+  KESTREL_ASSIGN_OR_RETURN(p.storage_, core::allocate_aligned(static_cast<size_t>(std::max<int64_t>(floats, 1)) * 4));
+  float* dst = static_cast<float*>(p.storage_.get());
+  if (m > 0 && k > 0) t->pack_a(a, lda, trans_a, m, k, dst, k * t->mr);
+  p.data_ = dst;
+  p.m_ = m;
+  p.k_ = k;
+  p.bytes_ = static_cast<size_t>(floats) * 4;
+  p.isa_ = t->isa;
+  return p;
+}
+
+Result<PackedB> pack_b(int64_t k, int64_t n, const float* b, int64_t ldb, bool trans_b, std::optional<core::Isa> isa) {
+  KESTREL_ASSIGN_OR_RETURN(const UkernelTable* t, resolve(isa));
+  if (n < 0 || k < 0) return core::invalid_argument("pack_b: negative size");
+  KESTREL_RETURN_IF_ERROR(check_matrix("b", b, trans_b ? n : k, trans_b ? k : n, ldb, false));
+  const int64_t slivers = (n + t->nr - 1) / t->nr;
+  int64_t floats;
+  if (__builtin_mul_overflow(slivers * t->nr, k, &floats) || floats > (int64_t{1} << 40))
+    return core::out_of_range("pack_b: too large");
+  PackedB p;
+  KESTREL_ASSIGN_OR_RETURN(p.storage_, core::allocate_aligned(static_cast<size_t>(std::max<int64_t>(floats, 1)) * 4));
+  float* dst = static_cast<float*>(p.storage_.get());
+  if (n > 0 && k > 0) t->pack_b(b, ldb, trans_b, k, n, dst, k * t->nr);
+  p.data_ = dst;
+  p.k_ = k;
+  p.n_ = n;
+  p.bytes_ = static_cast<size_t>(floats) * 4;
+  p.isa_ = t->isa;
+  return p;
+}
+
+Status sgemm(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA& a, const SgemmB& b, float beta, float* c,
+             int64_t ldc, const GemmEpilogue& epilogue, const SgemmContext& ctx) {
+  return sgemm_batched(m, n, k, alpha, a, b, beta, c, ldc, SgemmBatch{}, epilogue, ctx);
+}
+
+Status sgemm_batched(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA& a, const SgemmB& b, float beta,
+                     float* c, int64_t ldc, const SgemmBatch& batch, const GemmEpilogue& ep, const SgemmContext& ctx) {
+  if (m < 0 || n < 0 || k < 0 || batch.count < 0)
+    return core::invalid_argument(
+        core::str_cat("sgemm: negative size m=", m, " n=", n, " k=", k, " batch=", batch.count));
+  // Which instruction set: pre-packed operands fix it; an explicit request must agree.
+  std::optional<Isa> isa = ctx.isa;
+  for (std::optional<Isa> packed_isa : {a.packed ? std::optional<Isa>(a.packed->isa()) : std::nullopt,
+                                        b.packed ? std::optional<Isa>(b.packed->isa()) : std::nullopt}) {
+    if (!packed_isa) continue;
+    if (isa && *isa != *packed_isa)
+      return core::invalid_argument(core::str_cat("sgemm: operand packed for ", core::isa_name(*packed_isa),
+                                                  " used with ", core::isa_name(*isa)));
+    isa = packed_isa;
+  }
+  KESTREL_ASSIGN_OR_RETURN(const UkernelTable* uk, resolve(isa));
+
+  if (a.packed) {
+    if (a.packed->empty() || a.packed->m() != m || a.packed->k() != k)
+      return core::invalid_argument(
+          core::str_cat("sgemm: packed A is ", a.packed->m(), "x", a.packed->k(), ", the call needs ", m, "x", k));
+  } else {
+    KESTREL_RETURN_IF_ERROR(check_matrix("a", a.data, a.trans ? k : m, a.trans ? m : k, a.ld, batch.a_ptrs != nullptr));
+  }
+  if (b.packed) {
+    if (b.packed->empty() || b.packed->k() != k || b.packed->n() != n)
+      return core::invalid_argument(
+          core::str_cat("sgemm: packed B is ", b.packed->k(), "x", b.packed->n(), ", the call needs ", k, "x", n));
+  } else {
+    KESTREL_RETURN_IF_ERROR(check_matrix("b", b.data, b.trans ? n : k, b.trans ? k : n, b.ld, batch.b_ptrs != nullptr));
+  }
+  KESTREL_RETURN_IF_ERROR(check_matrix("c", c, m, n, ldc, batch.c_ptrs != nullptr));
+  if (ep.bias_kind != GemmBias::kNone && !ep.bias)
+    return core::invalid_argument("sgemm: bias kind set but bias is null");
+  if (ep.residual || batch.residual_ptrs) {
+    KESTREL_RETURN_IF_ERROR(check_matrix("r", ep.residual, m, n, ep.ldr, batch.residual_ptrs != nullptr));
+  }
+  if ((a.packed && (batch.a_ptrs || batch.stride_a)) || (b.packed && (batch.b_ptrs || batch.stride_b)))
+    return core::invalid_argument("sgemm: a pre-packed operand is shared by the batch (no stride or pointer array)");
+  for (int64_t stride : {batch.stride_a, batch.stride_b, batch.stride_c, batch.stride_residual}) {
+    int64_t extent;
+    if (stride < 0 || (batch.count > 0 && __builtin_mul_overflow(batch.count - 1, stride, &extent)))
+      return core::out_of_range(
+          core::str_cat("sgemm: batch stride ", stride, " invalid for ", batch.count, " entries"));
+  }
+  if (batch.count == 0 || m == 0 || n == 0) return Status::ok();
+
+  Problem p;
+  p.uk = uk;
+  p.blk = blocking_for(*uk);
+  p.m = m;
+  p.n = n;
+  // alpha == 0: A and B are not read (BLAS convention), only beta * C and the epilogue remain.
+  p.k = alpha == 0.f ? 0 : k;
+  p.alpha = alpha;
+  p.beta = beta;
+  p.lda = a.ld;
+  p.ldb = b.ld;
+  p.ldc = ldc;
+  p.trans_a = a.trans;
+  p.trans_b = b.trans;
+  p.packed_a = p.k > 0 ? a.packed : nullptr;
+  p.packed_b = p.k > 0 ? b.packed : nullptr;
+  p.ep = &ep;
+
+  const int threads = ctx.pool ? ctx.pool->num_threads() : 1;
+  const int64_t count = batch.count;
+  // Batch entries are independent tasks; split each GEMM only when there are too few of them.
+  const Split split = choose_split(p, count >= 2 * threads ? 1 : threads);
+  const int64_t sm = (m + uk->mr - 1) / uk->mr, sn = (n + uk->nr - 1) / uk->nr;
+  const int64_t tiles = split.tm * split.tn;
+
+  std::atomic<bool> failed{false};
+  auto run_task = [&](int64_t task) {
+    const int64_t bi = task / tiles, ti = task % tiles;
+    const int64_t tmi = ti / split.tn, tni = ti % split.tn;
+    const int64_t m0 = std::min(m, sm * tmi / split.tm * uk->mr), m1 = std::min(m, sm * (tmi + 1) / split.tm * uk->mr);
+    const int64_t n0 = std::min(n, sn * tni / split.tn * uk->nr), n1 = std::min(n, sn * (tni + 1) / split.tn * uk->nr);
+    if (m0 >= m1 || n0 >= n1) return;
+    if (!run_block(p, operands_for(a, b, c, ep, batch, bi), m0, m1, n0, n1)) failed.store(true);
+  };
+  const int64_t tasks = count * tiles;
+  if (ctx.pool && threads > 1 && tasks > 1) {
+    ctx.pool->run(tasks, run_task);
+  } else {
+    for (int64_t t = 0; t < tasks; ++t) run_task(t);
+  }
+  if (failed.load()) return Status(core::StatusCode::kOutOfMemory, "sgemm: cannot allocate packing scratch");
+  return Status::ok();
+}
+
+}  // namespace kestrel::kernels::cpu

@@ -1,0 +1,417 @@
+// The SGEMM macro-kernel, MR x NR register-blocked micro-kernel and packers, written once over a
+// vector-ops traits type S (see vec_math_inl.h) and instantiated per ISA by sgemm_kernel_*.cc.
+//
+// Include only from a kernel .cc; the unnamed namespace keeps each ISA's copy private to its
+// translation unit (they are compiled with different -m flags and must never be merged).
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+#include "kernels/cpu/gemm/sgemm_ukernel.h"
+#include "kernels/cpu/gemm/vec_math_inl.h"
+
+#define KESTREL_GEMM_INLINE inline __attribute__((always_inline))
+#define KESTREL_GEMM_PRAGMA(x) _Pragma(#x)
+#define KESTREL_GEMM_UNROLL(n) KESTREL_GEMM_PRAGMA(GCC unroll n)
+
+namespace kestrel::kernels::cpu {
+namespace {
+
+using gemm_detail::MacroTile;
+using gemm_detail::UkernelTable;
+
+template <class T>
+KESTREL_GEMM_INLINE T gemm_min(T a, T b) {
+  return a < b ? a : b;
+}
+
+template <class S, int MR, int NV>
+struct SgemmKernel {
+  using V = typename S::V;
+  static constexpr int W = S::kWidth;
+  static constexpr int NR = NV * W;
+
+  // Where one tile reads and writes, and what it prefetches for the tiles after it.
+  struct TileArgs {
+    const float* a;  // A sliver (k rows MR apart)
+    const float* b;  // B sliver (k rows ldb apart)
+    int64_t ldb;
+    float* c;
+    const float* c_ahead;  // C of the tile two steps along the row, or null
+    bool prefetch_c;       // this tile's C was not prefetched by an earlier tile
+    const float* a_next;   // A sliver of the next tile (== a within a row)
+    const float* b_next;   // B sliver of the next tile (rows ldb_next apart)
+    int64_t ldb_next;
+    const float* p_next;  // one 64-byte column of the next B panel (rows ldb apart), or b_next
+    int m, n;             // valid rows / columns
+    int64_t row0, col0;   // offset in the block, for the epilogue
+  };
+
+  // How a tile's result is combined and stored, fixed per block so the store is straight-line
+  // code. kGeneral: any alpha, beta and epilogue. 0..31: alpha == 1, beta 0 or 1 (kEpiAccum: the
+  // later K blocks add onto C), plus the listed epilogue parts (0 is C = A * B).
+  static constexpr int kGeneral = -1;
+  static constexpr int kModes = 32;
+  enum : int { kEpiRowBias = 1, kEpiColBias = 2, kEpiResidual = 4, kEpiClamp = 8, kEpiAccum = 16 };
+
+  static int block_mode(const MacroTile& t) {
+    if (t.alpha != 1.f || (t.beta != 0.f && t.beta != 1.f)) return kGeneral;
+    int mode = t.beta == 1.f ? kEpiAccum : 0;
+    if (!t.last_k) return mode;
+    // Other activations run as a pass over the tile after the store.
+    if (t.bias_row) mode |= kEpiRowBias;
+    if (t.bias_col) mode |= kEpiColBias;
+    if (t.residual) mode |= kEpiResidual;
+    if (t.activation == GemmActivation::kRelu || t.activation == GemmActivation::kClip) mode |= kEpiClamp;
+    return mode;
+  }
+
+  // acc[R][NV2] = (first R rows of an A sliver) * (first NV2 vectors of a B sliver) over kc, then
+  // the epilogue and a (masked) store of the valid m x n corner. R < MR and NV2 < NV are the edge
+  // variants, so a partial tile costs only the rows and vectors it has.
+  template <int R, int NV2, int kMode>
+  static __attribute__((noinline)) void tile(const MacroTile& t, const TileArgs& g) {
+    const float* a = g.a;
+    const float* b = g.b;
+    const int64_t ldb = g.ldb;
+    float* c = g.c;
+    const int m = g.m, n = g.n;
+    // Small edge tiles have too few accumulators to hide the FMA latency: they keep kSets
+    // independent copies over interleaved k and add them up at the end.
+    constexpr int kChains = R * NV2;
+    constexpr int kSets = kChains >= 8 ? 1 : kChains >= 4 ? 2 : 4;
+    V acc[kSets][R][NV2];
+    KESTREL_GEMM_UNROLL(4)
+    for (int s = 0; s < kSets; ++s) {
+      KESTREL_GEMM_UNROLL(32)
+      for (int i = 0; i < R; ++i) {
+        KESTREL_GEMM_UNROLL(8)
+        for (int v = 0; v < NV2; ++v) acc[s][i][v] = S::zero();
+      }
+    }
+    // The C tile is read (beta) or written only after the k loop; fetch the tile two steps ahead
+    // along the row (short k loops finish before memory answers), and this one when no earlier
+    // tile did.
+    KESTREL_GEMM_UNROLL(32)
+    for (int i = 0; i < R; ++i) {
+      if (i < m) {
+        if (g.prefetch_c) {
+          KESTREL_GEMM_UNROLL(8)
+          for (int v = 0; v < NV2 * W; v += 16) __builtin_prefetch(c + i * t.ldc + v, 1, 3);
+        }
+        if (g.c_ahead) {
+          KESTREL_GEMM_UNROLL(8)
+          for (int v = 0; v < NR; v += 16) __builtin_prefetch(g.c_ahead + i * t.ldc + v, 1, 3);
+        }
+      }
+    }
+    // a_next: the A sliver the next tile starts on (itself when it is this one, then the prefetch
+    // finds it in L1); one line per k step keeps ahead of the MR floats consumed per step.
+    // b_next likewise, for B read in place (strided rows the hardware prefetcher follows badly).
+    // p_next spreads the fetch of the next B panel (read in place, from memory) over the tiles of
+    // this one instead of leaving it all to the first sweep.
+    const float* a_next = g.a_next;
+    const float* b_next = g.b_next;
+    const float* p_next = g.p_next;
+    int64_t k = 0;
+    if (t.b_direct) {
+      for (; k + kSets <= t.kc; k += kSets) {
+        KESTREL_GEMM_UNROLL(4)
+        for (int s = 0; s < kSets; ++s) {
+          __builtin_prefetch(a_next + (k + s) * MR, 0, 3);
+          KESTREL_GEMM_UNROLL(8)
+          for (int v = 0; v < NR; v += 16) __builtin_prefetch(b_next + v, 0, 3);
+          b_next += g.ldb_next;
+          __builtin_prefetch(p_next, 0, 2);
+          p_next += g.ldb_next;
+          fma_step<R, NV2>(acc[s], a, b);
+          a += MR;
+          b += ldb;
+        }
+      }
+    } else {
+      // A packed B panel streams well by itself.
+      for (; k + kSets <= t.kc; k += kSets) {
+        KESTREL_GEMM_UNROLL(4)
+        for (int s = 0; s < kSets; ++s) {
+          __builtin_prefetch(a_next + (k + s) * MR, 0, 3);
+          fma_step<R, NV2>(acc[s], a, b);
+          a += MR;
+          b += ldb;
+        }
+      }
+    }
+    for (; k < t.kc; ++k) {
+      fma_step<R, NV2>(acc[0], a, b);
+      a += MR;
+      b += ldb;
+    }
+    KESTREL_GEMM_UNROLL(4)
+    for (int s = 1; s < kSets; ++s) {
+      KESTREL_GEMM_UNROLL(32)
+      for (int i = 0; i < R; ++i) {
+        KESTREL_GEMM_UNROLL(8)
+        for (int v = 0; v < NV2; ++v) acc[0][i][v] = S::add(acc[0][i][v], acc[s][i][v]);
+      }
+    }
+    if constexpr (kMode == kGeneral) {
+      store_general<R, NV2>(t, acc[0], c, m, n, g.row0, g.col0);
+    } else if (m == R && n == NV2 * W) {
+      store_fast<R, NV2, kMode, true>(t, acc[0], c, m, n, g.row0, g.col0);
+    } else {
+      store_fast<R, NV2, kMode, false>(t, acc[0], c, m, n, g.row0, g.col0);
+    }
+  }
+
+  // acc += (R rows of one A step) x (NV2 vectors of one B row).
+  template <int R, int NV2>
+  static KESTREL_GEMM_INLINE void fma_step(V (&acc)[R][NV2], const float* a, const float* b) {
+    V bv[NV2];
+    KESTREL_GEMM_UNROLL(8)
+    for (int v = 0; v < NV2; ++v) bv[v] = S::load(b + v * W);
+    KESTREL_GEMM_UNROLL(32)
+    for (int i = 0; i < R; ++i) {
+      V av = S::set1(a[i]);
+      KESTREL_GEMM_UNROLL(8)
+      for (int v = 0; v < NV2; ++v) acc[i][v] = S::fmadd(av, bv[v], acc[i][v]);
+    }
+  }
+
+  template <int NV2, int kMode, int... Rs>
+  static KESTREL_GEMM_INLINE void edge_tile(std::integer_sequence<int, Rs...>, const MacroTile& t, const TileArgs& g) {
+    (void)((g.m == Rs + 1 ? (tile<Rs + 1, NV2, kMode>(t, g), true) : false) || ...);
+  }
+
+  template <int... Vs>
+  static KESTREL_GEMM_INLINE void edge_nv(std::integer_sequence<int, Vs...>, bool plain, const MacroTile& t,
+                                          const TileArgs& g) {
+    const int nv = (g.n + W - 1) / W;
+    (void)((nv == Vs + 1 ? (plain ? edge_tile<Vs + 1, 0>(std::make_integer_sequence<int, MR>(), t, g)
+                                  : edge_tile<Vs + 1, kGeneral>(std::make_integer_sequence<int, MR>(), t, g),
+                            true)
+                         : false) ||
+           ...);
+  }
+
+  template <int... Ms>
+  static KESTREL_GEMM_INLINE void full_tile(std::integer_sequence<int, Ms...>, int mode, const MacroTile& t,
+                                            const TileArgs& g) {
+    // Bias is per row or per column, never both: those modes are not instantiated.
+    (void)((mode == Ms && (Ms & 3) != 3 ? (tile<MR, NV, ((Ms & 3) == 3 ? 0 : Ms)>(t, g), true) : false) || ...);
+  }
+
+  // alpha == 1, beta == 0: acc (+ bias) (+ residual) (clamped), stored. kFull: m == R, n == NV2 * W.
+  template <int R, int NV2, int kMode, bool kFull>
+  static KESTREL_GEMM_INLINE void store_fast(const MacroTile& t, V (&acc)[R][NV2], float* c, int m, int n, int64_t row0,
+                                             int64_t col0) {
+    constexpr bool kRowBias = kMode & kEpiRowBias, kColBias = kMode & kEpiColBias;
+    constexpr bool kRes = kMode & kEpiResidual, kClamp = kMode & kEpiClamp, kAccum = kMode & kEpiAccum;
+    V bcol[NV2];
+    if constexpr (kColBias) {
+      KESTREL_GEMM_UNROLL(8)
+      for (int v = 0; v < NV2; ++v)
+        bcol[v] = kFull ? S::load(t.bias_col + col0 + v * W) : S::load_n(t.bias_col + col0 + v * W, n - v * W);
+    }
+    V lo = S::zero(), hi = S::zero();
+    if constexpr (kClamp) {
+      lo = t.activation == GemmActivation::kClip ? S::set1(t.act_alpha) : S::zero();
+      hi = t.activation == GemmActivation::kClip ? S::set1(t.act_beta) : S::set1(3.0e38f);
+    }
+    const float* res = kRes ? t.residual + row0 * t.ldr + col0 : nullptr;
+    KESTREL_GEMM_UNROLL(32)
+    for (int i = 0; i < R; ++i) {
+      if (!kFull && i >= m) break;
+      float* crow = c + i * t.ldc;
+      V brow = S::zero();
+      if constexpr (kRowBias) brow = S::set1(t.bias_row[row0 + i]);
+      KESTREL_GEMM_UNROLL(8)
+      for (int v = 0; v < NV2; ++v) {
+        const int nv = n - v * W;
+        V x = acc[i][v];
+        if constexpr (kAccum) x = S::add(x, kFull ? S::load(crow + v * W) : S::load_n(crow + v * W, nv));
+        if constexpr (kRowBias) x = S::add(x, brow);
+        if constexpr (kColBias) x = S::add(x, bcol[v]);
+        if constexpr (kRes)
+          x = S::add(x, kFull ? S::load(res + i * t.ldr + v * W) : S::load_n(res + i * t.ldr + v * W, nv));
+        if constexpr (kClamp) x = S::min(S::max(x, lo), hi);
+        if (kFull) {
+          S::store(crow + v * W, x);
+        } else {
+          S::store_n(crow + v * W, x, nv);
+        }
+      }
+    }
+  }
+
+  template <int R, int NV2>
+  static KESTREL_GEMM_INLINE void store_general(const MacroTile& t, V (&acc)[R][NV2], float* c, int m, int n,
+                                                int64_t row0, int64_t col0) {
+    const V alpha = S::set1(t.alpha), beta = S::set1(t.beta);
+    const bool use_alpha = t.alpha != 1.f;
+    const bool use_beta = t.beta != 0.f;
+    const bool epi = t.last_k;
+    const float* bias_col = epi ? t.bias_col : nullptr;
+    const float* bias_row = epi ? t.bias_row : nullptr;
+    const float* res = epi && t.residual ? t.residual + row0 * t.ldr + col0 : nullptr;
+    const bool clamp = epi && t.activation != GemmActivation::kNone && gemm_detail::activation_is_clamp(t.activation);
+    const V lo = t.activation == GemmActivation::kClip ? S::set1(t.act_alpha) : S::zero();
+    const V hi = t.activation == GemmActivation::kClip ? S::set1(t.act_beta) : S::set1(3.0e38f);
+    V bcol[NV2];
+    KESTREL_GEMM_UNROLL(8)
+    for (int v = 0; v < NV2; ++v) bcol[v] = bias_col ? S::load_n(bias_col + col0 + v * W, n - v * W) : S::zero();
+    KESTREL_GEMM_UNROLL(32)
+    for (int i = 0; i < R; ++i) {
+      if (i >= m) break;
+      float* crow = c + i * t.ldc;
+      V brow = bias_row ? S::set1(bias_row[row0 + i]) : S::zero();
+      KESTREL_GEMM_UNROLL(8)
+      for (int v = 0; v < NV2; ++v) {
+        const int nv = n - v * W;
+        if (nv <= 0) break;
+        V x = use_alpha ? S::mul(acc[i][v], alpha) : acc[i][v];
+        if (use_beta) x = S::fmadd(S::load_n(crow + v * W, nv), beta, x);
+        if (bias_col) x = S::add(x, bcol[v]);
+        if (bias_row) x = S::add(x, brow);
+        if (res) x = S::add(x, S::load_n(res + i * t.ldr + v * W, nv));
+        if (clamp) x = S::min(S::max(x, lo), hi);
+        S::store_n(crow + v * W, x, nv);
+      }
+    }
+  }
+
+  static KESTREL_GEMM_INLINE void run_tile(const MacroTile& t, int mode, const float* b_edge, int64_t ir, int64_t jr,
+                                           int64_t tile_index) {
+    TileArgs g;
+    g.m = static_cast<int>(gemm_min<int64_t>(MR, t.mc - ir));
+    g.n = static_cast<int>(gemm_min<int64_t>(NR, t.nc - jr));
+    g.row0 = ir;
+    g.col0 = jr;
+    auto b_sliver = [&](int64_t j, const float** p, int64_t* ld) {
+      if (b_edge && t.nc - j < NR) {
+        *p = b_edge;
+        *ld = NR;
+      } else {
+        *p = t.b + (j / NR) * t.b_sliver_stride;
+        *ld = t.b_row_stride;
+      }
+    };
+    g.a = t.a + (ir / MR) * t.a_sliver_stride;
+    b_sliver(jr, &g.b, &g.ldb);
+    g.c = t.c + ir * t.ldc + jr;
+    g.c_ahead = jr + 3 * NR <= t.nc ? g.c + 2 * NR : nullptr;
+    g.prefetch_c = jr < 2 * NR;
+    // At the end of a row of tiles the next tile starts the next A sliver, back at B sliver 0.
+    const bool row_end = jr + NR >= t.nc;
+    g.a_next = row_end && ir + MR < t.mc ? g.a + t.a_sliver_stride : g.a;
+    if (t.b_direct) {
+      b_sliver(row_end ? 0 : jr + NR, &g.b_next, &g.ldb_next);
+    } else {
+      g.b_next = g.b;  // not used: a packed panel is not prefetched
+      g.ldb_next = g.ldb;
+    }
+    g.p_next = g.b_next;
+    if (t.b_next_panel && tile_index * 16 < t.b_next_panel_cols && g.ldb_next == t.b_row_stride)
+      g.p_next = t.b_next_panel + tile_index * 16;
+    // Edge tiles only get the plain and general stores (fewer instantiations), and only as many
+    // vectors as they have columns.
+    if (g.m == MR && g.n > NR - W) {
+      full_tile(std::make_integer_sequence<int, kModes>(), mode, t, g);
+      if (mode < 0) tile<MR, NV, kGeneral>(t, g);
+    } else {
+      edge_nv(std::make_integer_sequence<int, NV>(), mode == 0, t, g);
+    }
+    if (t.last_k && !gemm_detail::activation_is_clamp(t.activation))
+      activate_rows<S>(g.c, t.ldc, g.m, g.n, t.activation, t.act_alpha, t.act_beta);
+  }
+
+  static void macro(const MacroTile& t) {
+    // B read in place cannot be loaded past column nc: copy its last, partial sliver (zero padded).
+    const float* b_edge = nullptr;
+    if (t.b_direct && t.nc % NR != 0) {
+      const int64_t j0 = t.nc / NR * NR;
+      copy_rows<NR>(t.b + j0, t.b_row_stride, static_cast<int>(t.nc - j0), t.kc, t.b_edge_buf);
+      b_edge = t.b_edge_buf;
+    }
+    // A sliver outer, B slivers inner: the A sliver stays in L1, the B panel streams from L2, and
+    // C is written along its rows (walking C down its columns thrashes L1 sets and the TLB).
+    const int mode = block_mode(t);
+    int64_t tile_index = 0;
+    for (int64_t ir = 0; ir < t.mc; ir += MR)
+      for (int64_t jr = 0; jr < t.nc; jr += NR) run_tile(t, mode, b_edge, ir, jr, tile_index++);
+  }
+
+  // Copies kc rows of r valid floats (row k at src + k * ld) into rows of R floats, zero padded.
+  template <int R>
+  static KESTREL_GEMM_INLINE void copy_rows(const float* src, int64_t ld, int r, int64_t kc, float* dst) {
+    for (int64_t k = 0; k < kc; ++k) {
+      const float* s = src + k * ld;
+      float* d = dst + k * R;
+      if (r == R) {
+        KESTREL_GEMM_UNROLL(8)
+        for (int i = 0; i < R; i += W) S::store_n(d + i, S::load_n(s + i, R - i), R - i);
+      } else {
+        KESTREL_GEMM_UNROLL(8)
+        for (int i = 0; i < R; i += W) S::store_n(d + i, S::load_n(s + i, r - i), R - i);
+      }
+    }
+  }
+
+  // Interleaves r source rows (row i at src + i * ld, contiguous over kc) into dst[k * R + i],
+  // zero for i >= r: the transposing half of packing.
+  template <int R>
+  static KESTREL_GEMM_INLINE void transpose_rows(const float* src, int64_t ld, int r, int64_t kc, float* dst) {
+    if constexpr (S::kHasTranspose) {
+      S::transpose_pack(src, ld, r, kc, dst, R);
+    } else {
+      for (int i = 0; i < r; ++i) {
+        const float* s = src + i * ld;
+        for (int64_t k = 0; k < kc; ++k) dst[k * R + i] = s[k];
+      }
+      for (int i = r; i < R; ++i)
+        for (int64_t k = 0; k < kc; ++k) dst[k * R + i] = 0.f;
+    }
+  }
+
+  // op(A) rows -> MR-row slivers.
+  static void pack_a(const float* a, int64_t lda, bool trans, int64_t mc, int64_t kc, float* dst,
+                     int64_t sliver_stride) {
+    for (int64_t i0 = 0; i0 < mc; i0 += MR) {
+      const int mb = static_cast<int>(gemm_min<int64_t>(MR, mc - i0));
+      float* d = dst + (i0 / MR) * sliver_stride;
+      if (trans) {
+        // op(A)[i, k] = a[k * lda + i]: each k row of the sliver is contiguous in the source.
+        copy_rows<MR>(a + i0, lda, mb, kc, d);
+      } else {
+        transpose_rows<MR>(a + i0 * lda, lda, mb, kc, d);
+      }
+    }
+  }
+
+  // op(B) columns -> NR-column slivers.
+  static void pack_b(const float* b, int64_t ldb, bool trans, int64_t kc, int64_t nc, float* dst,
+                     int64_t sliver_stride) {
+    for (int64_t j0 = 0; j0 < nc; j0 += NR) {
+      const int nb = static_cast<int>(gemm_min<int64_t>(NR, nc - j0));
+      float* d = dst + (j0 / NR) * sliver_stride;
+      if (!trans) {
+        copy_rows<NR>(b + j0, ldb, nb, kc, d);
+      } else {
+        // op(B)[k, j] = b[j * ldb + k].
+        transpose_rows<NR>(b + j0 * ldb, ldb, nb, kc, d);
+      }
+    }
+  }
+
+  static void activate(float* c, int64_t ldc, int64_t m, int64_t n, GemmActivation act, float alpha, float beta) {
+    activate_rows<S>(c, ldc, m, n, act, alpha, beta);
+  }
+
+  static const UkernelTable* table(core::Isa isa) {
+    static const UkernelTable t{isa, MR, NR, &macro, &pack_a, &pack_b, &activate};
+    return &t;
+  }
+};
+
+}  // namespace
+}  // namespace kestrel::kernels::cpu

@@ -1,0 +1,534 @@
+// SGEMM against a naive double-precision triple loop: every ISA path on this CPU, random shapes
+// (1, primes, non-multiples of the register block, across cache blocks), transposes, strides,
+// alpha/beta, every epilogue, pre-packed operands, batches, and a 2-thread pool.
+#include "kernels/cpu/gemm/sgemm.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "core/thread_pool.h"
+
+namespace kestrel::kernels::cpu {
+namespace {
+
+using core::Isa;
+
+constexpr float kSentinel = -12345.f;
+
+double activate_ref(GemmActivation act, double x, double a, double b) {
+  switch (act) {
+    case GemmActivation::kNone:
+      return x;
+    case GemmActivation::kRelu:
+      return x > 0 ? x : 0;
+    case GemmActivation::kClip:
+      return std::min(std::max(x, a), b);
+    case GemmActivation::kLeakyRelu:
+      return x >= 0 ? x : a * x;
+    case GemmActivation::kSigmoid:
+      return 1 / (1 + std::exp(-x));
+    case GemmActivation::kHardSigmoid:
+      return std::max(0.0, std::min(1.0, a * x + b));
+    case GemmActivation::kHardSwish:
+      return x * std::max(0.0, std::min(1.0, x / 6 + 0.5));
+    case GemmActivation::kSilu:
+      return x / (1 + std::exp(-x));
+    case GemmActivation::kGelu:
+      return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+    case GemmActivation::kTanh:
+      return std::tanh(x);
+  }
+  return x;
+}
+
+const char* activation_name(GemmActivation a) {
+  switch (a) {
+    case GemmActivation::kNone:
+      return "none";
+    case GemmActivation::kRelu:
+      return "relu";
+    case GemmActivation::kClip:
+      return "clip";
+    case GemmActivation::kLeakyRelu:
+      return "leaky_relu";
+    case GemmActivation::kSigmoid:
+      return "sigmoid";
+    case GemmActivation::kHardSigmoid:
+      return "hard_sigmoid";
+    case GemmActivation::kHardSwish:
+      return "hard_swish";
+    case GemmActivation::kSilu:
+      return "silu";
+    case GemmActivation::kGelu:
+      return "gelu";
+    case GemmActivation::kTanh:
+      return "tanh";
+  }
+  return "?";
+}
+
+// One test case: shapes, layout and epilogue. Matrices are generated from the seed.
+struct Case {
+  int64_t m = 1, n = 1, k = 1;
+  bool ta = false, tb = false;
+  int64_t pad_a = 0, pad_b = 0, pad_c = 0, pad_r = 0;  // extra elements per row (ld > row length)
+  float alpha = 1.f, beta = 0.f;
+  GemmBias bias = GemmBias::kNone;
+  bool residual = false;
+  GemmActivation act = GemmActivation::kNone;
+  float act_alpha = 0.f, act_beta = 0.f;
+  bool pack_a = false, pack_b = false;
+  int64_t batch = 1;
+  bool batch_ptrs = false;
+  bool broadcast_b = false;  // batch stride 0 for B
+  std::string describe() const {
+    std::string s = "m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k);
+    s += std::string(" ta=") + (ta ? "1" : "0") + " tb=" + (tb ? "1" : "0");
+    s += " pads=" + std::to_string(pad_a) + "," + std::to_string(pad_b) + "," + std::to_string(pad_c);
+    s += " alpha=" + std::to_string(alpha) + " beta=" + std::to_string(beta);
+    s += " bias=" + std::to_string(static_cast<int>(bias)) + " residual=" + (residual ? "1" : "0");
+    s += std::string(" act=") + activation_name(act) + " packA=" + (pack_a ? "1" : "0") +
+         " packB=" + (pack_b ? "1" : "0");
+    s += " batch=" + std::to_string(batch) + (batch_ptrs ? " ptrs" : "") + (broadcast_b ? " bcastB" : "");
+    return s;
+  }
+};
+
+std::vector<float> random_vector(size_t n, std::mt19937& rng, float lo = -1.f, float hi = 1.f) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// Runs the case on `isa` (with `pool` if given) and compares with the double reference.
+void check_case(const Case& cs, Isa isa, core::ThreadPool* pool, uint32_t seed) {
+  SCOPED_TRACE(cs.describe() + " isa=" + core::isa_name(isa) +
+               " threads=" + std::to_string(pool ? pool->num_threads() : 1));
+  std::mt19937 rng(seed);
+  const int64_t m = cs.m, n = cs.n, k = cs.k, nb = cs.batch;
+  const int64_t a_rows = cs.ta ? k : m, a_cols = cs.ta ? m : k;
+  const int64_t b_rows = cs.tb ? n : k, b_cols = cs.tb ? k : n;
+  const int64_t lda = a_cols + cs.pad_a, ldb = b_cols + cs.pad_b, ldc = n + cs.pad_c, ldr = n + cs.pad_r;
+  const int64_t a_size = std::max<int64_t>(a_rows * lda, 1), b_size = std::max<int64_t>(b_rows * ldb, 1);
+  const int64_t c_size = std::max<int64_t>(m * ldc, 1), r_size = std::max<int64_t>(m * ldr, 1);
+  const int64_t b_count = cs.broadcast_b ? 1 : nb;
+  std::vector<float> a = random_vector(static_cast<size_t>(a_size * nb), rng);
+  std::vector<float> b = random_vector(static_cast<size_t>(b_size * b_count), rng);
+  std::vector<float> bias = random_vector(static_cast<size_t>(std::max(m, n)), rng);
+  std::vector<float> res = random_vector(static_cast<size_t>(r_size * nb), rng);
+  std::vector<float> c0 = random_vector(static_cast<size_t>(c_size * nb), rng);
+  // beta == 0 must not read C: poison it. Padding columns must never be written.
+  std::vector<float> c = c0;
+  for (int64_t bi = 0; bi < nb; ++bi)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < ldc; ++j) {
+        float& x = c[static_cast<size_t>(bi * c_size + i * ldc + j)];
+        if (j >= n)
+          x = kSentinel;
+        else if (cs.beta == 0.f)
+          x = std::numeric_limits<float>::quiet_NaN();
+      }
+
+  GemmEpilogue ep;
+  ep.bias_kind = cs.bias;
+  ep.bias = cs.bias == GemmBias::kNone ? nullptr : bias.data();
+  ep.residual = cs.residual ? res.data() : nullptr;
+  ep.ldr = ldr;
+  ep.activation = cs.act;
+  ep.act_alpha = cs.act_alpha;
+  ep.act_beta = cs.act_beta;
+
+  PackedA pa;
+  PackedB pb;
+  if (cs.pack_a) {
+    auto r = pack_a(m, k, a.data(), lda, cs.ta, isa);
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    pa = std::move(r).value();
+  }
+  if (cs.pack_b) {
+    auto r = pack_b(k, n, b.data(), ldb, cs.tb, isa);
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    pb = std::move(r).value();
+  }
+  SgemmA a_in = cs.pack_a ? SgemmA(pa) : SgemmA(a.data(), lda, cs.ta);
+  SgemmB b_in = cs.pack_b ? SgemmB(pb) : SgemmB(b.data(), ldb, cs.tb);
+  SgemmContext ctx;
+  ctx.pool = pool;
+  ctx.isa = isa;
+
+  Status st;
+  std::vector<const float*> a_ptrs, b_ptrs, r_ptrs;
+  std::vector<float*> c_ptrs;
+  if (nb == 1 && !cs.batch_ptrs) {
+    st = sgemm(m, n, k, cs.alpha, a_in, b_in, cs.beta, c.data(), ldc, ep, ctx);
+  } else {
+    SgemmBatch batch;
+    batch.count = nb;
+    if (cs.batch_ptrs) {
+      // Reverse order so a pointer array that is ignored cannot pass by accident.
+      for (int64_t bi = nb - 1; bi >= 0; --bi) {
+        a_ptrs.push_back(a.data() + bi * a_size);
+        b_ptrs.push_back(b.data() + (cs.broadcast_b ? 0 : bi) * b_size);
+        c_ptrs.push_back(c.data() + bi * c_size);
+        r_ptrs.push_back(res.data() + bi * r_size);
+      }
+      batch.a_ptrs = cs.pack_a ? nullptr : a_ptrs.data();
+      batch.b_ptrs = cs.pack_b ? nullptr : b_ptrs.data();
+      batch.c_ptrs = c_ptrs.data();
+      batch.residual_ptrs = cs.residual ? r_ptrs.data() : nullptr;
+    } else {
+      batch.stride_a = a_size;
+      batch.stride_b = cs.broadcast_b ? 0 : b_size;
+      batch.stride_c = c_size;
+      batch.stride_residual = r_size;
+    }
+    st = sgemm_batched(m, n, k, cs.alpha, a_in, b_in, cs.beta, c.data(), ldc, batch, ep, ctx);
+  }
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+
+  int reported = 0;
+  for (int64_t bi = 0; bi < nb; ++bi) {
+    // With pointer arrays, entry i of the call is batch nb-1-i of the data.
+    const int64_t src = cs.batch_ptrs ? nb - 1 - bi : bi;
+    const float* A = a.data() + src * a_size;
+    const float* B = b.data() + (cs.broadcast_b ? 0 : src) * b_size;
+    const float* R = res.data() + src * r_size;
+    const float* C0 = c0.data() + src * c_size;
+    const float* C = c.data() + src * c_size;
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < ldc; ++j) {
+        const float got = C[i * ldc + j];
+        if (j >= n) {
+          if (got != kSentinel && reported++ < 5)
+            ADD_FAILURE() << "wrote padding at batch " << bi << " (" << i << "," << j << ")";
+          continue;
+        }
+        double sum = 0, mag = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          double av = cs.ta ? A[p * lda + i] : A[i * lda + p];
+          double bv = cs.tb ? B[j * ldb + p] : B[p * ldb + j];
+          sum += av * bv;
+          mag += std::fabs(av * bv);
+        }
+        double x = cs.alpha * sum;
+        mag *= std::fabs(cs.alpha);
+        if (cs.beta != 0.f) {
+          x += static_cast<double>(cs.beta) * C0[i * ldc + j];
+          mag += std::fabs(cs.beta * C0[i * ldc + j]);
+        }
+        if (cs.bias == GemmBias::kPerColumn)
+          x += bias[static_cast<size_t>(j)], mag += std::fabs(bias[static_cast<size_t>(j)]);
+        if (cs.bias == GemmBias::kPerRow)
+          x += bias[static_cast<size_t>(i)], mag += std::fabs(bias[static_cast<size_t>(i)]);
+        if (cs.residual) x += R[i * ldr + j], mag += std::fabs(R[i * ldr + j]);
+        const double want = activate_ref(cs.act, x, cs.act_alpha, cs.act_beta);
+        // Float accumulation error scales with sum |a b|; activations are at most ~1.5-Lipschitz and
+        // their polynomial approximations add ~1e-6 absolute.
+        const double tol = 2e-6 * std::sqrt(static_cast<double>(k) + 1) * mag * 1.5 + 2e-6 * std::fabs(want) + 2e-6;
+        if (!(std::fabs(got - want) <= tol) && reported++ < 5)
+          ADD_FAILURE() << "batch " << bi << " C(" << i << "," << j << ") = " << got << ", want " << want << " (tol "
+                        << tol << ")";
+      }
+    }
+  }
+}
+
+class SgemmIsaTest : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (GetParam() > core::detected_isa()) GTEST_SKIP() << core::isa_name(GetParam()) << " not available on this CPU";
+  }
+};
+
+TEST_P(SgemmIsaTest, RandomShapesAndLayouts) {
+  std::mt19937 rng(1234 + static_cast<int>(GetParam()));
+  const int64_t sizes[] = {1, 2, 3, 5, 7, 8, 13, 15, 16, 17, 29, 31, 32, 33, 47, 48, 61, 64, 97};
+  auto pick = [&] { return sizes[rng() % std::size(sizes)]; };
+  for (int iter = 0; iter < 60; ++iter) {
+    Case cs;
+    cs.m = pick();
+    cs.n = pick();
+    cs.k = pick();
+    cs.ta = rng() & 1;
+    cs.tb = rng() & 1;
+    cs.pad_a = (rng() & 1) ? static_cast<int64_t>(rng() % 9) : 0;
+    cs.pad_b = (rng() & 1) ? static_cast<int64_t>(rng() % 9) : 0;
+    cs.pad_c = (rng() & 1) ? static_cast<int64_t>(rng() % 9) : 0;
+    const float alphas[] = {1.f, 0.5f, -2.f};
+    const float betas[] = {0.f, 1.f, -0.5f};
+    cs.alpha = alphas[rng() % 3];
+    cs.beta = betas[rng() % 3];
+    check_case(cs, GetParam(), nullptr, 7 + static_cast<uint32_t>(iter));
+  }
+}
+
+TEST_P(SgemmIsaTest, EdgeTilesAroundTheRegisterBlock) {
+  auto shape = sgemm_tile_shape(GetParam());
+  ASSERT_TRUE(shape.is_ok());
+  const int64_t mr = shape->mr, nr = shape->nr;
+  uint32_t seed = 100;
+  for (int64_t m : {mr - 1, mr, mr + 1, 2 * mr + 3})
+    for (int64_t n : {nr - 1, nr, nr + 1, 2 * nr + 5}) {
+      if (m <= 0 || n <= 0) continue;
+      Case cs;
+      cs.m = m;
+      cs.n = n;
+      cs.k = 9;
+      cs.beta = 0.5f;
+      cs.pad_c = 3;
+      check_case(cs, GetParam(), nullptr, seed++);
+      cs.bias = GemmBias::kPerColumn;
+      cs.residual = true;
+      cs.act = GemmActivation::kGelu;
+      check_case(cs, GetParam(), nullptr, seed++);
+    }
+}
+
+TEST_P(SgemmIsaTest, LargeShapesCrossCacheBlocks) {
+  // Deep K crosses KC (with beta and the epilogue only on the right block), tall M crosses MC,
+  // wide N crosses NC.
+  const Case cases[] = {
+      {.m = 300, .n = 257, .k = 1100, .beta = 0.75f},
+      {.m = 100,
+       .n = 70,
+       .k = 1500,
+       .bias = GemmBias::kPerColumn,
+       .residual = true,
+       .act = GemmActivation::kClip,
+       .act_alpha = -0.5f,
+       .act_beta = 2.f},
+      {.m = 1100,
+       .n = 45,
+       .k = 70,
+       .tb = true,
+       .bias = GemmBias::kPerRow,
+       .residual = true,
+       .act = GemmActivation::kRelu},
+      {.m = 3, .n = 9000, .k = 20, .ta = true, .bias = GemmBias::kPerColumn},
+      {.m = 130, .n = 140, .k = 600, .ta = true, .tb = true, .alpha = -1.5f, .beta = 1.f, .act = GemmActivation::kSilu},
+  };
+  uint32_t seed = 50;
+  for (const Case& cs : cases) check_case(cs, GetParam(), nullptr, seed++);
+}
+
+TEST_P(SgemmIsaTest, BPackedWhenItsStrideAliases) {
+  // ldb = 128 or 1024 floats: B is packed on the fly instead of read in place.
+  uint32_t seed = 150;
+  for (int64_t ldb : {128, 1024})
+    for (bool ta : {false, true}) {
+      Case cs;
+      cs.m = 37;
+      cs.n = 100;
+      cs.k = 45;
+      cs.ta = ta;
+      cs.pad_b = ldb - cs.n;
+      cs.beta = 0.5f;
+      cs.bias = GemmBias::kPerRow;
+      check_case(cs, GetParam(), nullptr, seed++);
+    }
+}
+
+TEST_P(SgemmIsaTest, EveryEpilogue) {
+  struct Act {
+    GemmActivation act;
+    float a, b;
+  };
+  const Act acts[] = {{GemmActivation::kNone, 0, 0},
+                      {GemmActivation::kRelu, 0, 0},
+                      {GemmActivation::kClip, 0, 6},
+                      {GemmActivation::kClip, -0.5f, 0.25f},
+                      {GemmActivation::kLeakyRelu, 0.1f, 0},
+                      {GemmActivation::kSigmoid, 0, 0},
+                      {GemmActivation::kHardSigmoid, 0.2f, 0.5f},
+                      {GemmActivation::kHardSwish, 0, 0},
+                      {GemmActivation::kSilu, 0, 0},
+                      {GemmActivation::kGelu, 0, 0},
+                      {GemmActivation::kTanh, 0, 0}};
+  uint32_t seed = 200;
+  // alpha == 1 with beta == 0 takes the kernels' straight-line store paths; anything else the
+  // general one. alpha = 3 also pushes values into the saturating ranges of sigmoid/tanh.
+  for (const Act& act : acts)
+    for (GemmBias bias : {GemmBias::kNone, GemmBias::kPerColumn, GemmBias::kPerRow})
+      for (bool residual : {false, true})
+        for (int ab = 0; ab < 3; ++ab) {
+          Case cs;
+          cs.m = 23;
+          cs.n = 37;
+          cs.k = 19;
+          cs.alpha = ab == 0 ? 1.f : 3.f;
+          cs.beta = ab == 2 ? 0.5f : 0.f;
+          cs.bias = bias;
+          cs.residual = residual;
+          cs.pad_r = 4;
+          cs.act = act.act;
+          cs.act_alpha = act.a;
+          cs.act_beta = act.b;
+          check_case(cs, GetParam(), nullptr, seed++);
+        }
+}
+
+TEST_P(SgemmIsaTest, PrePackedOperands) {
+  uint32_t seed = 300;
+  for (bool pa : {false, true})
+    for (bool pb : {false, true})
+      for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+          if (!pa && !pb) continue;
+          Case cs;
+          cs.m = 37;
+          cs.n = 53;
+          cs.k = 41;
+          cs.ta = ta;
+          cs.tb = tb;
+          cs.pad_a = 2;
+          cs.pad_b = 5;
+          cs.pack_a = pa;
+          cs.pack_b = pb;
+          cs.bias = GemmBias::kPerRow;
+          cs.act = GemmActivation::kClip;
+          cs.act_beta = 6.f;
+          check_case(cs, GetParam(), nullptr, seed++);
+          // Deep enough to split K into several blocks inside the pre-packed slivers.
+          cs.k = 700;
+          cs.beta = 1.f;
+          check_case(cs, GetParam(), nullptr, seed++);
+        }
+}
+
+TEST_P(SgemmIsaTest, Batched) {
+  uint32_t seed = 400;
+  for (bool ptrs : {false, true})
+    for (bool bcast : {false, true})
+      for (bool packed_b : {false, true}) {
+        if (packed_b && !bcast) continue;  // a packed B is one matrix shared by the batch
+        Case cs;
+        cs.m = 19;
+        cs.n = 35;
+        cs.k = 27;
+        cs.batch = 5;
+        cs.batch_ptrs = ptrs;
+        cs.broadcast_b = bcast;
+        cs.pack_b = packed_b;
+        cs.beta = 0.5f;
+        cs.residual = true;
+        cs.bias = GemmBias::kPerColumn;
+        check_case(cs, GetParam(), nullptr, seed++);
+      }
+}
+
+TEST_P(SgemmIsaTest, TwoThreadPool) {
+  core::ThreadPool pool(2);
+  uint32_t seed = 500;
+  const Case cases[] = {
+      {.m = 256, .n = 300, .k = 200, .beta = 0.5f, .bias = GemmBias::kPerColumn, .act = GemmActivation::kTanh},
+      {.m = 1000, .n = 49, .k = 320, .bias = GemmBias::kPerRow, .residual = true, .act = GemmActivation::kRelu},
+      {.m = 24, .n = 3136, .k = 144, .ta = true, .tb = true},
+      {.m = 64, .n = 64, .k = 64, .pack_a = true, .pack_b = true},
+      {.m = 77, .n = 91, .k = 130, .batch = 3},
+      {.m = 200, .n = 120, .k = 90, .batch = 7, .batch_ptrs = true},
+      {.m = 500, .n = 33, .k = 300, .pack_a = true},
+  };
+  for (const Case& cs : cases) check_case(cs, GetParam(), &pool, seed++);
+}
+
+TEST_P(SgemmIsaTest, DegenerateSizes) {
+  uint32_t seed = 600;
+  // K = 0: C = beta * C + epilogue.
+  for (float beta : {0.f, 0.5f}) {
+    Case cs;
+    cs.m = 17;
+    cs.n = 33;
+    cs.k = 0;
+    cs.beta = beta;
+    cs.bias = GemmBias::kPerColumn;
+    cs.act = GemmActivation::kSigmoid;
+    check_case(cs, GetParam(), nullptr, seed++);
+  }
+  {  // alpha = 0 with K > 0
+    Case cs;
+    cs.m = 5;
+    cs.n = 6;
+    cs.k = 7;
+    cs.alpha = 0.f;
+    cs.beta = 2.f;
+    check_case(cs, GetParam(), nullptr, seed++);
+  }
+  for (int64_t m : {0, 1})
+    for (int64_t n : {0, 1})
+      for (int64_t k : {0, 1, 5}) {
+        Case cs;
+        cs.m = m;
+        cs.n = n;
+        cs.k = k;
+        cs.beta = 1.f;
+        check_case(cs, GetParam(), nullptr, seed++);
+      }
+  // Null data is fine when there is nothing to read or write.
+  EXPECT_TRUE(
+      sgemm(false, false, 0, 0, 5, 1.f, nullptr, 5, nullptr, 0, 0.f, nullptr, 0, {}, {.isa = GetParam()}).is_ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, SgemmIsaTest, ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512),
+                         [](const ::testing::TestParamInfo<Isa>& info) {
+                           return std::string(core::isa_name(info.param));
+                         });
+
+TEST(SgemmTest, RejectsBadArguments) {
+  std::vector<float> a(64, 1.f), b(64, 1.f), c(64, 0.f);
+  // ld smaller than the row.
+  EXPECT_FALSE(sgemm(false, false, 4, 4, 4, 1.f, a.data(), 3, b.data(), 4, 0.f, c.data(), 4).is_ok());
+  EXPECT_FALSE(sgemm(false, false, 4, 4, 4, 1.f, a.data(), 4, b.data(), 4, 0.f, c.data(), 2).is_ok());
+  EXPECT_FALSE(sgemm(false, true, 4, 8, 2, 1.f, a.data(), 4, b.data(), 1, 0.f, c.data(), 8).is_ok());
+  // Negative sizes, null pointers, missing bias.
+  EXPECT_FALSE(sgemm(false, false, -1, 4, 4, 1.f, a.data(), 4, b.data(), 4, 0.f, c.data(), 4).is_ok());
+  EXPECT_FALSE(sgemm(false, false, 4, 4, 4, 1.f, nullptr, 4, b.data(), 4, 0.f, c.data(), 4).is_ok());
+  GemmEpilogue ep;
+  ep.bias_kind = GemmBias::kPerRow;
+  EXPECT_FALSE(sgemm(false, false, 4, 4, 4, 1.f, a.data(), 4, b.data(), 4, 0.f, c.data(), 4, ep).is_ok());
+  // Overflowing extents.
+  EXPECT_FALSE(
+      sgemm(false, false, int64_t{1} << 40, 4, 4, 1.f, a.data(), int64_t{1} << 40, b.data(), 4, 0.f, c.data(), 4)
+          .is_ok());
+  // Packed operand with the wrong shape, or used with another ISA.
+  auto pb = pack_b(4, 4, b.data(), 4, false, Isa::kScalar);
+  ASSERT_TRUE(pb.is_ok());
+  EXPECT_FALSE(sgemm(4, 5, 4, 1.f, SgemmA(a.data(), 4), *pb, 0.f, c.data(), 5).is_ok());
+  if (core::detected_isa() > Isa::kScalar) {
+    SgemmContext ctx;
+    ctx.isa = core::detected_isa();
+    EXPECT_FALSE(sgemm(4, 4, 4, 1.f, SgemmA(a.data(), 4), *pb, 0.f, c.data(), 4, {}, ctx).is_ok());
+  }
+  // A packed operand is shared by a batch: strides or pointer arrays for it are a mistake.
+  SgemmBatch batch;
+  batch.count = 2;
+  batch.stride_b = 16;
+  batch.stride_c = 16;
+  EXPECT_FALSE(sgemm_batched(4, 4, 4, 1.f, SgemmA(a.data(), 4), *pb, 0.f, c.data(), 4, batch).is_ok());
+  batch.stride_b = 0;
+  batch.stride_c = -16;
+  EXPECT_FALSE(sgemm_batched(4, 4, 4, 1.f, SgemmA(a.data(), 4), *pb, 0.f, c.data(), 4, batch).is_ok());
+  EXPECT_TRUE(sgemm(4, 4, 4, 1.f, SgemmA(a.data(), 4), *pb, 0.f, c.data(), 4).is_ok());
+  EXPECT_FLOAT_EQ(c[0], 4.f);
+}
+
+TEST(SgemmTest, ActiveIsaIsUsedByDefault) {
+  // Whatever KESTREL_ISA selects must run; the result is the same as the explicit scalar path.
+  std::vector<float> a(6 * 5), b(5 * 7), c1(6 * 7), c2(6 * 7);
+  std::mt19937 rng(9);
+  for (auto& x : a) x = static_cast<float>(rng() % 7) - 3.f;  // small integers: exact in float
+  for (auto& x : b) x = static_cast<float>(rng() % 5) - 2.f;
+  ASSERT_TRUE(sgemm(false, false, 6, 7, 5, 1.f, a.data(), 5, b.data(), 7, 0.f, c1.data(), 7).is_ok());
+  ASSERT_TRUE(sgemm(false, false, 6, 7, 5, 1.f, a.data(), 5, b.data(), 7, 0.f, c2.data(), 7, {}, {.isa = Isa::kScalar})
+                  .is_ok());
+  EXPECT_EQ(c1, c2);
+}
+
+}  // namespace
+}  // namespace kestrel::kernels::cpu
