@@ -58,6 +58,9 @@ Tensor Tensor::from_data(DType dtype, std::vector<int64_t> shape, const void* da
 }
 
 Tensor Tensor::view(DType dtype, std::vector<int64_t> shape, void* data) {
+  // Caller-given dtype and dims go unchecked into the engine from here: refuse nonsense now.
+  if (core::dtype_size(api::to_core(dtype)) == 0) throw Error(ErrorCode::kInvalidArgument, "view: invalid dtype");
+  api::throw_if_error(core::checked_num_elements(shape).status());
   return Tensor(dtype, std::move(shape), data, nullptr);
 }
 

@@ -19,7 +19,8 @@ int64_t saturating_int64(double v) {
 }
 
 Result<Tensor> Tensor::allocate(DType dtype, Dims dims) {
-  if (dtype == DType::kUndefined) return invalid_argument("cannot allocate a tensor of undefined dtype");
+  // dtype_size is 0 for kUndefined and for values outside the enum (e.g. from the C API).
+  if (dtype_size(dtype) == 0) return invalid_argument("cannot allocate a tensor of undefined or invalid dtype");
   KESTREL_ASSIGN_OR_RETURN(int64_t n, checked_num_elements(dims));
   size_t es = dtype_size(dtype);
   if (static_cast<uint64_t>(n) > (uint64_t{1} << 62) / es)

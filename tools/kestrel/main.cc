@@ -1,3 +1,32 @@
-// kestrel command line (placeholder until the CLI lands).
+// kestrel command line: builds the CLI11 app from the subcommands and turns every error into a
+// message on stderr and a non-zero exit code.
 #include <cstdio>
-int main() { std::puts("kestrel"); return 0; }
+#include <exception>
+#include <new>
+
+#include "commands.h"
+#include "kestrel/kestrel.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"kestrel: run and inspect neural-network models (ONNX)", "kestrel"};
+  app.set_version_flag("--version", kestrel::version());
+  app.require_subcommand(1);
+  app.fallthrough(false);
+  kestrel::cli::add_run_command(app);
+  kestrel::cli::add_inspect_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);  // prints usage errors (or --help) itself
+  } catch (const kestrel::Error& e) {
+    std::fprintf(stderr, "kestrel: error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "kestrel: error: out of memory\n");
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kestrel: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

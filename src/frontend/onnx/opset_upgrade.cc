@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "core/str_util.h"
 
@@ -94,6 +95,58 @@ Status upgrade_softmax_2d(ir::Graph& g, ir::Node*& n) {
   KESTREL_RETURN_IF_ERROR(g.remove_node(n));
   if (!g.rename_value(reshape->output(0), y_name)) return core::internal_error("rename failed");
   n = reshape;
+  return Status::ok();
+}
+
+// Replaces `n` by a node of another op type with the given inputs and n's attributes and output
+// names; `n` then points at the new node.
+Status replace_op(ir::Graph& g, ir::Node*& n, const std::string& op_type, std::vector<ir::Value*> inputs) {
+  std::vector<std::string> tmp_names;
+  for (ir::Value* o : n->outputs()) tmp_names.push_back(g.unique_value_name(o->name() + "_" + op_type));
+  ir::Node* m = g.insert_node_before(n, op_type, std::move(inputs), tmp_names, n->name());
+  for (const auto& [k, a] : n->attributes()) m->set_attr(k, a);
+  std::vector<std::string> names;
+  for (size_t i = 0; i < n->num_outputs(); ++i) {
+    names.push_back(n->output(i)->name());
+    g.replace_all_uses(n->output(i), m->output(i));
+  }
+  KESTREL_RETURN_IF_ERROR(g.remove_node(n));
+  for (size_t i = 0; i < names.size(); ++i)
+    if (!g.rename_value(m->output(i), names[i])) return core::internal_error("rename failed");
+  n = m;
+  return Status::ok();
+}
+
+// Upsample (opsets 7-9) and Resize-10 are Resize with asymmetric coordinates and, for nearest,
+// floor rounding (Upsample's definition: output index i reads input index floor(i / scale)).
+// Upsample-7 had `scales` as an attribute; Upsample-1 had height_scale / width_scale.
+Status upgrade_upsample(ir::Graph& g, ir::Node*& n, int64_t opset) {
+  KESTREL_ASSIGN_OR_RETURN(std::string mode, n->attr_string("mode", std::string("nearest")));
+  if (mode == "bilinear") mode = "linear";
+  if (mode != "nearest" && mode != "linear")
+    return core::unsupported(str_cat(n->describe(), ": mode '", mode, "' is not supported"));
+  ir::Value* scales = n->input(1);
+  if (n->op_type() == "Upsample" && opset < 9) {
+    std::vector<float> v;
+    if (n->has_attr("scales")) {
+      KESTREL_ASSIGN_OR_RETURN(v, n->attr_floats("scales"));
+    } else if (n->has_attr("height_scale") && n->has_attr("width_scale")) {
+      KESTREL_ASSIGN_OR_RETURN(float h, n->attr_float("height_scale"));
+      KESTREL_ASSIGN_OR_RETURN(float w, n->attr_float("width_scale"));
+      v = {1.f, 1.f, h, w};
+    } else {
+      return core::invalid_model(str_cat(n->describe(), ": needs the 'scales' attribute"));
+    }
+    scales = g.add_constant(g.unique_value_name(n->name() + "_scales"),
+                            Tensor::from_vector<float>(v, core::Dims{static_cast<int64_t>(v.size())}));
+  }
+  if (!n->input(0) || !scales) return core::invalid_model(str_cat(n->describe(), ": needs X and scales"));
+  for (const char* a : {"scales", "height_scale", "width_scale", "mode"}) n->remove_attr(a);
+  ir::Value* x = n->input(0);
+  KESTREL_RETURN_IF_ERROR(replace_op(g, n, "Resize", {x, nullptr, scales}));
+  n->set_attr("mode", mode);
+  n->set_attr("coordinate_transformation_mode", std::string("asymmetric"));
+  n->set_attr("nearest_mode", std::string("floor"));
   return Status::ok();
 }
 
@@ -214,6 +267,25 @@ const std::map<std::string, Upgrade>& upgrades() {
         n->remove_attr("directions");
       }
       n->set_attr("kestrel_batched_scan8", int64_t{1});
+      return Status::ok();
+    };
+    t["Upsample"] = upgrade_upsample;
+    t["Resize"] = [](ir::Graph& g, ir::Node*& n, int64_t opset) {
+      if (opset < 11) return upgrade_upsample(g, n, opset);
+      return Status::ok();
+    };
+    // GridSample-20 renamed bilinear / bicubic to linear / cubic (and allowed N-D input).
+    t["GridSample"] = [](ir::Graph&, ir::Node*& n, int64_t) {
+      auto mode = n->attr_string("mode", std::string("linear"));
+      if (mode.is_ok() && *mode == "bilinear") n->set_attr("mode", std::string("linear"));
+      if (mode.is_ok() && *mode == "bicubic") n->set_attr("mode", std::string("cubic"));
+      return Status::ok();
+    };
+    // RoiAlign-10 had no coordinate_transformation_mode and behaved as output_half_pixel; the
+    // attribute (default half_pixel) came with opset 16.
+    t["RoiAlign"] = [](ir::Graph&, ir::Node*& n, int64_t opset) {
+      if (opset < 16 && !n->has_attr("coordinate_transformation_mode"))
+        n->set_attr("coordinate_transformation_mode", std::string("output_half_pixel"));
       return Status::ok();
     };
     // BatchNormalization before 9 had `spatial` (always 1 in practice) and is_test.

@@ -20,6 +20,10 @@ void register_normalization_ops(OpRegistry& r);
 void register_softmax_ops(OpRegistry& r);
 void register_signal_ops(OpRegistry& r);
 void register_text_ops(OpRegistry& r);
+void register_resize_ops(OpRegistry& r);
+void register_detection_ops(OpRegistry& r);
+void register_linalg_ops(OpRegistry& r);
+void register_misc_ops(OpRegistry& r);
 
 void register_all_ops(OpRegistry& r) {
   register_control_flow_ops(r);
@@ -39,6 +43,10 @@ void register_all_ops(OpRegistry& r) {
   register_softmax_ops(r);
   register_signal_ops(r);
   register_text_ops(r);
+  register_resize_ops(r);
+  register_detection_ops(r);
+  register_linalg_ops(r);
+  register_misc_ops(r);
 }
 
 }  // namespace kestrel::ir

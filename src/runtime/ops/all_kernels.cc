@@ -20,6 +20,10 @@ void register_normalization_kernels(KernelRegistry& r);
 void register_softmax_kernels(KernelRegistry& r);
 void register_signal_kernels(KernelRegistry& r);
 void register_text_kernels(KernelRegistry& r);
+void register_resize_kernels(KernelRegistry& r);
+void register_detection_kernels(KernelRegistry& r);
+void register_linalg_kernels(KernelRegistry& r);
+void register_misc_kernels(KernelRegistry& r);
 
 void register_all_kernels(KernelRegistry& r) {
   register_control_flow_kernels(r);
@@ -39,6 +43,10 @@ void register_all_kernels(KernelRegistry& r) {
   register_softmax_kernels(r);
   register_signal_kernels(r);
   register_text_kernels(r);
+  register_resize_kernels(r);
+  register_detection_kernels(r);
+  register_linalg_kernels(r);
+  register_misc_kernels(r);
 }
 
 }  // namespace kestrel::runtime
