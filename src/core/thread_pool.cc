@@ -44,7 +44,9 @@ void ThreadPool::work_on(const FunctionRef<void(int64_t)>& fn, int64_t num_tasks
 }
 
 void ThreadPool::worker_loop() {
-  uint64_t seen = generation_.load();
+  // The generation at construction (0), not a fresh load: a job or the destructor's stop posted
+  // before this thread got scheduled would otherwise be missed and the thread wait forever.
+  uint64_t seen = 0;
   for (;;) {
     int spins = 0;
     while (generation_.load(std::memory_order_acquire) == seen && spins < kSpinIterations) {
