@@ -3,9 +3,11 @@
 #pragma once
 
 // GCC 12 reports -Wmaybe-uninitialized inside its own AVX-512 headers (the self-initialized
-// _mm512_undefined_ps() placeholder of max/min/scalef/roundscale once inlined); not our code.
+// _mm512_undefined_ps() placeholder of max/min/scalef/roundscale once inlined), and -Wuninitialized
+// for the same placeholder in _mm512_reduce_*_ps; not our code.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 #include <immintrin.h>
 
