@@ -1,0 +1,58 @@
+// 2-D pooling driver: ISA table choice, shape and window checks, planes over threads.
+#include "kernels/cpu/pool/pool.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/str_util.h"
+
+namespace kestrel::kernels::cpu {
+
+const PoolTable* pool_table(core::Isa isa) {
+  if (isa > core::detected_isa()) return nullptr;
+  switch (isa) {
+    case core::Isa::kScalar:
+      return pool_detail::table_scalar();
+#if defined(__x86_64__) || defined(_M_X64)
+    case core::Isa::kAvx2:
+      return pool_detail::table_avx2();
+    case core::Isa::kAvx512:
+      return pool_detail::table_avx512();
+#else
+    default:
+      return nullptr;
+#endif
+  }
+  return nullptr;
+}
+
+int64_t pool2d_buffer_len(const Pool2dParams& p, int64_t w, int64_t ow) {
+  return std::max(p.pad_left + w, (ow - 1) * p.sw + (p.kw - 1) * p.dw + 1);
+}
+
+Status pool2d_f32(const PoolTable& t, const Pool2dParams& p, const Tensor& x, Tensor& y, core::ThreadPool* pool) {
+  if (x.dtype() != core::DType::kF32 || y.dtype() != core::DType::kF32 || x.rank() != 4 || y.rank() != 4 ||
+      x.dim(0) != y.dim(0) || x.dim(1) != y.dim(1))
+    return core::invalid_argument(core::str_cat("pool2d_f32: ", x.type_string(), " -> ", y.type_string()));
+  const int64_t h = x.dim(2), w = x.dim(3), oh = y.dim(2), ow = y.dim(3);
+  const int64_t limit = int64_t{1} << 40;  // keeps every position product far from overflow
+  for (int64_t v : {p.kh, p.kw, p.sh, p.sw, p.dh, p.dw})
+    if (v < 1 || v > limit) return core::invalid_argument("pool2d_f32: bad window parameters");
+  for (int64_t v : {p.pad_top, p.pad_left, p.pad_bottom, p.pad_right})
+    if (v < 0 || v > limit) return core::invalid_argument("pool2d_f32: bad pads");
+  if (oh > limit || ow > limit) return core::invalid_argument("pool2d_f32: bad output size");
+  const int64_t planes = x.dim(0) * x.dim(1);
+  if (planes == 0 || oh == 0 || ow == 0) return Status::ok();
+  // Every window must start inside the buffer (windows are never left of -pad).
+  const int64_t buf_len = pool2d_buffer_len(p, w, ow);
+  const float* in = x.data<float>();
+  float* out = y.data<float>();
+  const int64_t work = std::max<int64_t>(1, h * w + oh * ow * p.kw);
+  core::parallel_for(pool, planes, std::max<int64_t>(1, 16384 / work), [&](int64_t p0, int64_t p1) {
+    std::vector<float> buf(static_cast<size_t>(buf_len));
+    for (int64_t pl = p0; pl < p1; ++pl) t.plane(p, in + pl * h * w, h, w, out + pl * oh * ow, oh, ow, buf.data(), buf_len);
+  });
+  return Status::ok();
+}
+
+}  // namespace kestrel::kernels::cpu

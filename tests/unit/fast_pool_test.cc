@@ -1,0 +1,65 @@
+// Fast 2-D MaxPool / AveragePool (kernels/cpu/pool) against the reference kernels on every ISA
+// path: kernel sizes, strides, dilations, pads, ceil_mode, count_include_pad, auto_pad.
+#include <gtest/gtest.h>
+
+#include "common/fast_kernel_test_util.h"
+
+namespace kestrel::testing {
+namespace {
+
+struct Window {
+  std::vector<int64_t> kernel, strides, dilations, pads;
+  int64_t ceil_mode = 0;
+};
+
+TEST(FastPool, MaxAndAverage2d) {
+  std::mt19937 rng(21);
+  const std::vector<Window> windows = {
+      {{3, 3}, {2, 2}, {1, 1}, {0, 0, 0, 0}, 1},  // squeezenet
+      {{3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 0},  // shufflenet
+      {{2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}, 0},  {{3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 0},
+      {{1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, 0},  {{5, 3}, {1, 2}, {1, 1}, {2, 0, 1, 1}, 1},
+      {{3, 2}, {3, 1}, {2, 3}, {0, 1, 2, 0}, 0},  {{2, 2}, {3, 3}, {1, 1}, {1, 1, 1, 1}, 1},
+      {{7, 7}, {1, 1}, {1, 1}, {0, 0, 0, 0}, 0},
+  };
+  const std::vector<core::Dims> shapes = {{1, 1, 7, 7}, {2, 3, 13, 17}, {1, 4, 8, 40}, {1, 2, 33, 31}, {1, 1, 7, 1},
+                                          {1, 64, 56, 56}};
+  for (const auto& d : shapes) {
+    core::Tensor x = random_f32(d, rng);
+    for (const auto& w : windows) {
+      if ((w.kernel[0] - 1) * w.dilations[0] + 1 > d[2] + w.pads[0] + w.pads[2] ||
+          (w.kernel[1] - 1) * w.dilations[1] + 1 > d[3] + w.pads[1] + w.pads[3])
+        continue;
+      Attrs a = {{"kernel_shape", ir::Attribute(w.kernel)}, {"strides", ir::Attribute(w.strides)},
+                 {"pads", ir::Attribute(w.pads)}, {"ceil_mode", ir::Attribute(w.ceil_mode)}};
+      Attrs am = a;
+      am["dilations"] = ir::Attribute(w.dilations);
+      expect_fast_matches_reference("MaxPool", {x}, am, 0, 0);
+      for (int64_t cip : {0, 1}) {
+        Attrs aa = a;
+        aa["count_include_pad"] = ir::Attribute(cip);
+        aa["dilations"] = ir::Attribute(w.dilations);
+        expect_fast_matches_reference("AveragePool", {x}, aa, 1e-5, 1e-6);
+      }
+    }
+  }
+}
+
+TEST(FastPool, AutoPadAndFallbacks) {
+  std::mt19937 rng(22);
+  core::Tensor x = random_f32({1, 3, 10, 11}, rng);
+  for (const char* ap : {"SAME_UPPER", "SAME_LOWER", "VALID"})
+    for (const char* op : {"MaxPool", "AveragePool"})
+      expect_fast_matches_reference(op, {x}, {{"kernel_shape", ir::Attribute(std::vector<int64_t>{3, 2})},
+                                               {"strides", ir::Attribute(std::vector<int64_t>{2, 2})},
+                                               {"auto_pad", ir::Attribute(ap)}},
+                                    1e-5, 1e-6);
+  // 1-D pools and MaxPool with indices run the reference kernels (same binding).
+  expect_fast_matches_reference("MaxPool", {random_f32({1, 2, 9}, rng)},
+                                {{"kernel_shape", ir::Attribute(std::vector<int64_t>{3})}}, 0, 0, 1);
+  expect_fast_matches_reference("MaxPool", {x}, {{"kernel_shape", ir::Attribute(std::vector<int64_t>{2, 2})}}, 0, 0, 2,
+                                true);
+}
+
+}  // namespace
+}  // namespace kestrel::testing
