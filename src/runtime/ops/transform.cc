@@ -2,6 +2,8 @@
 // shape-like inputs -> reference kernel parameters.
 #include "kernels/reference/transform.h"
 
+#include "kernels/cpu/transform/transpose.h"
+
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -25,6 +27,14 @@ Result<std::optional<std::vector<int64_t>>> optional_ints(const KernelContext& c
 
 Result<std::unique_ptr<OpKernel>> make_transpose(const KernelCreateInfo& info) {
   KESTREL_ASSIGN_OR_RETURN(auto perm, info.node.attr_ints("perm", std::vector<int64_t>{}));
+  if (!info.options.reference_only) {
+    return make_kernel(
+        [perm](KernelContext& ctx) -> Status {
+          if (kernels::cpu::transpose_fast(ctx.input(0), perm, ctx.output(0), ctx.pool())) return Status::ok();
+          return ref::transpose(ctx.input(0), perm, ctx.output(0));
+        },
+        "transpose.blocked");
+  }
   return make_kernel([perm](KernelContext& ctx) { return ref::transpose(ctx.input(0), perm, ctx.output(0)); });
 }
 

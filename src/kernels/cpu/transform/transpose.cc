@@ -1,0 +1,130 @@
+// Fast Transpose: coalesced dims, memcpy rows or blocked 2-D transposes, outer indices over threads.
+#include "kernels/cpu/transform/transpose.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace kestrel::kernels::cpu {
+
+namespace {
+
+struct Axis {
+  int64_t size, in_stride, out_stride;  // elements
+};
+
+constexpr int64_t kBlock = 16;
+
+// y[p * ldy + q] = x[q * ldx + p] for p < np, q < nq.
+template <class T>
+void transpose_2d(const T* x, int64_t ldx, T* y, int64_t ldy, int64_t np, int64_t nq) {
+  for (int64_t p0 = 0; p0 < np; p0 += kBlock) {
+    const int64_t p1 = std::min(np, p0 + kBlock);
+    for (int64_t q0 = 0; q0 < nq; q0 += kBlock) {
+      const int64_t q1 = std::min(nq, q0 + kBlock);
+      for (int64_t p = p0; p < p1; ++p)
+        for (int64_t q = q0; q < q1; ++q) y[p * ldy + q] = x[q * ldx + p];
+    }
+  }
+}
+
+// Calls f(in_offset, out_offset) for every index of `outer` in [begin, end) (row-major order).
+template <class F>
+void for_outer(const std::vector<Axis>& outer, int64_t begin, int64_t end, F&& f) {
+  std::vector<int64_t> idx(outer.size(), 0);
+  int64_t in = 0, out = 0, rem = begin;
+  for (size_t d = outer.size(); d-- > 0;) {
+    idx[d] = rem % outer[d].size;
+    rem /= outer[d].size;
+    in += idx[d] * outer[d].in_stride;
+    out += idx[d] * outer[d].out_stride;
+  }
+  for (int64_t i = begin; i < end; ++i) {
+    f(in, out);
+    for (size_t d = outer.size(); d-- > 0;) {
+      ++idx[d];
+      in += outer[d].in_stride;
+      out += outer[d].out_stride;
+      if (idx[d] < outer[d].size) break;
+      in -= outer[d].in_stride * outer[d].size;
+      out -= outer[d].out_stride * outer[d].size;
+      idx[d] = 0;
+    }
+  }
+}
+
+template <class T>
+void run_transpose(const T* x, T* y, std::vector<Axis> axes, core::ThreadPool* pool) {
+  const Axis last = axes.back();
+  axes.pop_back();
+  if (last.in_stride == 1) {
+    // Rows stay contiguous: one memcpy per outer index.
+    int64_t rows = 1;
+    for (const Axis& a : axes) rows *= a.size;
+    const size_t bytes = static_cast<size_t>(last.size) * sizeof(T);
+    core::parallel_for(pool, rows, std::max<int64_t>(1, 16384 / last.size), [&](int64_t b, int64_t e) {
+      for_outer(axes, b, e, [&](int64_t in, int64_t out) { std::memcpy(y + out, x + in, bytes); });
+    });
+    return;
+  }
+  // The input's innermost dim is output axis j: transpose [last x j] blocks.
+  size_t j = 0;
+  while (j < axes.size() && axes[j].in_stride != 1) ++j;
+  const Axis inner = axes[j];
+  axes.erase(axes.begin() + static_cast<std::ptrdiff_t>(j));
+  int64_t n = 1;
+  for (const Axis& a : axes) n *= a.size;
+  const int64_t per = inner.size * last.size;
+  core::parallel_for(pool, n, std::max<int64_t>(1, 16384 / per), [&](int64_t b, int64_t e) {
+    for_outer(axes, b, e, [&](int64_t in, int64_t out) {
+      transpose_2d(x + in, last.in_stride, y + out, inner.out_stride, inner.size, last.size);
+    });
+  });
+}
+
+}  // namespace
+
+bool transpose_fast(const core::Tensor& x, std::span<const int64_t> perm_in, core::Tensor& y, core::ThreadPool* pool) {
+  if (x.dtype() == core::DType::kString || x.dtype() != y.dtype() || x.dtype() == core::DType::kUndefined) return false;
+  const int64_t rank = x.rank();
+  std::vector<int64_t> perm(perm_in.begin(), perm_in.end());
+  if (perm.empty())
+    for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
+  if (static_cast<int64_t>(perm.size()) != rank || y.rank() != rank) return false;
+  std::vector<bool> seen(static_cast<size_t>(rank), false);
+  for (size_t i = 0; i < perm.size(); ++i) {
+    const int64_t p = perm[i];
+    if (p < 0 || p >= rank || seen[static_cast<size_t>(p)] || y.dim(static_cast<int64_t>(i)) != x.dim(p)) return false;
+    seen[static_cast<size_t>(p)] = true;
+  }
+  if (x.num_elements() == 0) return true;
+  const core::Dims in_strides = core::row_major_strides(x.dims());
+  const core::Dims out_strides = core::row_major_strides(y.dims());
+  // Output-ordered axes without size-1 dims; an axis merges into the previous one when both are
+  // contiguous continuations in the input and the output.
+  std::vector<Axis> axes;
+  for (size_t i = 0; i < perm.size(); ++i) {
+    const size_t p = static_cast<size_t>(perm[i]);
+    const int64_t size = x.dims()[p];
+    if (size == 1) continue;
+    Axis a{size, in_strides[p], out_strides[i]};
+    if (!axes.empty() && axes.back().in_stride == a.in_stride * a.size &&
+        axes.back().out_stride == a.out_stride * a.size) {
+      axes.back().size *= a.size;
+      axes.back().in_stride = a.in_stride;
+      axes.back().out_stride = a.out_stride;
+      continue;
+    }
+    axes.push_back(a);
+  }
+  if (axes.empty()) axes.push_back({1, 1, 1});
+  switch (core::dtype_size(x.dtype())) {
+    case 1: run_transpose(x.data<uint8_t>(), y.data<uint8_t>(), axes, pool); return true;
+    case 2: run_transpose(x.data<uint16_t>(), y.data<uint16_t>(), axes, pool); return true;
+    case 4: run_transpose(x.data<uint32_t>(), y.data<uint32_t>(), axes, pool); return true;
+    case 8: run_transpose(x.data<uint64_t>(), y.data<uint64_t>(), axes, pool); return true;
+    default: return false;
+  }
+}
+
+}  // namespace kestrel::kernels::cpu
