@@ -56,3 +56,32 @@ TEST(FastTranspose, TakesTheFastPathAndRejectsBadPerms) {
 
 }  // namespace
 }  // namespace kestrel::testing
+
+namespace kestrel::testing {
+namespace {
+
+// Slice shares the strided copy: steps of any sign, every axis, clamped bounds.
+TEST(FastSlice, StepsAxesAndBounds) {
+  std::mt19937 rng(33);
+  core::Tensor x = random_f32({4, 7, 9, 5}, rng);
+  struct Case {
+    std::vector<int64_t> starts, ends, axes, steps;
+  };
+  const std::vector<Case> cases = {
+      {{0}, {2}, {0}, {1}},          {{1, 2}, {3, 9}, {1, 2}, {1, 1}},   {{0}, {5}, {3}, {2}},
+      {{-1}, {-100}, {2}, {-1}},     {{8, 6}, {0, 1}, {2, 1}, {-3, -2}}, {{0, 0, 0, 0}, {4, 7, 9, 5}, {0, 1, 2, 3}, {1, 1, 1, 1}},
+      {{2}, {2}, {1}, {1}},          {{1, 0}, {100, 3}, {-1, 0}, {3, 2}}, {{0}, {29}, {1}, {1}},
+  };
+  for (const auto& c : cases)
+    expect_fast_matches_reference("Slice", {x, i64s(c.starts), i64s(c.ends), i64s(c.axes), i64s(c.steps)}, {}, 0, 0, 1,
+                                  true, {false, true, true, true, true});
+  // ShuffleNet's channel split.
+  core::Tensor s = random_f32({1, 116, 28, 28}, rng);
+  expect_fast_matches_reference("Slice", {s, i64s({58}), i64s({116}), i64s({1}), i64s({1})}, {}, 0, 0, 1, true,
+                                {false, true, true, true, true});
+  expect_fast_matches_reference("Slice", {iota<int64_t>({6, 5}), i64s({1}), i64s({5}), i64s({1}), i64s({2})}, {}, 0, 0, 1,
+                                true, {false, true, true, true, true});
+}
+
+}  // namespace
+}  // namespace kestrel::testing

@@ -75,8 +75,27 @@ Result<std::unique_ptr<OpKernel>> make_split(const KernelCreateInfo& info) {
   });
 }
 
-Result<std::unique_ptr<OpKernel>> make_slice(const KernelCreateInfo&) {
-  return make_kernel([](KernelContext& ctx) -> Status {
+// Slice as a strided copy; false when the output does not have the sliced shape (the reference
+// kernel then reports it).
+bool slice_fast(const Tensor& x, const std::vector<ref::SliceAxis>& spec, Tensor& y, core::ThreadPool* pool) {
+  if (static_cast<int64_t>(spec.size()) != x.rank() || y.rank() != x.rank()) return false;
+  const core::Dims in_strides = core::row_major_strides(x.dims());
+  std::vector<int64_t> strides;
+  int64_t base = 0;
+  bool empty = false;
+  for (size_t d = 0; d < spec.size(); ++d) {
+    if (y.dims()[d] != spec[d].count) return false;
+    empty |= spec[d].count == 0;
+    base += spec[d].start * in_strides[d];
+    strides.push_back(spec[d].count > 1 ? spec[d].step * in_strides[d] : 0);
+  }
+  if (empty) return true;
+  return kernels::cpu::strided_copy_fast(x, base, strides, y, pool);
+}
+
+Result<std::unique_ptr<OpKernel>> make_slice(const KernelCreateInfo& info) {
+  const bool fast = !info.options.reference_only;
+  return make_kernel([fast](KernelContext& ctx) -> Status {
     KESTREL_ASSIGN_OR_RETURN(auto starts, ref::read_indices(ctx.input(1), "starts"));
     KESTREL_ASSIGN_OR_RETURN(auto ends, ref::read_indices(ctx.input(2), "ends"));
     KESTREL_ASSIGN_OR_RETURN(auto axes, optional_ints(ctx, 3, "axes"));
@@ -84,8 +103,9 @@ Result<std::unique_ptr<OpKernel>> make_slice(const KernelCreateInfo&) {
     static const std::vector<int64_t> kNone;
     KESTREL_ASSIGN_OR_RETURN(
         auto spec, ref::resolve_slice(ctx.input(0).dims(), starts, ends, axes ? *axes : kNone, steps ? *steps : kNone));
+    if (fast && slice_fast(ctx.input(0), spec, ctx.output(0), ctx.pool())) return Status::ok();
     return ref::slice(ctx.input(0), spec, ctx.output(0));
-  });
+  }, fast ? "slice.strided" : "reference");
 }
 
 Result<std::unique_ptr<OpKernel>> make_tile(const KernelCreateInfo&) {

@@ -2,6 +2,7 @@
 // by each eltwise_<isa>.cc. Include only from those files, after the VecOps header.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 
@@ -63,7 +64,28 @@ KESTREL_VEC_INLINE V verf_precise(V x) {
   return S::select_gt(S::abs(x), S::set1(0.5f), verf<S>(x), small);
 }
 
+// One-lane builds: libm is faster than the polynomial emulation for the transcendental ops.
+bool unary_row_libm(const EwUnaryParams& p, const float* x, float* y, int64_t n) {
+  if constexpr (kW == 1) {
+    auto run = [&](auto f) {
+      for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
+      return true;
+    };
+    switch (p.op) {
+      case EwUnary::kSigmoid: return run([](float v) { return v >= 0 ? 1.f / (1.f + std::exp(-v)) : std::exp(v) / (1.f + std::exp(v)); });
+      case EwUnary::kSilu: return run([](float v) { return v / (1.f + std::exp(-v)); });
+      case EwUnary::kTanh: return run([](float v) { return std::tanh(v); });
+      case EwUnary::kErf: return run([](float v) { return std::erf(v); });
+      case EwUnary::kGeluErf: return run([](float v) { return 0.5f * v * (1.f + std::erf(v * 0.70710678118654752f)); });
+      case EwUnary::kExp: return run([](float v) { return std::exp(v); });
+      default: return false;
+    }
+  }
+  return false;
+}
+
 void unary_row(const EwUnaryParams& p, const float* x, float* y, int64_t n) {
+  if (unary_row_libm(p, x, y, n)) return;
   const V zero = S::zero(), one = S::set1(1.f), va = S::set1(p.alpha), vb = S::set1(p.beta);
   switch (p.op) {
     case EwUnary::kIdentity:

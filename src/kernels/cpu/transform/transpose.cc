@@ -1,4 +1,4 @@
-// Fast Transpose: coalesced dims, memcpy rows or blocked 2-D transposes, outer indices over threads.
+// Fast Transpose / Slice: coalesced dims, memcpy rows or blocked 2-D transposes, outer indices over threads.
 #include "kernels/cpu/transform/transpose.h"
 
 #include <algorithm>
@@ -54,15 +54,16 @@ void for_outer(const std::vector<Axis>& outer, int64_t begin, int64_t end, F&& f
 }
 
 template <class T>
-void run_transpose(const T* x, T* y, std::vector<Axis> axes, core::ThreadPool* pool) {
+void run_strided(const T* x, T* y, std::vector<Axis> axes, core::ThreadPool* pool) {
   const Axis last = axes.back();
   axes.pop_back();
+  int64_t rows = 1;
+  for (const Axis& a : axes) rows *= a.size;
+  const int64_t grain = std::max<int64_t>(1, 16384 / last.size);
   if (last.in_stride == 1) {
     // Rows stay contiguous: one memcpy per outer index.
-    int64_t rows = 1;
-    for (const Axis& a : axes) rows *= a.size;
     const size_t bytes = static_cast<size_t>(last.size) * sizeof(T);
-    core::parallel_for(pool, rows, std::max<int64_t>(1, 16384 / last.size), [&](int64_t b, int64_t e) {
+    core::parallel_for(pool, rows, grain, [&](int64_t b, int64_t e) {
       for_outer(axes, b, e, [&](int64_t in, int64_t out) { std::memcpy(y + out, x + in, bytes); });
     });
     return;
@@ -70,6 +71,15 @@ void run_transpose(const T* x, T* y, std::vector<Axis> axes, core::ThreadPool* p
   // The input's innermost dim is output axis j: transpose [last x j] blocks.
   size_t j = 0;
   while (j < axes.size() && axes[j].in_stride != 1) ++j;
+  if (j == axes.size()) {
+    // No unit input stride (a stepped slice): plain strided rows.
+    core::parallel_for(pool, rows, grain, [&](int64_t b, int64_t e) {
+      for_outer(axes, b, e, [&](int64_t in, int64_t out) {
+        for (int64_t i = 0; i < last.size; ++i) y[out + i] = x[in + i * last.in_stride];
+      });
+    });
+    return;
+  }
   const Axis inner = axes[j];
   axes.erase(axes.begin() + static_cast<std::ptrdiff_t>(j));
   int64_t n = 1;
@@ -80,6 +90,35 @@ void run_transpose(const T* x, T* y, std::vector<Axis> axes, core::ThreadPool* p
       transpose_2d(x + in, last.in_stride, y + out, inner.out_stride, inner.size, last.size);
     });
   });
+}
+
+// Output-ordered axes without size-1 dims; an axis merges into the previous one when both are
+// contiguous continuations in the input and the output. Then the copy, by element size.
+bool strided_copy_impl(const core::Tensor& x, int64_t base, const core::Dims& dims, std::span<const int64_t> in_strides,
+                       core::Tensor& y, core::ThreadPool* pool) {
+  const core::Dims out_strides = core::row_major_strides(dims);
+  std::vector<Axis> axes;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == 0) return true;
+    if (dims[i] == 1) continue;
+    Axis a{dims[i], in_strides[i], out_strides[i]};
+    if (!axes.empty() && axes.back().in_stride == a.in_stride * a.size &&
+        axes.back().out_stride == a.out_stride * a.size) {
+      axes.back().size *= a.size;
+      axes.back().in_stride = a.in_stride;
+      axes.back().out_stride = a.out_stride;
+      continue;
+    }
+    axes.push_back(a);
+  }
+  if (axes.empty()) axes.push_back({1, 1, 1});
+  switch (core::dtype_size(x.dtype())) {
+    case 1: run_strided(x.data<uint8_t>() + base, y.data<uint8_t>(), axes, pool); return true;
+    case 2: run_strided(x.data<uint16_t>() + base, y.data<uint16_t>(), axes, pool); return true;
+    case 4: run_strided(x.data<uint32_t>() + base, y.data<uint32_t>(), axes, pool); return true;
+    case 8: run_strided(x.data<uint64_t>() + base, y.data<uint64_t>(), axes, pool); return true;
+    default: return false;
+  }
 }
 
 }  // namespace
@@ -98,33 +137,19 @@ bool transpose_fast(const core::Tensor& x, std::span<const int64_t> perm_in, cor
     seen[static_cast<size_t>(p)] = true;
   }
   if (x.num_elements() == 0) return true;
-  const core::Dims in_strides = core::row_major_strides(x.dims());
-  const core::Dims out_strides = core::row_major_strides(y.dims());
-  // Output-ordered axes without size-1 dims; an axis merges into the previous one when both are
-  // contiguous continuations in the input and the output.
-  std::vector<Axis> axes;
-  for (size_t i = 0; i < perm.size(); ++i) {
-    const size_t p = static_cast<size_t>(perm[i]);
-    const int64_t size = x.dims()[p];
-    if (size == 1) continue;
-    Axis a{size, in_strides[p], out_strides[i]};
-    if (!axes.empty() && axes.back().in_stride == a.in_stride * a.size &&
-        axes.back().out_stride == a.out_stride * a.size) {
-      axes.back().size *= a.size;
-      axes.back().in_stride = a.in_stride;
-      axes.back().out_stride = a.out_stride;
-      continue;
-    }
-    axes.push_back(a);
-  }
-  if (axes.empty()) axes.push_back({1, 1, 1});
-  switch (core::dtype_size(x.dtype())) {
-    case 1: run_transpose(x.data<uint8_t>(), y.data<uint8_t>(), axes, pool); return true;
-    case 2: run_transpose(x.data<uint16_t>(), y.data<uint16_t>(), axes, pool); return true;
-    case 4: run_transpose(x.data<uint32_t>(), y.data<uint32_t>(), axes, pool); return true;
-    case 8: run_transpose(x.data<uint64_t>(), y.data<uint64_t>(), axes, pool); return true;
-    default: return false;
-  }
+  const core::Dims all = core::row_major_strides(x.dims());
+  std::vector<int64_t> strides;
+  for (int64_t p : perm) strides.push_back(all[static_cast<size_t>(p)]);
+  return strided_copy_impl(x, 0, y.dims(), strides, y, pool);
+}
+
+bool strided_copy_fast(const core::Tensor& x, int64_t base, std::span<const int64_t> in_strides, core::Tensor& y,
+                       core::ThreadPool* pool) {
+  if (x.dtype() == core::DType::kString || x.dtype() != y.dtype() || x.dtype() == core::DType::kUndefined ||
+      static_cast<int64_t>(in_strides.size()) != y.rank())
+    return false;
+  if (y.num_elements() == 0) return true;
+  return strided_copy_impl(x, base, y.dims(), in_strides, y, pool);
 }
 
 }  // namespace kestrel::kernels::cpu
