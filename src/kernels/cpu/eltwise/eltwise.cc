@@ -11,8 +11,8 @@ namespace kestrel::kernels::cpu {
 
 namespace {
 
-// Below this many elements a task is not worth a thread hand-off.
-constexpr int64_t kGrain = 16 * 1024;
+// Below this many elements a task is not worth a thread hand-off (these passes are memory-bound).
+constexpr int64_t kGrain = 32 * 1024;
 
 bool all_f32(std::initializer_list<const Tensor*> ts) {
   for (const Tensor* t : ts)
