@@ -124,17 +124,10 @@ Status binary_f32(const EltwiseTable& t, EwBinary op, const Tensor& a, const Ten
   const float* pa = a.data<float>();
   const float* pb = b.data<float>();
   float* py = y.data<float>();
+  // The innermost output dim > 1 comes from at least one input, so not both strides are 0 there.
   EwRow kind = inner.sa != 0 && inner.sb != 0 ? EwRow::kVV : inner.sa != 0 ? EwRow::kVS : EwRow::kSV;
-  const bool both_scalar = inner.sa == 0 && inner.sb == 0;
   const int64_t n = inner.size, rows = total / n;
-  auto run_row = [&](const float* ra, const float* rb, float* ry, int64_t len) {
-    if (both_scalar) {
-      t.binary(op, EwRow::kVV, ra, rb, ry, 1);
-      for (int64_t i = 1; i < len; ++i) ry[i] = ry[0];
-    } else {
-      t.binary(op, kind, ra, rb, ry, len);
-    }
-  };
+  auto run_row = [&](const float* ra, const float* rb, float* ry, int64_t len) { t.binary(op, kind, ra, rb, ry, len); };
   if (rows == 1) {
     core::parallel_for(pool, n, kGrain, [&](int64_t s, int64_t e) {
       run_row(pa + s * inner.sa, pb + s * inner.sb, py + s, e - s);
