@@ -9,7 +9,8 @@
 namespace kestrel::testing {
 namespace {
 
-const std::vector<core::Dims> kUnaryShapes = {{1}, {7}, {16}, {17}, {3, 31}, {2, 3, 5, 7}, {1000}, {41, 1000}};
+// The last shape is big enough to be split over 2 threads.
+const std::vector<core::Dims> kUnaryShapes = {{1}, {7}, {16}, {17}, {3, 31}, {2, 3, 5, 7}, {1000}, {41, 1000}, {600001}};
 
 TEST(FastEltwise, UnaryActivations) {
   std::mt19937 rng(1);
@@ -51,7 +52,7 @@ TEST(FastEltwise, BinaryBroadcastPatterns) {
       {{2, 3, 5, 7}, {1}},    {{1, 3, 5, 7}, {1, 3, 1, 1}}, {{2, 3, 5, 7}, {3, 1, 1}}, {{2, 3, 5, 7}, {7}},
       {{4, 33}, {33}},        {{2, 3, 5, 7}, {2, 1, 5, 1}}, {{2, 3, 5, 7}, {1, 3, 1, 7}}, {{5, 1}, {1, 6}},
       {{3, 1, 4}, {2, 1}},    {{64, 1000}, {1000}},  {{1, 96, 56, 56}, {1, 96, 1, 1}}, {{50000}, {}},
-      {{3, 0, 2}, {2}},
+      {{3, 0, 2}, {2}},       {{8, 70001}, {70001}}, {{600001}, {}},  {{1, 16, 200, 200}, {1, 16, 1, 1}},
   };
   for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
     for (const auto& [da, db] : shapes) {
@@ -102,7 +103,7 @@ TEST(FastEltwise, ClipBounds) {
 
 TEST(FastEltwise, BatchNormalization) {
   std::mt19937 rng(6);
-  for (const core::Dims& d : std::vector<core::Dims>{{2, 3, 5, 7}, {1, 1, 1}, {3, 17}, {1, 32, 112, 112}, {2, 5, 9}}) {
+  for (const core::Dims& d : std::vector<core::Dims>{{2, 3, 5, 7}, {1, 1, 1}, {3, 17}, {1, 32, 112, 112}, {2, 5, 9}, {1, 8, 300, 251}}) {
     const core::Dims c = {d[1]};
     core::Tensor x = random_f32(d, rng), s = random_f32(c, rng), b = random_f32(c, rng), m = random_f32(c, rng),
                  v = random_f32(c, rng, 0.1f, 2.f);

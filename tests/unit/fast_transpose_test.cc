@@ -39,6 +39,11 @@ TEST(FastTranspose, DtypesAndModelShapes) {
                                 {{"perm", ir::Attribute(std::vector<int64_t>{0, 2, 1, 3, 4})}}, 0, 0);
   expect_fast_matches_reference("Transpose", {random_f32({1, 3, 197, 64}, rng)},
                                 {{"perm", ir::Attribute(std::vector<int64_t>{0, 1, 3, 2})}}, 0, 0);
+  // Big enough for 2 threads, on both the memcpy and the blocked path.
+  expect_fast_matches_reference("Transpose", {random_f32({8, 300, 131}, rng)},
+                                {{"perm", ir::Attribute(std::vector<int64_t>{0, 2, 1})}}, 0, 0);
+  expect_fast_matches_reference("Transpose", {random_f32({300, 8, 251}, rng)},
+                                {{"perm", ir::Attribute(std::vector<int64_t>{1, 0, 2})}}, 0, 0);
 }
 
 TEST(FastTranspose, TakesTheFastPathAndRejectsBadPerms) {

@@ -8,7 +8,7 @@ namespace kestrel::kernels::cpu {
 
 namespace {
 
-constexpr int64_t kGrain = 16 * 1024;  // elements per thread task, at least
+constexpr int64_t kGrain = 64 * 1024;  // elements per thread task, at least
 
 bool f32(const Tensor& t) { return t.dtype() == core::DType::kF32; }
 

@@ -59,7 +59,7 @@ void run_strided(const T* x, T* y, std::vector<Axis> axes, core::ThreadPool* poo
   axes.pop_back();
   int64_t rows = 1;
   for (const Axis& a : axes) rows *= a.size;
-  const int64_t grain = std::max<int64_t>(1, 65536 / last.size);
+  const int64_t grain = std::max<int64_t>(1, 262144 / last.size);
   if (last.in_stride == 1) {
     // Rows stay contiguous: one memcpy per outer index.
     const size_t bytes = static_cast<size_t>(last.size) * sizeof(T);
@@ -85,7 +85,7 @@ void run_strided(const T* x, T* y, std::vector<Axis> axes, core::ThreadPool* poo
   int64_t n = 1;
   for (const Axis& a : axes) n *= a.size;
   const int64_t per = inner.size * last.size;
-  core::parallel_for(pool, n, std::max<int64_t>(1, 65536 / per), [&](int64_t b, int64_t e) {
+  core::parallel_for(pool, n, std::max<int64_t>(1, 262144 / per), [&](int64_t b, int64_t e) {
     for_outer(axes, b, e, [&](int64_t in, int64_t out) {
       transpose_2d(x + in, last.in_stride, y + out, inner.out_stride, inner.size, last.size);
     });
