@@ -61,6 +61,10 @@ TEST(FastEltwise, BinaryBroadcastPatterns) {
       expect_fast_matches_reference(op, {b, a});
     }
   }
+  // Rank above the fast path's fixed-size state: reference kernel, same result.
+  core::Dims high(17, 1);
+  high.back() = 5;
+  expect_fast_matches_reference("Add", {random_f32(high, rng), random_f32({5}, rng)});
   // Division by zero and NaN follow IEEE like the reference.
   const float nan = std::numeric_limits<float>::quiet_NaN();
   expect_fast_matches_reference("Div", {make<float>({4}, {1.f, -1.f, 0.f, nan}), make<float>({4}, {0.f, 0.f, 0.f, 1.f})});

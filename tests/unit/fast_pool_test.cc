@@ -63,3 +63,22 @@ TEST(FastPool, AutoPadAndFallbacks) {
 
 }  // namespace
 }  // namespace kestrel::testing
+
+namespace kestrel::testing {
+namespace {
+
+// Huge pads and strides (a hostile model): the fast binding must not try to allocate a row
+// buffer over the padded width; the result still matches the reference.
+TEST(FastPool, HugePadsStayBounded) {
+  std::mt19937 rng(23);
+  core::Tensor x = random_f32({1, 2, 5, 6}, rng);
+  const int64_t big = int64_t{1} << 30;
+  for (const char* op : {"MaxPool", "AveragePool"})
+    expect_fast_matches_reference(op, {x}, {{"kernel_shape", ir::Attribute(std::vector<int64_t>{2, 2})},
+                                             {"strides", ir::Attribute(std::vector<int64_t>{big, big})},
+                                             {"pads", ir::Attribute(std::vector<int64_t>{1, big, 1, big})}},
+                                  1e-5, 1e-6);
+}
+
+}  // namespace
+}  // namespace kestrel::testing

@@ -51,7 +51,13 @@ bool fast_pool2d(const Tensor& x, const Tensor& y, const ref::PoolParams& p, boo
   q->pad_right = p.pads_end[1];
   q->is_max = is_max;
   q->count_include_pad = include_pad;
-  return true;
+  // The row buffer spans the padded width: hostile pads or strides stay on the reference kernel
+  // (which needs no buffer) instead of allocating gigabytes.
+  constexpr int64_t kMaxParam = int64_t{1} << 20, kMaxBuffer = int64_t{1} << 22;
+  for (int64_t v : {q->kh, q->kw, q->sh, q->sw, q->dh, q->dw, q->pad_top, q->pad_left, q->pad_bottom, q->pad_right,
+                    x.dim(3), y.dim(3)})
+    if (v > kMaxParam) return false;
+  return y.dim(3) < 1 || kernels::cpu::pool2d_buffer_len(*q, x.dim(3), y.dim(3)) <= kMaxBuffer;
 }
 
 const kernels::cpu::PoolTable* fast_pool_table(const KernelCreateInfo& info) {

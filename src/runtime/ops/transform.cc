@@ -78,19 +78,25 @@ Result<std::unique_ptr<OpKernel>> make_split(const KernelCreateInfo& info) {
 // Slice as a strided copy; false when the output does not have the sliced shape (the reference
 // kernel then reports it).
 bool slice_fast(const Tensor& x, const std::vector<ref::SliceAxis>& spec, Tensor& y, core::ThreadPool* pool) {
-  if (static_cast<int64_t>(spec.size()) != x.rank() || y.rank() != x.rank()) return false;
-  const core::Dims in_strides = core::row_major_strides(x.dims());
-  std::vector<int64_t> strides;
+  constexpr size_t kMaxRank = 16;
+  const size_t rank = spec.size();
+  if (static_cast<int64_t>(rank) != x.rank() || y.rank() != x.rank() || rank > kMaxRank) return false;
+  int64_t in_strides[kMaxRank], strides[kMaxRank];
+  int64_t acc = 1;
+  for (size_t d = rank; d-- > 0;) {
+    in_strides[d] = acc;
+    acc *= x.dims()[d];
+  }
   int64_t base = 0;
   bool empty = false;
-  for (size_t d = 0; d < spec.size(); ++d) {
+  for (size_t d = 0; d < rank; ++d) {
     if (y.dims()[d] != spec[d].count) return false;
     empty |= spec[d].count == 0;
     base += spec[d].start * in_strides[d];
-    strides.push_back(spec[d].count > 1 ? spec[d].step * in_strides[d] : 0);
+    strides[d] = spec[d].count > 1 ? spec[d].step * in_strides[d] : 0;
   }
   if (empty) return true;
-  return kernels::cpu::strided_copy_fast(x, base, strides, y, pool);
+  return kernels::cpu::strided_copy_fast(x, base, std::span<const int64_t>(strides, rank), y, pool);
 }
 
 Result<std::unique_ptr<OpKernel>> make_slice(const KernelCreateInfo& info) {

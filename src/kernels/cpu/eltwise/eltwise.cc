@@ -2,10 +2,10 @@
 #include "kernels/cpu/eltwise/eltwise.h"
 
 #include <cmath>
-#include <vector>
+#include <algorithm>
+#include <utility>
 
 #include "core/str_util.h"
-#include "kernels/reference/broadcast.h"
 
 namespace kestrel::kernels::cpu {
 
@@ -92,64 +92,81 @@ Status binary_f32(const EltwiseTable& t, EwBinary op, const Tensor& a, const Ten
                   core::ThreadPool* pool) {
   if (!all_f32({&a, &b, &y})) return core::invalid_argument("binary_f32: needs f32 tensors");
   const core::Dims& od = y.dims();
-  if (od.size() < a.dims().size() || od.size() < b.dims().size())
+  const size_t rank = od.size();
+  if (rank < a.dims().size() || rank < b.dims().size())
     return core::invalid_argument("binary_f32: output rank below an input's");
-  core::Dims sa = ref::broadcast_strides(a.dims(), od), sb = ref::broadcast_strides(b.dims(), od);
-  // Each input element count must match what the output shape implies (no reads past the end).
-  for (const auto* in : {&a, &b}) {
+  // Fixed-size state below: run() allocates nothing. Higher ranks take the reference kernel.
+  constexpr size_t kMaxRank = 16;
+  if (rank > kMaxRank) return ref::binary(op == EwBinary::kAdd   ? ref::BinaryOp::kAdd
+                                          : op == EwBinary::kSub ? ref::BinaryOp::kSub
+                                          : op == EwBinary::kMul ? ref::BinaryOp::kMul
+                                                                 : ref::BinaryOp::kDiv,
+                                          a, b, y);
+  // Per output dim, each input's stride (0 where it broadcasts); every input dim must be 1 or
+  // the output's (no reads past the end).
+  int64_t sa[kMaxRank], sb[kMaxRank];
+  for (auto [in, st] : {std::pair<const Tensor*, int64_t*>{&a, sa}, {&b, sb}}) {
     const core::Dims& d = in->dims();
-    size_t off = od.size() - d.size();
-    for (size_t i = 0; i < d.size(); ++i)
-      if (d[i] != 1 && d[i] != od[off + i]) return core::invalid_argument("binary_f32: shapes do not broadcast");
+    const size_t off = rank - d.size();
+    int64_t stride = 1;
+    for (size_t i = rank; i-- > 0;) {
+      if (i < off || d[i - off] == 1) {
+        st[i] = 0;
+        continue;
+      }
+      if (d[i - off] != od[i]) return core::invalid_argument("binary_f32: shapes do not broadcast");
+      st[i] = stride;
+      stride *= d[i - off];
+    }
   }
   const int64_t total = y.num_elements();
   if (total == 0) return Status::ok();
   // Coalesce: drop size-1 dims, merge a dim into the one inside it when both inputs continue
-  // contiguously (or stay broadcast) across the boundary. Innermost last.
+  // contiguously (or stay broadcast) across the boundary. dims[0] is the innermost.
   struct Dim {
     int64_t size, sa, sb;
   };
-  std::vector<Dim> dims;
-  for (size_t i = od.size(); i-- > 0;) {
+  Dim dims[kMaxRank];
+  size_t nd = 0;
+  for (size_t i = rank; i-- > 0;) {
     if (od[i] == 1) continue;
-    if (!dims.empty()) {
-      Dim& in = dims.back();
+    if (nd > 0) {
+      Dim& in = dims[nd - 1];
       if (sa[i] == in.sa * in.size && sb[i] == in.sb * in.size) {
         in.size *= od[i];
         continue;
       }
     }
-    dims.push_back({od[i], sa[i], sb[i]});
+    dims[nd++] = {od[i], sa[i], sb[i]};
   }
-  if (dims.empty()) dims.push_back({1, 1, 1});
-  const Dim inner = dims.front();  // dims[0] is the innermost
+  if (nd == 0) dims[nd++] = {1, 1, 1};
+  const Dim inner = dims[0];
   const float* pa = a.data<float>();
   const float* pb = b.data<float>();
   float* py = y.data<float>();
   // The innermost output dim > 1 comes from at least one input, so not both strides are 0 there.
   EwRow kind = inner.sa != 0 && inner.sb != 0 ? EwRow::kVV : inner.sa != 0 ? EwRow::kVS : EwRow::kSV;
   const int64_t n = inner.size, rows = total / n;
-  auto run_row = [&](const float* ra, const float* rb, float* ry, int64_t len) { t.binary(op, kind, ra, rb, ry, len); };
   if (rows == 1) {
     core::parallel_for(pool, n, kGrain, [&](int64_t s, int64_t e) {
-      run_row(pa + s * inner.sa, pb + s * inner.sb, py + s, e - s);
+      t.binary(op, kind, pa + s * inner.sa, pb + s * inner.sb, py + s, e - s);
     });
     return Status::ok();
   }
   const int64_t grain_rows = std::max<int64_t>(1, kGrain / n);
   core::parallel_for(pool, rows, grain_rows, [&](int64_t r0, int64_t r1) {
     // Offsets of row r0 from its multi-index over the outer dims, then incremental.
-    std::vector<int64_t> idx(dims.size(), 0);
+    int64_t idx[kMaxRank] = {};
     int64_t oa = 0, ob = 0, rem = r0;
-    for (size_t d = 1; d < dims.size(); ++d) {
+    for (size_t d = 1; d < nd; ++d) {
       idx[d] = rem % dims[d].size;
       rem /= dims[d].size;
       oa += idx[d] * dims[d].sa;
       ob += idx[d] * dims[d].sb;
     }
     for (int64_t r = r0; r < r1; ++r) {
-      run_row(pa + oa, pb + ob, py + r * n, n);
-      for (size_t d = 1; d < dims.size(); ++d) {
+      t.binary(op, kind, pa + oa, pb + ob, py + r * n, n);
+      for (size_t d = 1; d < nd; ++d) {
         ++idx[d];
         oa += dims[d].sa;
         ob += dims[d].sb;
@@ -174,16 +191,16 @@ Status batch_norm_f32(const EltwiseTable& t, const Tensor& x, const Tensor& scal
                                                   " elements, expected C = ", c));
   const int64_t inner = c == 0 || n == 0 ? 0 : x.num_elements() / (n * c);
   if (inner == 0) return Status::ok();
-  std::vector<float> k(static_cast<size_t>(c)), s(static_cast<size_t>(c));
-  for (int64_t i = 0; i < c; ++i) {
-    float inv = 1.f / std::sqrt(var.data<float>()[i] + epsilon);
-    k[i] = scale.data<float>()[i] * inv;
-    s[i] = bias.data<float>()[i] - mean.data<float>()[i] * k[i];
-  }
+  // Per-channel scale and shift computed per row (one sqrt per row): nothing to allocate.
+  const float *ps = scale.data<float>(), *pb = bias.data<float>(), *pm = mean.data<float>(), *pv = var.data<float>();
   const float* in = x.data<float>();
   float* out = y.data<float>();
   core::parallel_for(pool, n * c, std::max<int64_t>(1, kGrain / inner), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) t.affine(in + r * inner, out + r * inner, inner, k[r % c], s[r % c]);
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t ch = r % c;
+      const float k = ps[ch] * (1.f / std::sqrt(pv[ch] + epsilon));
+      t.affine(in + r * inner, out + r * inner, inner, k, pb[ch] - pm[ch] * k);
+    }
   });
   return Status::ok();
 }

@@ -2,6 +2,7 @@
 #include "kernels/cpu/norm/norm.h"
 
 #include <algorithm>
+#include <span>
 #include <vector>
 
 namespace kestrel::kernels::cpu {
@@ -50,8 +51,8 @@ Status softmax_last_axis_f32(const NormTable& t, bool log, const Tensor& x, Tens
 
 namespace {
 
-// True when p's dims, leading 1s dropped, are exactly `tail`'s trailing dims... of the same count.
-bool matches_trailing(const Tensor& p, const core::Dims& norm_dims) {
+// True when p's dims, leading 1s dropped, are exactly the normalized dims.
+bool matches_trailing(const Tensor& p, std::span<const int64_t> norm_dims) {
   const core::Dims& d = p.dims();
   size_t lead = 0;
   while (lead < d.size() && d[lead] == 1 && d.size() - lead > norm_dims.size()) ++lead;
@@ -64,8 +65,9 @@ bool matches_trailing(const Tensor& p, const core::Dims& norm_dims) {
 bool layer_norm_f32(const NormTable& t, const Tensor& x, const Tensor& scale, const Tensor* bias, int64_t axis,
                     float epsilon, Tensor& y, Tensor* mean, Tensor* inv_std, core::ThreadPool* pool) {
   if (axis < 0 || axis >= x.rank() || !f32(x) || !f32(y) || !f32(scale) || x.dims() != y.dims()) return false;
-  const core::Dims norm_dims(x.dims().begin() + axis, x.dims().end());
-  const int64_t n = core::num_elements(norm_dims);
+  const std::span<const int64_t> norm_dims(x.dims().data() + axis, static_cast<size_t>(x.rank() - axis));
+  int64_t n = 1;
+  for (int64_t d : norm_dims) n *= d;
   if (n == 0) return false;
   const int64_t rows = x.num_elements() / n;
   if (!matches_trailing(scale, norm_dims)) return false;

@@ -48,8 +48,11 @@ Status pool2d_f32(const PoolTable& t, const Pool2dParams& p, const Tensor& x, Te
   const float* in = x.data<float>();
   float* out = y.data<float>();
   const int64_t work = std::max<int64_t>(1, h * w + oh * ow * p.kw);
+  if (buf_len > (int64_t{1} << 22)) return core::invalid_argument("pool2d_f32: padded row too long");
   core::parallel_for(pool, planes, std::max<int64_t>(1, 65536 / work), [&](int64_t p0, int64_t p1) {
-    std::vector<float> buf(static_cast<size_t>(buf_len));
+    // Per-thread scratch that only grows: no allocation per run once warmed up.
+    thread_local std::vector<float> buf;
+    if (buf.size() < static_cast<size_t>(buf_len)) buf.resize(static_cast<size_t>(buf_len));
     for (int64_t pl = p0; pl < p1; ++pl) t.plane(p, in + pl * h * w, h, w, out + pl * oh * ow, oh, ow, buf.data(), buf_len);
   });
   return Status::ok();

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 namespace kestrel::kernels::cpu {
 
@@ -28,10 +27,31 @@ void transpose_2d(const T* x, int64_t ldx, T* y, int64_t ldy, int64_t np, int64_
   }
 }
 
+// Fixed-size state (run() allocates nothing); higher ranks take the reference kernel.
+constexpr size_t kMaxRank = 16;
+
+struct Axes {
+  Axis a[kMaxRank];
+  size_t n = 0;
+  size_t size() const { return n; }
+  bool empty() const { return n == 0; }
+  Axis& operator[](size_t i) { return a[i]; }
+  const Axis& operator[](size_t i) const { return a[i]; }
+  Axis& back() { return a[n - 1]; }
+  void push_back(const Axis& x) { a[n++] = x; }
+  void pop_back() { --n; }
+  void erase(size_t i) {
+    for (size_t k = i; k + 1 < n; ++k) a[k] = a[k + 1];
+    --n;
+  }
+  const Axis* begin() const { return a; }
+  const Axis* end() const { return a + n; }
+};
+
 // Calls f(in_offset, out_offset) for every index of `outer` in [begin, end) (row-major order).
 template <class F>
-void for_outer(const std::vector<Axis>& outer, int64_t begin, int64_t end, F&& f) {
-  std::vector<int64_t> idx(outer.size(), 0);
+void for_outer(const Axes& outer, int64_t begin, int64_t end, F&& f) {
+  int64_t idx[kMaxRank] = {};
   int64_t in = 0, out = 0, rem = begin;
   for (size_t d = outer.size(); d-- > 0;) {
     idx[d] = rem % outer[d].size;
@@ -54,7 +74,7 @@ void for_outer(const std::vector<Axis>& outer, int64_t begin, int64_t end, F&& f
 }
 
 template <class T>
-void run_strided(const T* x, T* y, std::vector<Axis> axes, core::ThreadPool* pool) {
+void run_strided(const T* x, T* y, Axes axes, core::ThreadPool* pool) {
   const Axis last = axes.back();
   axes.pop_back();
   int64_t rows = 1;
@@ -81,7 +101,7 @@ void run_strided(const T* x, T* y, std::vector<Axis> axes, core::ThreadPool* poo
     return;
   }
   const Axis inner = axes[j];
-  axes.erase(axes.begin() + static_cast<std::ptrdiff_t>(j));
+  axes.erase(j);
   int64_t n = 1;
   for (const Axis& a : axes) n *= a.size;
   const int64_t per = inner.size * last.size;
@@ -96,8 +116,14 @@ void run_strided(const T* x, T* y, std::vector<Axis> axes, core::ThreadPool* poo
 // contiguous continuations in the input and the output. Then the copy, by element size.
 bool strided_copy_impl(const core::Tensor& x, int64_t base, const core::Dims& dims, std::span<const int64_t> in_strides,
                        core::Tensor& y, core::ThreadPool* pool) {
-  const core::Dims out_strides = core::row_major_strides(dims);
-  std::vector<Axis> axes;
+  if (dims.size() > kMaxRank || in_strides.size() != dims.size()) return false;
+  int64_t out_strides[kMaxRank];
+  int64_t acc = 1;
+  for (size_t i = dims.size(); i-- > 0;) {
+    out_strides[i] = acc;
+    acc *= dims[i];
+  }
+  Axes axes;
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] == 0) return true;
     if (dims[i] == 1) continue;
@@ -126,21 +152,23 @@ bool strided_copy_impl(const core::Tensor& x, int64_t base, const core::Dims& di
 bool transpose_fast(const core::Tensor& x, std::span<const int64_t> perm_in, core::Tensor& y, core::ThreadPool* pool) {
   if (x.dtype() == core::DType::kString || x.dtype() != y.dtype() || x.dtype() == core::DType::kUndefined) return false;
   const int64_t rank = x.rank();
-  std::vector<int64_t> perm(perm_in.begin(), perm_in.end());
-  if (perm.empty())
-    for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
-  if (static_cast<int64_t>(perm.size()) != rank || y.rank() != rank) return false;
-  std::vector<bool> seen(static_cast<size_t>(rank), false);
-  for (size_t i = 0; i < perm.size(); ++i) {
-    const int64_t p = perm[i];
-    if (p < 0 || p >= rank || seen[static_cast<size_t>(p)] || y.dim(static_cast<int64_t>(i)) != x.dim(p)) return false;
-    seen[static_cast<size_t>(p)] = true;
+  if (rank > static_cast<int64_t>(kMaxRank) || y.rank() != rank) return false;
+  if (!perm_in.empty() && static_cast<int64_t>(perm_in.size()) != rank) return false;
+  int64_t in_strides[kMaxRank], strides[kMaxRank];
+  int64_t acc = 1;
+  for (int64_t i = rank; i-- > 0;) {
+    in_strides[i] = acc;
+    acc *= x.dim(i);
+  }
+  bool seen[kMaxRank] = {};
+  for (int64_t i = 0; i < rank; ++i) {
+    const int64_t p = perm_in.empty() ? rank - 1 - i : perm_in[static_cast<size_t>(i)];
+    if (p < 0 || p >= rank || seen[p] || y.dim(i) != x.dim(p)) return false;
+    seen[p] = true;
+    strides[i] = in_strides[p];
   }
   if (x.num_elements() == 0) return true;
-  const core::Dims all = core::row_major_strides(x.dims());
-  std::vector<int64_t> strides;
-  for (int64_t p : perm) strides.push_back(all[static_cast<size_t>(p)]);
-  return strided_copy_impl(x, 0, y.dims(), strides, y, pool);
+  return strided_copy_impl(x, 0, y.dims(), std::span<const int64_t>(strides, static_cast<size_t>(rank)), y, pool);
 }
 
 bool strided_copy_fast(const core::Tensor& x, int64_t base, std::span<const int64_t> in_strides, core::Tensor& y,
