@@ -23,9 +23,11 @@ class InferContext;
 using InferFn = std::function<core::Status(InferContext&)>;
 
 constexpr const char* kKestrelDomain = "kestrel";
+// ONNX's optimizer ops (Adagrad, Adam, Momentum), opset 1 of their own domain.
+constexpr const char* kOnnxTrainingDomain = "ai.onnx.preview.training";
 
 struct OpSchema {
-  std::string domain;  // "" = ONNX, "kestrel" = Kestrel's fused ops
+  std::string domain;  // "" = ONNX, "kestrel" = Kestrel's fused ops, kOnnxTrainingDomain
   std::string name;
   int min_inputs = 0;
   int max_inputs = 0;  // -1: variadic

@@ -149,6 +149,29 @@ inline ::testing::AssertionResult tensors_equal(const core::Tensor& got, const c
   return ::testing::AssertionSuccess();
 }
 
+// Success if `st` is an error whose message contains `needle`.
+inline ::testing::AssertionResult fails_with(const core::Status& st, const std::string& needle) {
+  if (st.is_ok()) return ::testing::AssertionFailure() << "expected an error containing '" << needle << "'";
+  if (st.message().find(needle) == std::string::npos)
+    return ::testing::AssertionFailure() << "error '" << st.to_string() << "' does not contain '" << needle << "'";
+  return ::testing::AssertionSuccess();
+}
+
+// Row-major multi-index of flat index i in dims, and back (for naive loops in tests).
+inline core::Dims unravel(int64_t i, const core::Dims& dims) {
+  core::Dims idx(dims.size());
+  for (size_t d = dims.size(); d-- > 0;) {
+    idx[d] = i % dims[d];
+    i /= dims[d];
+  }
+  return idx;
+}
+inline int64_t ravel(const core::Dims& idx, const core::Dims& dims) {
+  int64_t o = 0;
+  for (size_t d = 0; d < dims.size(); ++d) o = o * dims[d] + idx[d];
+  return o;
+}
+
 // Convenience: the single output of eval_op, or a failure.
 #define KESTREL_EVAL1(out, ...)                         \
   core::Tensor out;                                     \

@@ -23,13 +23,7 @@ using testing::i64s;
 using testing::make;
 using testing::run_op;
 using testing::tensors_equal;
-
-::testing::AssertionResult fails_with(const core::Status& st, const std::string& needle) {
-  if (st.is_ok()) return ::testing::AssertionFailure() << "expected an error containing '" << needle << "'";
-  if (st.message().find(needle) == std::string::npos)
-    return ::testing::AssertionFailure() << "error '" << st.to_string() << "' does not contain '" << needle << "'";
-  return ::testing::AssertionSuccess();
-}
+using testing::fails_with;
 
 Tensor random_f32(const Dims& dims, uint32_t seed, float lo = -2.f, float hi = 2.f) {
   Tensor t = Tensor::allocate(DType::kF32, dims).value();

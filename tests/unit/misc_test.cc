@@ -23,13 +23,7 @@ using testing::i64s;
 using testing::make;
 using testing::run_op;
 using testing::tensors_equal;
-
-::testing::AssertionResult fails_with(const core::Status& st, const std::string& needle) {
-  if (st.is_ok()) return ::testing::AssertionFailure() << "expected an error containing '" << needle << "'";
-  if (st.message().find(needle) == std::string::npos)
-    return ::testing::AssertionFailure() << "error '" << st.to_string() << "' does not contain '" << needle << "'";
-  return ::testing::AssertionSuccess();
-}
+using testing::fails_with;
 
 std::vector<int64_t> ints(const Tensor& t) {
   return {t.data<int64_t>(), t.data<int64_t>() + t.num_elements()};

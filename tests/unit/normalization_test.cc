@@ -1,6 +1,7 @@
 // Tests of the normalization ops against hand-checked values and naive computations written here:
-// BatchNormalization (inference, mixed parameter dtypes, training_mode error), Instance-, Layer-
-// (axes, statistics outputs, broadcast scale), Group- (per channel / per group), LRN, Lp and MVN.
+// BatchNormalization (inference, mixed parameter dtypes, training mode: batch statistics and running
+// updates), Instance-, Layer- (axes, statistics outputs, broadcast scale), Group- (per channel /
+// per group), LRN, Lp and MVN.
 #include "kernels/reference/normalization.h"
 
 #include <gtest/gtest.h>
@@ -57,10 +58,9 @@ OnnxBuilder bn_model(int64_t training, const Dims& xd, int64_t c, bool extra_out
   return m;
 }
 
-TEST(BatchNormSession, TrainingModeIsUnsupportedAndChannelsChecked) {
-  auto st = testing::open_error(bn_model(1, {1, 2, 3}, 2), "bn");
-  EXPECT_EQ(st.code(), core::StatusCode::kUnsupported) << st.to_string();
-  EXPECT_TRUE(testing::contains(st, "training_mode"));
+TEST(BatchNormSession, TrainingModeAndChannelsChecked) {
+  auto st = testing::open_error(bn_model(2, {1, 2, 3}, 2), "bn");
+  EXPECT_TRUE(testing::contains(st, "training_mode")) << st.to_string();
   EXPECT_TRUE(testing::contains(testing::open_error(bn_model(0, {1, 3, 3}, 2), "bn"), "channel"));
   Tensor x = testing::random_tensor({2, 2, 3}, 5);
   auto out = testing::run_model(bn_model(0, x.dims(), 2, true), {x});
@@ -68,6 +68,105 @@ TEST(BatchNormSession, TrainingModeIsUnsupportedAndChannelsChecked) {
   testing::expect_close(out[0], testing::values(x));  // mean 0, var 1, eps 0: identity
   testing::expect_close(out[1], {0, 0});              // running stats pass through in inference
   testing::expect_close(out[2], {1, 1});
+  // Training mode through a session: channel 0 holds 1, 3 / 5, 7 ... see BatchNormTraining below.
+  Tensor xt = Tensor::from_vector<float>({1, 3, 10, 10, 5, 7, 10, 10}, {2, 2, 2});
+  auto t = testing::run_model(bn_model(1, xt.dims(), 2, true), {xt});
+  ASSERT_EQ(t.size(), 3u);
+  // c0: {1, 3, 5, 7}, mean 4, population var 5; c1: all 10, var 0 (eps 0 gives 0 / 0 = NaN).
+  const double s5 = std::sqrt(5.0);
+  testing::expect_close(t[0], {-3 / s5, -1 / s5, NAN, NAN, 1 / s5, 3 / s5, NAN, NAN});
+  testing::expect_close(t[1], {0.1 * 4, 0.1 * 10});  // 0.9 * 0 + 0.1 * mean
+  testing::expect_close(t[2], {0.9 + 0.1 * 5, 0.9});  // 0.9 * 1 + 0.1 * var
+  // Training mode with only Y listed.
+  auto y_only = testing::run_model(bn_model(1, xt.dims(), 2, false), {xt});
+  ASSERT_EQ(y_only.size(), 1u);
+  testing::expect_close(y_only[0], testing::values(t[0]));
+}
+
+// Naive training-mode batch norm: per channel over every (n, spatial) element, population variance.
+struct NaiveBnTraining {
+  std::vector<double> y, running_mean, running_var;
+};
+NaiveBnTraining naive_bn_training(const Tensor& x, const std::vector<double>& s, const std::vector<double>& b,
+                                  const std::vector<double>& m0, const std::vector<double>& v0, double eps,
+                                  double momentum) {
+  auto xv = testing::values(x);
+  const size_t n = static_cast<size_t>(x.dim(0)), c = static_cast<size_t>(x.dim(1));
+  const size_t inner = n * c == 0 ? 0 : xv.size() / (n * c);
+  NaiveBnTraining r;
+  r.y.resize(xv.size());
+  for (size_t ch = 0; ch < c; ++ch) {
+    std::vector<size_t> idx;
+    for (size_t i = 0; i < n; ++i)
+      for (size_t j = 0; j < inner; ++j) idx.push_back((i * c + ch) * inner + j);
+    auto [mean, var] = stats(xv, idx);
+    for (size_t i : idx) r.y[i] = (xv[i] - mean) / std::sqrt(var + eps) * s[ch] + b[ch];
+    r.running_mean.push_back(m0[ch] * momentum + mean * (1 - momentum));
+    r.running_var.push_back(v0[ch] * momentum + var * (1 - momentum));
+  }
+  return r;
+}
+
+TEST(BatchNormTraining, HandComputed) {
+  // N = 2, C = 1: x = {1, 3}, mean 2, population var 1 (the sample variance would be 2).
+  Tensor x = Tensor::from_vector<float>({1, 3}, {2, 1});
+  Tensor s = Tensor::from_vector<float>({2}, {1}), b = Tensor::from_vector<float>({1}, {1});
+  Tensor m = Tensor::from_vector<float>({10}, {1}), v = Tensor::from_vector<float>({4}, {1});
+  Tensor y = *Tensor::allocate(DType::kF32, {2, 1}), rm = *Tensor::allocate(DType::kF32, {1}),
+         rv = *Tensor::allocate(DType::kF32, {1});
+  ASSERT_TRUE(kernels::ref::batch_norm_training(x, s, b, m, v, 0.f, 0.75f, y, &rm, &rv).is_ok());
+  testing::expect_close(y, {-1, 3});              // (x - 2) / 1 * 2 + 1
+  testing::expect_close(rm, {10 * 0.75 + 2 * 0.25});  // 8
+  testing::expect_close(rv, {4 * 0.75 + 1 * 0.25});   // 3.25
+  // epsilon 3: y = (x - 2) / 2 * 2 + 1.
+  ASSERT_TRUE(kernels::ref::batch_norm_training(x, s, b, m, v, 3.f, 0.75f, y, nullptr, nullptr).is_ok());
+  testing::expect_close(y, {-1 + 1, 1 + 1});
+}
+
+TEST(BatchNormTraining, MatchesNaive) {
+  uint32_t seed = 40;
+  for (const Dims& d : {Dims{1, 1}, Dims{3, 2}, Dims{2, 3, 4, 5}, Dims{1, 5, 7}, Dims{2, 2, 1, 3, 2}})
+    for (DType dt : {DType::kF32, DType::kF64, DType::kF16})
+      for (float momentum : {0.9f, 0.f, 0.3f}) {
+        const int64_t c = d[1];
+        Tensor x = testing::random_tensor(d, seed++, -2.f, 3.f);
+        if (dt == DType::kF16) x = testing::to_dtype(testing::to_dtype(x, DType::kF16), DType::kF32);
+        Tensor s = testing::random_tensor({c}, seed++), b = testing::random_tensor({c}, seed++);
+        Tensor m = testing::random_tensor({c}, seed++), v = testing::random_tensor({c}, seed++, 0.5f, 2.f);
+        const float eps = 1e-2f;
+        auto want = naive_bn_training(x, testing::values(s), testing::values(b), testing::values(m),
+                                      testing::values(v), static_cast<double>(eps), static_cast<double>(momentum));
+        // Statistics keep the parameters' dtype (f64 here), which may differ from x's.
+        Tensor md = testing::to_dtype(m, DType::kF64), vd = testing::to_dtype(v, DType::kF64);
+        Tensor y = *Tensor::allocate(dt, d), rm = *Tensor::allocate(DType::kF64, {c}),
+               rv = *Tensor::allocate(DType::kF64, {c});
+        ASSERT_TRUE(kernels::ref::batch_norm_training(testing::to_dtype(x, dt), s, b, md, vd, eps, momentum, y, &rm,
+                                                      &rv)
+                        .is_ok());
+        const double tol = dt == DType::kF16 ? 1e-2 : 1e-5;
+        const std::string what = core::dims_to_string(d) + " " + core::dtype_name(dt);
+        testing::expect_close(y, want.y, tol, tol, what + " y");
+        testing::expect_close(rm, want.running_mean, 1e-5, 1e-5, what + " running_mean");
+        testing::expect_close(rv, want.running_var, 1e-5, 1e-5, what + " running_var");
+      }
+}
+
+TEST(BatchNormTraining, EmptyBatchAndBadInput) {
+  // N = 0: no statistics (0 / 0), so the running values become NaN; Y is empty.
+  Tensor x = *Tensor::allocate(DType::kF32, {0, 2, 3});
+  Tensor p = Tensor::from_vector<float>({1, 1});
+  Tensor y = *Tensor::allocate(DType::kF32, {0, 2, 3}), rm = *Tensor::allocate(DType::kF32, {2}),
+         rv = *Tensor::allocate(DType::kF32, {2});
+  ASSERT_TRUE(kernels::ref::batch_norm_training(x, p, p, p, p, 1e-5f, 0.9f, y, &rm, &rv).is_ok());
+  EXPECT_TRUE(std::isnan(rm.data<float>()[0]) && std::isnan(rv.data<float>()[1]));
+  Tensor x2 = Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2});
+  Tensor y2 = *Tensor::allocate(DType::kF32, {2, 2});
+  Tensor bad = Tensor::from_vector<float>({1, 2, 3});
+  EXPECT_FALSE(kernels::ref::batch_norm_training(x2, bad, p, p, p, 0.f, 0.9f, y2, nullptr, nullptr).is_ok());
+  Tensor wrong_out = *Tensor::allocate(DType::kF64, {2});
+  EXPECT_FALSE(kernels::ref::batch_norm_training(x2, p, p, p, p, 0.f, 0.9f, y2, &wrong_out, nullptr).is_ok());
+  Tensor x1 = Tensor::from_vector<float>({1, 2});
+  EXPECT_FALSE(kernels::ref::batch_norm_training(x1, p, p, p, p, 0.f, 0.9f, x1, nullptr, nullptr).is_ok());
 }
 
 TEST(InstanceNormReference, MatchesNaive) {

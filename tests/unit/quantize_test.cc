@@ -13,6 +13,7 @@
 #include <random>
 
 #include "common/onnx_builder.h"
+#include "common/op_test_util.h"
 #include "core/tensor.h"
 #include "runtime/session.h"
 
@@ -24,6 +25,7 @@ using core::DType;
 using core::Tensor;
 namespace ref = kernels::ref;
 using testing::OnnxBuilder;
+using testing::unravel;
 
 Tensor random_f32(const Dims& dims, uint32_t seed, float lo = -5.f, float hi = 5.f) {
   Tensor t = Tensor::allocate(DType::kF32, dims).value();
@@ -53,15 +55,6 @@ Tensor q_scalar(DType t, int v) {
   else
     x.data<int8_t>()[0] = static_cast<int8_t>(v);
   return x;
-}
-
-Dims unravel(int64_t i, const Dims& dims) {
-  Dims idx(dims.size());
-  for (size_t d = dims.size(); d-- > 0;) {
-    idx[d] = i % dims[d];
-    i /= dims[d];
-  }
-  return idx;
 }
 
 int64_t clamp_q(double v, DType t) {

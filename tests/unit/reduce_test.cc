@@ -10,6 +10,7 @@
 #include <random>
 
 #include "common/onnx_builder.h"
+#include "common/op_test_util.h"
 #include "core/tensor.h"
 #include "kernels/reference/reduce.h"
 #include "runtime/session.h"
@@ -22,6 +23,7 @@ using core::DType;
 using core::Tensor;
 using kernels::ref::ReduceOp;
 using testing::OnnxBuilder;
+using testing::unravel;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -31,16 +33,6 @@ Tensor random_f32(const Dims& dims, uint32_t seed, float lo = -3.f, float hi = 3
   std::uniform_real_distribution<float> dist(lo, hi);
   for (float& v : t.span<float>()) v = dist(rng);
   return t;
-}
-
-// Row-major multi-index of flat index i.
-Dims unravel(int64_t i, const Dims& dims) {
-  Dims idx(dims.size());
-  for (size_t d = dims.size(); d-- > 0;) {
-    idx[d] = i % dims[d];
-    i /= dims[d];
-  }
-  return idx;
 }
 
 // Naive reduction: for each output element, scan the whole input for elements whose kept

@@ -27,22 +27,8 @@ using testing::make;
 using testing::OnnxBuilder;
 using testing::run_op;
 using testing::tensors_equal;
-
-::testing::AssertionResult fails_with(const core::Status& st, const std::string& needle) {
-  if (st.is_ok()) return ::testing::AssertionFailure() << "expected an error containing '" << needle << "'";
-  if (st.message().find(needle) == std::string::npos)
-    return ::testing::AssertionFailure() << "error '" << st.to_string() << "' does not contain '" << needle << "'";
-  return ::testing::AssertionSuccess();
-}
-
-Dims unravel(int64_t i, const Dims& dims) {
-  Dims idx(dims.size());
-  for (size_t d = dims.size(); d-- > 0;) {
-    idx[d] = i % dims[d];
-    i /= dims[d];
-  }
-  return idx;
-}
+using testing::unravel;
+using testing::fails_with;
 
 Tensor random_f32(const Dims& dims, uint32_t seed, float lo = -2.f, float hi = 2.f) {
   Tensor t = Tensor::allocate(DType::kF32, dims).value();

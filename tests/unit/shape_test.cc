@@ -28,6 +28,7 @@ using testing::iota;
 using testing::make;
 using testing::run_op;
 using testing::tensors_equal;
+using testing::fails_with;
 
 // A tensor of every dtype with the same element pattern (strings "s0", "s1", ...).
 std::vector<Tensor> all_dtypes(const Dims& dims) {
@@ -51,13 +52,6 @@ std::vector<Tensor> all_dtypes(const Dims& dims) {
     out.push_back(t);
   }
   return out;
-}
-
-::testing::AssertionResult fails_with(const core::Status& st, const std::string& needle) {
-  if (st.is_ok()) return ::testing::AssertionFailure() << "expected an error containing '" << needle << "'";
-  if (st.message().find(needle) == std::string::npos)
-    return ::testing::AssertionFailure() << "error '" << st.to_string() << "' does not contain '" << needle << "'";
-  return ::testing::AssertionSuccess();
 }
 
 // ---------------------------------------------------------------- Reshape

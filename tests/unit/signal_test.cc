@@ -13,6 +13,7 @@
 #include <random>
 
 #include "common/onnx_builder.h"
+#include "common/op_test_util.h"
 #include "core/tensor.h"
 #include "runtime/session.h"
 
@@ -24,6 +25,8 @@ using core::DType;
 using core::Tensor;
 namespace ref = kernels::ref;
 using testing::OnnxBuilder;
+using testing::ravel;
+using testing::unravel;
 using Complex = std::complex<double>;
 
 Tensor random_tensor(DType t, const Dims& dims, uint32_t seed) {
@@ -40,21 +43,6 @@ Tensor random_tensor(DType t, const Dims& dims, uint32_t seed) {
       x.data<core::Float16>()[i] = core::Float16(static_cast<float>(v));
   }
   return x;
-}
-
-Dims unravel(int64_t i, const Dims& dims) {
-  Dims idx(dims.size());
-  for (size_t d = dims.size(); d-- > 0;) {
-    idx[d] = i % dims[d];
-    i /= dims[d];
-  }
-  return idx;
-}
-
-int64_t ravel(const Dims& idx, const Dims& dims) {
-  int64_t off = 0;
-  for (size_t d = 0; d < dims.size(); ++d) off = off * dims[d] + idx[d];
-  return off;
 }
 
 // Naive DFT along `axis` (no onesided): each output bin sums over the signal with std::polar.

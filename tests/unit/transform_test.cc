@@ -25,31 +25,12 @@ using testing::iota;
 using testing::make;
 using testing::run_op;
 using testing::tensors_equal;
+using testing::ravel;
+using testing::unravel;
+using testing::fails_with;
 
 constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
 constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
-
-::testing::AssertionResult fails_with(const core::Status& st, const std::string& needle) {
-  if (st.is_ok()) return ::testing::AssertionFailure() << "expected an error containing '" << needle << "'";
-  if (st.message().find(needle) == std::string::npos)
-    return ::testing::AssertionFailure() << "error '" << st.to_string() << "' does not contain '" << needle << "'";
-  return ::testing::AssertionSuccess();
-}
-
-// Multi-index <-> flat offset for naive loops.
-Dims unravel(int64_t i, const Dims& dims) {
-  Dims idx(dims.size());
-  for (size_t d = dims.size(); d-- > 0;) {
-    idx[d] = i % dims[d];
-    i /= dims[d];
-  }
-  return idx;
-}
-int64_t ravel(const Dims& idx, const Dims& dims) {
-  int64_t o = 0;
-  for (size_t d = 0; d < dims.size(); ++d) o = o * dims[d] + idx[d];
-  return o;
-}
 
 // Strings "v0", "v1", ... in dims.
 Tensor strings(const Dims& dims) {

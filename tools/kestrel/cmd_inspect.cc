@@ -86,7 +86,13 @@ void inspect(const InspectOptions& o) {
   auto meta = [&](const char* key) { return md.count(key) ? md.at(key) : std::string(); };
   std::printf("model:      %s\n", o.model.c_str());
   std::string format = meta("source_format");
-  if (format == "onnx") format = str_cat("ONNX, IR version ", meta("onnx_ir_version"), ", opset ", meta("onnx_opset"));
+  if (format == "onnx") {
+    // A model of optimizer ops may import only ai.onnx.preview.training (no default opset).
+    format = str_cat("ONNX, IR version ", meta("onnx_ir_version"));
+    if (!meta("onnx_opset").empty()) format += str_cat(", opset ", meta("onnx_opset"));
+    if (!meta("onnx_training_opset").empty())
+      format += str_cat(", ai.onnx.preview.training opset ", meta("onnx_training_opset"));
+  }
   std::printf("format:     %s\n", format.empty() ? "?" : format.c_str());
   std::printf("producer:   %s\n", meta("producer").empty() ? "?" : meta("producer").c_str());
   for (const auto& [key, value] : md)

@@ -23,10 +23,14 @@ namespace {
 constexpr int64_t kMinOpset = 1;
 constexpr int64_t kMaxOpset = 21;
 constexpr int kMaxSubgraphDepth = 32;
+constexpr int64_t kNoDefaultOpset = 0;  // a model importing only other domains (the training ops)
 
 class Importer {
  public:
-  Importer(const OnnxImportOptions& opts, int64_t opset) : opts_(opts), opset_(opset) {}
+  // opset: of the default domain (kNoDefaultOpset: not imported); training: the model imports
+  // ai.onnx.preview.training (version 1).
+  Importer(const OnnxImportOptions& opts, int64_t opset, bool training)
+      : opts_(opts), opset_(opset), training_imported_(training) {}
 
   Status import_graph(const onnx::GraphProto& gp, ir::Graph& g, int depth) {
     if (depth > kMaxSubgraphDepth) return core::invalid_model("subgraphs nested too deeply");
@@ -163,11 +167,16 @@ class Importer {
     if (domain == "ai.onnx") domain.clear();
     std::string node_name = np.name().empty() ? str_cat(np.op_type(), "_", index) : np.name();
     auto where = [&] {
-      return str_cat("node '", node_name, "' (", domain.empty() ? "" : domain + ".", np.op_type(), ", opset ", opset_,
+      const int64_t version = domain == ir::kOnnxTrainingDomain ? 1 : opset_;
+      return str_cat("node '", node_name, "' (", domain.empty() ? "" : domain + ".", np.op_type(), ", opset ", version,
                      ")");
     };
-    if (!domain.empty() && domain != ir::kKestrelDomain)
+    if (!domain.empty() && domain != ir::kKestrelDomain && domain != ir::kOnnxTrainingDomain)
       return core::unsupported(str_cat(where(), ": operator domain '", domain, "' is not supported"));
+    if (domain.empty() && opset_ == kNoDefaultOpset)
+      return core::invalid_model(str_cat(where(), ": the model does not import the default ONNX domain"));
+    if (domain == ir::kOnnxTrainingDomain && !training_imported_)
+      return core::invalid_model(str_cat(where(), ": the model does not import domain '", domain, "'"));
     std::vector<ir::Value*> inputs;
     for (const auto& in : np.input()) {
       if (in.empty()) {
@@ -204,6 +213,7 @@ class Importer {
 
   const OnnxImportOptions& opts_;
   int64_t opset_;
+  bool training_imported_;
   std::unordered_map<const ir::Graph*, ir::Node*> owner_;
   std::unordered_map<const ir::Graph*, std::unordered_map<std::string, ir::ValueType>> declared_;
 };
@@ -227,28 +237,38 @@ Result<std::unique_ptr<ir::Graph>> import_onnx(const void* data, size_t size, co
     return core::invalid_model(str_cat(src, ": not a valid ONNX model (protobuf parse failed; truncated or not ONNX?)"));
   if (!model.has_graph()) return core::invalid_model(str_cat(src, ": ONNX model has no graph"));
   int64_t opset = -1;
+  bool training = false;
   for (const auto& os : model.opset_import()) {
     if (os.domain().empty() || os.domain() == "ai.onnx") opset = os.version();
+    if (os.domain() == ir::kOnnxTrainingDomain) {
+      if (os.version() != 1)
+        return core::unsupported(str_cat(src, ": domain '", os.domain(), "' version ", os.version(),
+                                         " is not supported (only version 1)"));
+      training = true;
+    }
   }
   if (opset < 0) {
     if (model.opset_import_size() == 0) {
       opset = 1;  // IR version 3 models without opset_import
     } else {
-      // Only other domains (e.g. ai.onnx.preview.training): a valid model that uses ops we lack.
+      // Only other domains: fine when Kestrel knows them all (a model of optimizer ops needs no
+      // default opset); a default-domain node is then an error at import_node.
       for (const auto& os : model.opset_import())
-        if (os.domain() != ir::kKestrelDomain)
+        if (os.domain() != ir::kKestrelDomain && os.domain() != ir::kOnnxTrainingDomain)
           return core::unsupported(str_cat(src, ": operator domain '", os.domain(), "' is not supported"));
-      return core::invalid_model(str_cat(src, ": model imports no default ONNX opset"));
+      if (!training) return core::invalid_model(str_cat(src, ": model imports no default ONNX opset"));
+      opset = kNoDefaultOpset;
     }
   }
-  if (opset < kMinOpset || opset > kMaxOpset)
+  if (opset != kNoDefaultOpset && (opset < kMinOpset || opset > kMaxOpset))
     return core::unsupported(str_cat(src, ": ONNX opset ", opset, " is not supported (", kMinOpset, " to ", kMaxOpset, ")"));
   auto g = std::make_unique<ir::Graph>(model.graph().name().empty() ? "main" : model.graph().name());
-  Importer imp(opts, opset);
+  Importer imp(opts, opset, training);
   Status st = imp.import_graph(model.graph(), *g, 0);
   if (!st.is_ok()) return st.with_context(src);
   g->metadata()["source_format"] = "onnx";
-  g->metadata()["onnx_opset"] = std::to_string(opset);
+  if (opset != kNoDefaultOpset) g->metadata()["onnx_opset"] = std::to_string(opset);
+  if (training) g->metadata()["onnx_training_opset"] = "1";
   g->metadata()["onnx_ir_version"] = std::to_string(model.ir_version());
   g->metadata()["producer"] = model.producer_name() + (model.producer_version().empty() ? "" : " " + model.producer_version());
   for (const auto& kv : model.metadata_props()) g->metadata()["user." + kv.key()] = kv.value();

@@ -24,6 +24,7 @@ void register_resize_ops(OpRegistry& r);
 void register_detection_ops(OpRegistry& r);
 void register_linalg_ops(OpRegistry& r);
 void register_misc_ops(OpRegistry& r);
+void register_training_ops(OpRegistry& r);
 
 void register_all_ops(OpRegistry& r) {
   register_control_flow_ops(r);
@@ -47,6 +48,7 @@ void register_all_ops(OpRegistry& r) {
   register_detection_ops(r);
   register_linalg_ops(r);
   register_misc_ops(r);
+  register_training_ops(r);
 }
 
 }  // namespace kestrel::ir

@@ -1,4 +1,4 @@
-// Schemas of the normalization ops: BatchNormalization (inference form), InstanceNormalization,
+// Schemas of the normalization ops: BatchNormalization (inference and training), InstanceNormalization,
 // LayerNormalization, GroupNormalization, LRN, LpNormalization, MeanVarianceNormalization.
 #include "core/str_util.h"
 #include "ir/onnx_types.h"
@@ -35,16 +35,16 @@ Status expect_min_rank(const InferContext& ctx, int64_t r) {
 
 Status infer_batch_norm(InferContext& ctx) {
   KESTREL_ASSIGN_OR_RETURN(int64_t training, ctx.attr_int("training_mode", 0));
-  if (training != 0)
-    return core::unsupported(ctx.node().describe() +
-                             ": training_mode=1 is not supported (Kestrel runs BatchNormalization for inference only)");
+  if (training != 0 && training != 1) return ctx.fail("training_mode must be 0 or 1, is ", training);
+  KESTREL_RETURN_IF_ERROR(ctx.attr_float("momentum", 0.9f).status());
   KESTREL_RETURN_IF_ERROR(expect_float(ctx, 0));
   KESTREL_RETURN_IF_ERROR(expect_min_rank(ctx, 2));
   const Dim c = channels(ctx);
   const char* names[] = {"", "scale", "B", "input_mean", "input_var"};
   for (size_t i = 1; i < 5; ++i) KESTREL_RETURN_IF_ERROR(expect_channel_param(ctx, i, c, names[i]));
   ctx.set_output(0, ctx.input_type(0));
-  // Inference mode: the running statistics outputs, when a model lists them, are the inputs.
+  // Running statistics (training mode: updated; inference: the inputs passed through) keep the
+  // types of input_mean / input_var.
   if (ctx.num_outputs() > 1) ctx.set_output(1, ctx.input_type(3));
   if (ctx.num_outputs() > 2) ctx.set_output(2, ctx.input_type(4));
   return Status::ok();
@@ -154,7 +154,7 @@ Status infer_mvn(InferContext& ctx) {
 }  // namespace
 
 void register_normalization_ops(OpRegistry& r) {
-  add_op(r, "BatchNormalization", 5, 5, 1, 3, infer_batch_norm, "(x - mean) / sqrt(var + eps) * scale + B per channel");
+  add_op(r, "BatchNormalization", 5, 5, 1, 3, infer_batch_norm, "(x - mean) / sqrt(var + eps) * scale + B per channel; training_mode=1: batch statistics, updated running ones");
   add_op(r, "InstanceNormalization", 3, 3, 1, 1, infer_instance_norm, "normalize each [n, c] plane");
   add_op(r, "LayerNormalization", 2, 3, 1, 3, infer_layer_norm, "normalize over dims [axis, rank)");
   add_op(r, "GroupNormalization", 3, 3, 1, 1, infer_group_norm, "normalize each group of channels");

@@ -264,7 +264,7 @@ Status roi_align(const RoiAlignParams& p, const Tensor& x, const Tensor& rois, c
   if (x.dim(2) == 0 || x.dim(3) == 0) return core::invalid_argument("RoiAlign: X has an empty spatial axis");
   KESTREL_ASSIGN_OR_RETURN(std::vector<int64_t> bidx, read_indices(batch_indices, "RoiAlign batch_indices"));
   Status st = core::invalid_argument(str_cat("RoiAlign: X must be a float tensor, is ", x.type_string()));
-  visit_float_dtype(x.dtype(), [&](auto tag) { st = roi_align_typed<decltype(tag)>(p, x, rois, bidx, y); });
+  visit_float(x.dtype(), [&](auto tag) { st = roi_align_typed<decltype(tag)>(p, x, rois, bidx, y); });
   return st;
 }
 
@@ -277,7 +277,7 @@ Status max_roi_pool(int64_t pooled_h, int64_t pooled_w, float spatial_scale, con
   if (pooled_h <= 0 || pooled_w <= 0) return core::invalid_argument("MaxRoiPool: pooled_shape must be positive");
   KESTREL_RETURN_IF_ERROR(check_output(y, {rois.dim(0), x.dim(1), pooled_h, pooled_w}, x.dtype(), "MaxRoiPool"));
   Status st = core::invalid_argument(str_cat("MaxRoiPool: X must be a float tensor, is ", x.type_string()));
-  visit_float_dtype(x.dtype(), [&](auto tag) {
+  visit_float(x.dtype(), [&](auto tag) {
     st = max_roi_pool_typed<decltype(tag)>(pooled_h, pooled_w, spatial_scale, x, rois, y);
   });
   return st;

@@ -377,7 +377,7 @@ Status det(const Tensor& x, Tensor& y) {
   const Dims want(x.dims().begin(), x.dims().end() - 2);
   if (y.dims() != want || y.dtype() != x.dtype())
     return core::internal_error(str_cat("Det: output is ", y.type_string(), ", expected ", core::dims_to_string(want)));
-  if (!visit_float_dtype(x.dtype(), [&](auto tag) { det_typed<decltype(tag)>(x, y); }))
+  if (!visit_float(x.dtype(), [&](auto tag) { det_typed<decltype(tag)>(x, y); }))
     return core::invalid_argument(str_cat("Det: input must be a float tensor, is ", x.type_string()));
   return Status::ok();
 }

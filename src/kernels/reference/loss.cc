@@ -70,7 +70,7 @@ Status nll_core(const LossParams& p, const LossGeometry& g, LogProb&& lp, const 
       weight_sum += wt;
     }
   }
-  bool ok = visit_float_dtype(loss.dtype(), [&](auto tag) {
+  bool ok = visit_float(loss.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T* out = loss.data<T>();
     switch (p.reduction) {
@@ -96,7 +96,7 @@ Status nll_loss(const LossParams& p, const Tensor& x, const Tensor& target, cons
   if (loss.dtype() != x.dtype())
     return core::invalid_argument(str_cat("loss must have the input's dtype, is ", loss.type_string()));
   Status st;
-  bool ok = visit_float_dtype(x.dtype(), [&](auto tag) {
+  bool ok = visit_float(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* px = x.data<T>();
     auto lp = [&](int64_t n, int64_t c, int64_t d) { return load_double(px[(n * g.c + c) * g.d + d]); };
@@ -114,7 +114,7 @@ Status softmax_cross_entropy_loss(const LossParams& p, const Tensor& scores, con
   if (log_prob && (log_prob->dtype() != scores.dtype() || log_prob->dims() != scores.dims()))
     return core::invalid_argument(str_cat("log_prob must be ", scores.type_string(), ", is ", log_prob->type_string()));
   std::vector<double> lsm(static_cast<size_t>(scores.num_elements()));
-  bool ok = visit_float_dtype(scores.dtype(), [&](auto tag) {
+  bool ok = visit_float(scores.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* px = scores.data<T>();
     for (int64_t n = 0; n < g.n; ++n) {

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
+#include <type_traits>
 
 #include "core/str_util.h"
 #include "kernels/reference/broadcast.h"
@@ -81,6 +83,60 @@ Status batch_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, cons
       }
   });
   return ok ? Status::ok() : bad_dtype("BatchNormalization", x);
+}
+
+Status batch_norm_training(const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& input_mean,
+                           const Tensor& input_var, float epsilon, float momentum, Tensor& y, Tensor* running_mean,
+                           Tensor* running_var) {
+  if (x.rank() < 2)
+    return core::invalid_argument(str_cat("BatchNormalization: input must have rank >= 2, is ", x.type_string()));
+  KESTREL_RETURN_IF_ERROR(check_same("BatchNormalization", x, y));
+  const int64_t n = x.dim(0), c = x.dim(1), inner = c == 0 || n == 0 ? 0 : x.num_elements() / (n * c);
+  KESTREL_RETURN_IF_ERROR(check_param("BatchNormalization", "scale", scale, c));
+  KESTREL_RETURN_IF_ERROR(check_param("BatchNormalization", "B", bias, c));
+  KESTREL_RETURN_IF_ERROR(check_param("BatchNormalization", "input_mean", input_mean, c));
+  KESTREL_RETURN_IF_ERROR(check_param("BatchNormalization", "input_var", input_var, c));
+  if (running_mean) KESTREL_RETURN_IF_ERROR(check_same("BatchNormalization", input_mean, *running_mean));
+  if (running_var) KESTREL_RETURN_IF_ERROR(check_same("BatchNormalization", input_var, *running_var));
+  std::vector<double> batch_mean(static_cast<size_t>(c)), batch_var(static_cast<size_t>(c));
+  bool ok = visit_float(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using A = AccT<T>;
+    auto s = params_as<A>(scale), b = params_as<A>(bias);
+    const T* xp = x.data<T>();
+    T* yp = y.data<T>();
+    const int64_t count = n * inner;
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const size_t k = static_cast<size_t>(ch);
+      // Element j of the channel: batch j / inner, offset j % inner.
+      auto at = [&](int64_t j) { return (j / inner * c + ch) * inner + j % inner; };
+      A mean = std::numeric_limits<A>::quiet_NaN(), var = std::numeric_limits<A>::quiet_NaN();
+      if (count > 0) moments<A>(count, [&](int64_t j) { return to_acc(xp[at(j)]); }, &mean, &var);
+      batch_mean[k] = static_cast<double>(mean);
+      batch_var[k] = static_cast<double>(var);
+      const A inv = A(1) / std::sqrt(var + static_cast<A>(epsilon));
+      for (int64_t j = 0; j < count; ++j) yp[at(j)] = from_acc<T>((to_acc(xp[at(j)]) - mean) * inv * s[k] + b[k]);
+    }
+  });
+  if (!ok) return bad_dtype("BatchNormalization", x);
+  // Running statistics in double, stored in each output's own float dtype.
+  auto update = [&](const Tensor& in, const std::vector<double>& batch, Tensor& out) {
+    std::vector<double> prev = core::tensor_to_doubles(in);
+    visit_float(out.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      const double m = static_cast<double>(momentum);
+      for (size_t k = 0; k < batch.size(); ++k) {
+        const double v = prev[k] * m + batch[k] * (1.0 - m);
+        if constexpr (std::is_same_v<T, double>)
+          out.data<T>()[k] = v;
+        else
+          out.data<T>()[k] = T(static_cast<float>(v));
+      }
+    });
+  };
+  if (running_mean) update(input_mean, batch_mean, *running_mean);
+  if (running_var) update(input_var, batch_var, *running_var);
+  return Status::ok();
 }
 
 Status instance_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, float epsilon, Tensor& y) {

@@ -1,4 +1,4 @@
-// Reference normalization kernels: BatchNormalization (inference), InstanceNormalization,
+// Reference normalization kernels: BatchNormalization (inference and training), InstanceNormalization,
 // LayerNormalization, GroupNormalization, LRN, LpNormalization, MeanVarianceNormalization.
 // Statistics are two-pass (mean, then mean of squared deviations) in float, double for f64.
 #pragma once
@@ -18,6 +18,15 @@ using core::Tensor;
 // The four parameter tensors have C elements and may have any float dtype.
 Status batch_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& mean, const Tensor& var,
                   float epsilon, Tensor& y);
+
+// Training mode: the statistics are the batch's own, per channel over N and the spatial dims
+// (mean and population variance, in float; double for f64); y normalizes with them.
+// running_mean = input_mean * momentum + mean * (1 - momentum), running_var likewise with the
+// population variance; each, when given, has the dtype of its input and C elements. An empty
+// batch has NaN statistics (0 / 0, as ReduceMean of nothing).
+Status batch_norm_training(const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& input_mean,
+                           const Tensor& input_var, float epsilon, float momentum, Tensor& y, Tensor* running_mean,
+                           Tensor* running_var);
 
 // Per [n, c] plane: y = scale[c] * (x - mean) / sqrt(var + epsilon) + bias[c] (biased variance).
 Status instance_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, float epsilon, Tensor& y);

@@ -59,7 +59,7 @@ bool visit_arith_dtype(core::DType t, F&& f) {
 
 // Calls f(T{}) for f32, f64, f16 and bf16; false otherwise.
 template <class F>
-bool visit_float_dtype(core::DType t, F&& f) {
+bool visit_float(core::DType t, F&& f) {
   if (!core::is_float(t)) return false;
   return core::visit_numeric_dtype(t, [&](auto tag) {
     using T = decltype(tag);

@@ -367,7 +367,7 @@ Status quantize_linear(const QuantAxisParams& p, const Tensor& x, const Tensor& 
       st = store_quantized(y, i, quantize_value(load(i, s[pi]), zp[pi], range.first, range.second));
     }
   };
-  bool ok = visit_float_dtype(x.dtype(), [&](auto tag) {
+  bool ok = visit_float(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* px = x.data<T>();
     if constexpr (std::is_same_v<T, double>) {
@@ -401,7 +401,7 @@ Status dequantize_linear(const QuantAxisParams& p, const Tensor& x, const Tensor
   std::vector<int64_t> zp(s.size(), 0);
   if (zero_point) zp = core::tensor_to_int64s(*zero_point);
   const int64_t count = x.num_elements();
-  visit_float_dtype(y.dtype(), [&](auto tag) {
+  visit_float(y.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T* py = y.data<T>();
     for (int64_t i = 0; i < count; ++i) {

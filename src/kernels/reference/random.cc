@@ -29,7 +29,7 @@ uint64_t mix(uint64_t z) {
 template <class Draw>
 Status fill_float(Tensor& y, Draw&& draw, double high = std::numeric_limits<double>::infinity(),
                   double low = -std::numeric_limits<double>::infinity()) {
-  bool ok = visit_float_dtype(y.dtype(), [&](auto tag) {
+  bool ok = visit_float(y.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T* py = y.data<T>();
     for (int64_t i = 0; i < y.num_elements(); ++i) {

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "core/dtype.h"
+#include "kernels/reference/float_types.h"  // visit_float
 
 namespace kestrel::kernels::ref {
 
@@ -37,27 +38,6 @@ inline T store_double(double v) {
     if (v <= static_cast<double>(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
     if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
     return static_cast<T>(v);
-  }
-}
-
-// Calls f(T{}) for f32/f16/bf16/f64; false for any other dtype.
-template <class F>
-bool visit_float_dtype(core::DType t, F&& f) {
-  switch (t) {
-    case core::DType::kF32:
-      f(float{});
-      return true;
-    case core::DType::kF16:
-      f(core::Float16{});
-      return true;
-    case core::DType::kBF16:
-      f(core::BFloat16{});
-      return true;
-    case core::DType::kF64:
-      f(double{});
-      return true;
-    default:
-      return false;
   }
 }
 

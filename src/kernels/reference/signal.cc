@@ -80,7 +80,7 @@ Status dft(const DftParams& p, const Tensor& x, Tensor& y) {
         str_cat("DFT output must have shape ", core::dims_to_string(want), ", has ", core::dims_to_string(y.dims())));
   const std::vector<Complex> tw = twiddles(p.length);
   std::vector<Complex> in(static_cast<size_t>(p.length)), out(static_cast<size_t>(bins));
-  visit_float_dtype(x.dtype(), [&](auto tag) {
+  visit_float(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* px = x.data<T>();
     T* py = y.data<T>();
@@ -134,7 +134,7 @@ Status stft(const StftParams& p, const Tensor& signal, const Tensor* window, Ten
   std::vector<double> win(static_cast<size_t>(len), 1.0);
   if (window) win = core::tensor_to_doubles(*window);
   std::vector<Complex> in(static_cast<size_t>(len)), out(static_cast<size_t>(bins));
-  visit_float_dtype(signal.dtype(), [&](auto tag) {
+  visit_float(signal.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* ps = signal.data<T>();
     T* py = y.data<T>();

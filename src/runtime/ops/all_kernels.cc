@@ -24,6 +24,7 @@ void register_resize_kernels(KernelRegistry& r);
 void register_detection_kernels(KernelRegistry& r);
 void register_linalg_kernels(KernelRegistry& r);
 void register_misc_kernels(KernelRegistry& r);
+void register_training_kernels(KernelRegistry& r);
 
 void register_all_kernels(KernelRegistry& r) {
   register_control_flow_kernels(r);
@@ -47,6 +48,7 @@ void register_all_kernels(KernelRegistry& r) {
   register_detection_kernels(r);
   register_linalg_kernels(r);
   register_misc_kernels(r);
+  register_training_kernels(r);
 }
 
 }  // namespace kestrel::runtime

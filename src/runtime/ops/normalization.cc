@@ -20,8 +20,15 @@ Tensor* optional_output(KernelContext& ctx, size_t i) {
 void register_normalization_kernels(KernelRegistry& r) {
   r.add("BatchNormalization", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
     KESTREL_ASSIGN_OR_RETURN(int64_t training, info.node.attr_int("training_mode", 0));
-    if (training != 0) return info.unsupported("training_mode=1 is not supported (inference only)");
+    if (training != 0 && training != 1) return info.fail("training_mode must be 0 or 1, is ", training);
     KESTREL_ASSIGN_OR_RETURN(float eps, info.node.attr_float("epsilon", 1e-5f));
+    if (training == 1) {
+      KESTREL_ASSIGN_OR_RETURN(float momentum, info.node.attr_float("momentum", 0.9f));
+      return make_kernel([eps, momentum](KernelContext& ctx) -> Status {
+        return ref::batch_norm_training(ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3), ctx.input(4), eps,
+                                        momentum, ctx.output(0), optional_output(ctx, 1), optional_output(ctx, 2));
+      });
+    }
     const kernels::cpu::EltwiseTable* t =
         info.options.reference_only ? nullptr : kernels::cpu::eltwise_table(info.options.isa);
     return make_kernel([eps, t](KernelContext& ctx) -> Status {
