@@ -1,16 +1,38 @@
 // Kernel bindings for elementwise ops: node attributes -> reference kernel parameters.
+#include <limits>
 #include <map>
 #include <string>
 
-#include "kernels/cpu/elementwise/binary.h"
+#include "kernels/cpu/eltwise/eltwise.h"
 #include "kernels/reference/elementwise.h"
 #include "runtime/kernel.h"
 
 namespace kestrel::runtime {
 
 namespace ref = kernels::ref;
+namespace cpu = kernels::cpu;
 
 namespace {
+
+// The fast elementwise kernels for this session's instruction set, or null for reference only.
+const cpu::EltwiseTable* fast_table(const KernelCreateInfo& info) {
+  return info.options.reference_only ? nullptr : cpu::eltwise_table(info.options.isa);
+}
+
+bool is_f32(const Tensor& t) { return t.dtype() == core::DType::kF32; }
+
+// Pow by 1, 2 or 3 of a float32 base (LayerNorm's x^2, tanh-GELU's x^3) as a unary op; false when
+// the exponent is anything else or broadcasting changes the shape.
+bool pow_as_unary(const Tensor& a, const Tensor& b, const Tensor& y, cpu::EwUnaryParams* p) {
+  if (!is_f32(a) || !is_f32(y) || b.num_elements() != 1 || a.dims() != y.dims()) return false;
+  if (!core::is_float(b.dtype()) && !core::is_integer(b.dtype())) return false;
+  double e = b.element_as_double(0);
+  if (e == 1) p->op = cpu::EwUnary::kIdentity;
+  else if (e == 2) p->op = cpu::EwUnary::kSquare;
+  else if (e == 3) p->op = cpu::EwUnary::kCube;
+  else return false;
+  return true;
+}
 
 const std::map<std::string, ref::UnaryOp>& unary_ops() {
   static const std::map<std::string, ref::UnaryOp> m = {
@@ -85,6 +107,17 @@ void register_elementwise_kernels(KernelRegistry& r) {
   for (const auto& [name, op] : unary_ops()) {
     r.add(name, [op = op](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
       KESTREL_ASSIGN_OR_RETURN(ref::UnaryParams p, unary_params(info, op));
+      const cpu::EltwiseTable* t = fast_table(info);
+      cpu::EwUnaryParams fp;
+      if (t && cpu::fast_unary_op(p, &fp)) {
+        return make_kernel(
+            [p, fp, t](KernelContext& ctx) -> Status {
+              if (is_f32(ctx.input(0)) && is_f32(ctx.output(0)))
+                return cpu::unary_f32(*t, fp, ctx.input(0), ctx.output(0), ctx.pool());
+              return ref::unary(p, ctx.input(0), ctx.output(0));
+            },
+            t->name);
+      }
       return make_kernel([p](KernelContext& ctx) { return ref::unary(p, ctx.input(0), ctx.output(0)); });
     });
   }
@@ -113,18 +146,28 @@ void register_elementwise_kernels(KernelRegistry& r) {
   });
   for (const auto& [name, op] : binary_ops()) {
     r.add(name, [op = op](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
-      bool f32 = !info.options.reference_only && info.input_types.size() == 2;
-      for (const ir::ValueType* t : info.input_types)
-        if (!t || t->dtype != core::DType::kF32) f32 = false;
-      if (f32)
+      const cpu::EltwiseTable* t = fast_table(info);
+      cpu::EwBinary fop;
+      if (t && cpu::fast_binary_op(op, &fop)) {
         return make_kernel(
-            [op](KernelContext& ctx) {
-              // Common broadcasts on the fast path; anything else on the reference loops.
-              if (kernels::cpu::binary_f32(op, ctx.input(0), ctx.input(1), ctx.output(0), ctx.pool()))
-                return Status::ok();
+            [op, fop, t](KernelContext& ctx) -> Status {
+              const Tensor &a = ctx.input(0), &b = ctx.input(1);
+              if (is_f32(a) && is_f32(b) && is_f32(ctx.output(0)))
+                return cpu::binary_f32(*t, fop, a, b, ctx.output(0), ctx.pool());
+              return ref::binary(op, a, b, ctx.output(0));
+            },
+            t->name);
+      }
+      if (t && op == ref::BinaryOp::kPow) {
+        return make_kernel(
+            [op, t](KernelContext& ctx) -> Status {
+              cpu::EwUnaryParams up;
+              if (pow_as_unary(ctx.input(0), ctx.input(1), ctx.output(0), &up))
+                return cpu::unary_f32(*t, up, ctx.input(0), ctx.output(0), ctx.pool());
               return ref::binary(op, ctx.input(0), ctx.input(1), ctx.output(0));
             },
-            "elementwise.cpu");
+            t->name);
+      }
       return make_kernel([op](KernelContext& ctx) { return ref::binary(op, ctx.input(0), ctx.input(1), ctx.output(0)); });
     });
   }
@@ -157,7 +200,24 @@ void register_elementwise_kernels(KernelRegistry& r) {
   r.add("Where", [](const KernelCreateInfo&) -> Result<std::unique_ptr<OpKernel>> {
     return make_kernel([](KernelContext& ctx) { return ref::where(ctx.input(0), ctx.input(1), ctx.input(2), ctx.output(0)); });
   });
-  r.add("Clip", [](const KernelCreateInfo&) -> Result<std::unique_ptr<OpKernel>> {
+  r.add("Clip", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
+    if (const cpu::EltwiseTable* t = fast_table(info)) {
+      return make_kernel(
+          [t](KernelContext& ctx) -> Status {
+            const Tensor* lo = ctx.input_or_null(1);
+            const Tensor* hi = ctx.input_or_null(2);
+            bool fast = is_f32(ctx.input(0)) && is_f32(ctx.output(0)) &&
+                        ctx.input(0).num_elements() == ctx.output(0).num_elements();
+            for (const Tensor* bound : {lo, hi}) fast = fast && (!bound || (is_f32(*bound) && bound->num_elements() == 1));
+            if (!fast) return ref::clip(ctx.input(0), lo, hi, ctx.output(0));
+            cpu::EwUnaryParams p;
+            p.op = cpu::EwUnary::kClip;
+            p.alpha = lo ? lo->data<float>()[0] : -std::numeric_limits<float>::infinity();
+            p.beta = hi ? hi->data<float>()[0] : std::numeric_limits<float>::infinity();
+            return cpu::unary_f32(*t, p, ctx.input(0), ctx.output(0), ctx.pool());
+          },
+          t->name);
+    }
     return make_kernel([](KernelContext& ctx) {
       return ref::clip(ctx.input(0), ctx.input_or_null(1), ctx.input_or_null(2), ctx.output(0));
     });

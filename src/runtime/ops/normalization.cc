@@ -1,4 +1,6 @@
 // Kernel bindings for the normalization ops.
+#include "kernels/cpu/eltwise/eltwise.h"
+#include "kernels/cpu/norm/norm.h"
 #include "kernels/reference/normalization.h"
 
 #include "runtime/kernel.h"
@@ -27,14 +29,23 @@ void register_normalization_kernels(KernelRegistry& r) {
                                         momentum, ctx.output(0), optional_output(ctx, 1), optional_output(ctx, 2));
       });
     }
-    return make_kernel([eps](KernelContext& ctx) -> Status {
-      KESTREL_RETURN_IF_ERROR(
-          ref::batch_norm(ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3), ctx.input(4), eps, ctx.output(0)));
+    const kernels::cpu::EltwiseTable* t =
+        info.options.reference_only ? nullptr : kernels::cpu::eltwise_table(info.options.isa);
+    return make_kernel([eps, t](KernelContext& ctx) -> Status {
+      bool fast = t != nullptr && ctx.input(0).rank() >= 2;
+      for (size_t i = 0; i < 5; ++i) fast = fast && ctx.input(i).dtype() == core::DType::kF32;
+      if (fast && ctx.output(0).dtype() == core::DType::kF32) {
+        KESTREL_RETURN_IF_ERROR(kernels::cpu::batch_norm_f32(*t, ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3),
+                                                             ctx.input(4), eps, ctx.output(0), ctx.pool()));
+      } else {
+        KESTREL_RETURN_IF_ERROR(
+            ref::batch_norm(ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3), ctx.input(4), eps, ctx.output(0)));
+      }
       // Inference: running statistics pass through unchanged.
       for (size_t o = 1; o < ctx.num_outputs(); ++o)
         KESTREL_RETURN_IF_ERROR(core::copy_tensor_data(ctx.input(o + 2), ctx.output(o)));
       return Status::ok();
-    });
+    }, t ? t->name : "reference");
   });
   r.add("InstanceNormalization", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
     KESTREL_ASSIGN_OR_RETURN(float eps, info.node.attr_float("epsilon", 1e-5f));
@@ -45,13 +56,19 @@ void register_normalization_kernels(KernelRegistry& r) {
   r.add("LayerNormalization", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
     KESTREL_ASSIGN_OR_RETURN(float eps, info.node.attr_float("epsilon", 1e-5f));
     KESTREL_ASSIGN_OR_RETURN(int64_t axis, info.node.attr_int("axis", -1));
-    return make_kernel([eps, axis](KernelContext& ctx) -> Status {
+    const kernels::cpu::NormTable* t =
+        info.options.reference_only ? nullptr : kernels::cpu::norm_table(info.options.isa);
+    return make_kernel([eps, axis, t](KernelContext& ctx) -> Status {
       const int64_t r = ctx.input(0).rank();
       if (axis < -r || axis > r)
         return core::invalid_argument(core::str_cat("axis ", axis, " is out of range for rank ", r));
+      if (t && kernels::cpu::layer_norm_f32(*t, ctx.input(0), ctx.input(1), ctx.input_or_null(2), axis < 0 ? axis + r : axis,
+                                            eps, ctx.output(0), optional_output(ctx, 1), optional_output(ctx, 2),
+                                            ctx.pool()))
+        return Status::ok();
       return ref::layer_norm(ctx.input(0), ctx.input(1), ctx.input_or_null(2), axis < 0 ? axis + r : axis, eps,
                              ctx.output(0), optional_output(ctx, 1), optional_output(ctx, 2));
-    });
+    }, t ? t->name : "reference");
   });
   r.add("GroupNormalization", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
     KESTREL_ASSIGN_OR_RETURN(float eps, info.node.attr_float("epsilon", 1e-5f));

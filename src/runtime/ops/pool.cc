@@ -1,9 +1,10 @@
 // Kernel bindings for the pooling ops: window attributes read at creation, pads resolved from the
 // actual input shape at run time.
+#include "kernels/cpu/norm/norm.h"
+#include "kernels/cpu/pool/pool.h"
 #include "kernels/reference/pool.h"
 
 #include "ir/ops/window_geometry.h"
-#include "kernels/cpu/pool/pool.h"
 #include "runtime/kernel.h"
 
 namespace kestrel::runtime {
@@ -33,10 +34,34 @@ Status resolve(const ir::WindowAttrs& a, const Tensor& x, const Tensor& y, ref::
   return Status::ok();
 }
 
-// The fast pooling kernels take f32 inputs only.
-bool f32_input(const KernelCreateInfo& info) {
-  return !info.options.reference_only && !info.input_types.empty() && info.input_types[0] &&
-         info.input_types[0]->dtype == core::DType::kF32;
+// The fast 2-D path: f32 NCHW, resolved window -> kernel parameters; false if it does not apply.
+bool fast_pool2d(const Tensor& x, const Tensor& y, const ref::PoolParams& p, bool is_max, bool include_pad,
+                 kernels::cpu::Pool2dParams* q) {
+  if (x.dtype() != core::DType::kF32 || y.dtype() != core::DType::kF32 || x.rank() != 4 || p.kernel.size() != 2)
+    return false;
+  q->kh = p.kernel[0];
+  q->kw = p.kernel[1];
+  q->sh = p.strides[0];
+  q->sw = p.strides[1];
+  q->dh = p.dilations[0];
+  q->dw = p.dilations[1];
+  q->pad_top = p.pads_begin[0];
+  q->pad_left = p.pads_begin[1];
+  q->pad_bottom = p.pads_end[0];
+  q->pad_right = p.pads_end[1];
+  q->is_max = is_max;
+  q->count_include_pad = include_pad;
+  // The row buffer spans the padded width: hostile pads or strides stay on the reference kernel
+  // (which needs no buffer) instead of allocating gigabytes.
+  constexpr int64_t kMaxParam = int64_t{1} << 20, kMaxBuffer = int64_t{1} << 22;
+  for (int64_t v : {q->kh, q->kw, q->sh, q->sw, q->dh, q->dw, q->pad_top, q->pad_left, q->pad_bottom, q->pad_right,
+                    x.dim(3), y.dim(3)})
+    if (v > kMaxParam) return false;
+  return y.dim(3) < 1 || kernels::cpu::pool2d_buffer_len(*q, x.dim(3), y.dim(3)) <= kMaxBuffer;
+}
+
+const kernels::cpu::PoolTable* fast_pool_table(const KernelCreateInfo& info) {
+  return info.options.reference_only ? nullptr : kernels::cpu::pool_table(info.options.isa);
 }
 
 Result<ir::WindowAttrs> window_attrs(const KernelCreateInfo& info) {
@@ -51,30 +76,29 @@ void register_pool_kernels(KernelRegistry& r) {
     KESTREL_ASSIGN_OR_RETURN(ir::WindowAttrs a, window_attrs(info));
     KESTREL_ASSIGN_OR_RETURN(int64_t order, info.node.attr_int("storage_order", 0));
     if (order != 0 && order != 1) return info.fail("storage_order must be 0 or 1, got ", order);
-    if (f32_input(info) && a.spatial() == 2 && info.node.outputs().size() == 1) {
-      return make_kernel(
-          [a](KernelContext& ctx) -> Status {
-            ref::PoolParams p;
-            KESTREL_RETURN_IF_ERROR(resolve(a, ctx.input(0), ctx.output(0), &p));
-            return kernels::cpu::max_pool_2d(p, ctx.input(0), ctx.output(0), ctx.pool());
-          },
-          "pool.cpu");
-    }
-    return make_kernel([a, column_major = order == 1](KernelContext& ctx) -> Status {
+    const kernels::cpu::PoolTable* t = fast_pool_table(info);
+    return make_kernel([a, column_major = order == 1, t](KernelContext& ctx) -> Status {
       ref::PoolParams p;
       KESTREL_RETURN_IF_ERROR(resolve(a, ctx.input(0), ctx.output(0), &p));
       Tensor* indices = ctx.num_outputs() > 1 ? &ctx.output(1) : nullptr;
+      kernels::cpu::Pool2dParams q;
+      if (t && !indices && fast_pool2d(ctx.input(0), ctx.output(0), p, true, false, &q))
+        return kernels::cpu::pool2d_f32(*t, q, ctx.input(0), ctx.output(0), ctx.pool());
       return ref::max_pool(p, ctx.input(0), ctx.output(0), indices, column_major);
-    });
+    }, t ? t->name : "reference");
   });
   r.add("AveragePool", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
     KESTREL_ASSIGN_OR_RETURN(ir::WindowAttrs a, window_attrs(info));
     KESTREL_ASSIGN_OR_RETURN(int64_t cip, info.node.attr_int("count_include_pad", 0));
-    return make_kernel([a, cip](KernelContext& ctx) -> Status {
+    const kernels::cpu::PoolTable* t = fast_pool_table(info);
+    return make_kernel([a, cip, t](KernelContext& ctx) -> Status {
       ref::PoolParams p;
       KESTREL_RETURN_IF_ERROR(resolve(a, ctx.input(0), ctx.output(0), &p));
+      kernels::cpu::Pool2dParams q;
+      if (t && fast_pool2d(ctx.input(0), ctx.output(0), p, false, cip != 0, &q))
+        return kernels::cpu::pool2d_f32(*t, q, ctx.input(0), ctx.output(0), ctx.pool());
       return ref::average_pool(p, cip != 0, ctx.input(0), ctx.output(0));
-    });
+    }, t ? t->name : "reference");
   });
   r.add("LpPool", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
     KESTREL_ASSIGN_OR_RETURN(ir::WindowAttrs a, window_attrs(info));
@@ -94,12 +118,28 @@ void register_pool_kernels(KernelRegistry& r) {
       if (kind == ref::GlobalPoolKind::kLp) {
         KESTREL_ASSIGN_OR_RETURN(lp, ir::read_lp_pool_p(info.node));
       }
-      if (kind == ref::GlobalPoolKind::kAverage && f32_input(info))
+      const kernels::cpu::NormTable* t = info.options.reference_only || kind == ref::GlobalPoolKind::kLp
+                                             ? nullptr
+                                             : kernels::cpu::norm_table(info.options.isa);
+      if (t) {
         return make_kernel(
-            [](KernelContext& ctx) {
-              return kernels::cpu::global_average_pool(ctx.input(0), ctx.output(0), ctx.pool());
+            [kind, lp, t](KernelContext& ctx) -> Status {
+              const Tensor& x = ctx.input(0);
+              Tensor& y = ctx.output(0);
+              // Each [n, c] plane is one contiguous row.
+              if (x.dtype() == core::DType::kF32 && y.dtype() == core::DType::kF32 && x.rank() >= 2 &&
+                  y.rank() == x.rank() && y.dim(0) == x.dim(0) && y.dim(1) == x.dim(1) &&
+                  y.num_elements() == x.dim(0) * x.dim(1) && y.num_elements() > 0 &&
+                  x.num_elements() > y.num_elements() - 1 && x.num_elements() % y.num_elements() == 0 &&
+                  x.num_elements() > 0) {
+                auto op = kind == ref::GlobalPoolKind::kAverage ? kernels::cpu::RowReduce::kMean
+                                                                : kernels::cpu::RowReduce::kMax;
+                return kernels::cpu::reduce_rows_f32(*t, op, x, x.num_elements() / y.num_elements(), y, ctx.pool());
+              }
+              return ref::global_pool(kind, lp, x, y);
             },
-            "pool.cpu");
+            t->name);
+      }
       return make_kernel(
           [kind, lp](KernelContext& ctx) { return ref::global_pool(kind, lp, ctx.input(0), ctx.output(0)); });
     });

@@ -1,6 +1,7 @@
 // Kernel bindings for the reductions: node attributes and axis / k inputs -> reference kernel parameters.
 #include <utility>
 
+#include "kernels/cpu/norm/norm.h"
 #include "kernels/reference/reduce.h"
 #include "runtime/kernel.h"
 
@@ -32,14 +33,29 @@ void register_reduce_kernels(KernelRegistry& r) {
     r.add(name, [op = op](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
       // keepdims only shapes the output, which the executor allocates from inference.
       KESTREL_ASSIGN_OR_RETURN(int64_t noop, info.node.attr_int("noop_with_empty_axes", 0));
-      return make_kernel([op, noop](KernelContext& ctx) -> Status {
+      // Mean, sum and max over trailing axes of f32 run as contiguous row reductions.
+      namespace cpu = kernels::cpu;
+      const cpu::NormTable* t = nullptr;
+      cpu::RowReduce rop = cpu::RowReduce::kSum;
+      if (!info.options.reference_only && (op == ref::ReduceOp::kMean || op == ref::ReduceOp::kSum || op == ref::ReduceOp::kMax)) {
+        t = cpu::norm_table(info.options.isa);
+        rop = op == ref::ReduceOp::kMean ? cpu::RowReduce::kMean
+              : op == ref::ReduceOp::kSum ? cpu::RowReduce::kSum
+                                          : cpu::RowReduce::kMax;
+      }
+      return make_kernel([op, noop, t, rop](KernelContext& ctx) -> Status {
         const Tensor& x = ctx.input(0);
         std::vector<int64_t> axes;
         if (const Tensor* a = ctx.input_or_null(1)) axes = core::tensor_to_int64s(*a);
         if (axes.empty() && noop) return core::copy_tensor_data(x, ctx.output(0));
         KESTREL_ASSIGN_OR_RETURN(std::vector<bool> mask, ref::reduce_mask(axes, x.rank()));
+        if (t && x.dtype() == core::DType::kF32 && ctx.output(0).dtype() == core::DType::kF32 && x.num_elements() > 0) {
+          int64_t inner = cpu::trailing_reduce_inner(x.dims(), mask);
+          if (inner > 0 && ctx.output(0).num_elements() * inner == x.num_elements())
+            return cpu::reduce_rows_f32(*t, rop, x, inner, ctx.output(0), ctx.pool());
+        }
         return ref::reduce(op, x, mask, ctx.output(0));
-      });
+      }, t ? t->name : "reference");
     });
   }
   for (const char* name : {"ArgMax", "ArgMin"}) {

@@ -2,6 +2,8 @@
 // shape-like inputs -> reference kernel parameters.
 #include "kernels/reference/transform.h"
 
+#include "kernels/cpu/transform/transpose.h"
+
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -25,6 +27,14 @@ Result<std::optional<std::vector<int64_t>>> optional_ints(const KernelContext& c
 
 Result<std::unique_ptr<OpKernel>> make_transpose(const KernelCreateInfo& info) {
   KESTREL_ASSIGN_OR_RETURN(auto perm, info.node.attr_ints("perm", std::vector<int64_t>{}));
+  if (!info.options.reference_only) {
+    return make_kernel(
+        [perm](KernelContext& ctx) -> Status {
+          if (kernels::cpu::transpose_fast(ctx.input(0), perm, ctx.output(0), ctx.pool())) return Status::ok();
+          return ref::transpose(ctx.input(0), perm, ctx.output(0));
+        },
+        "transpose.blocked");
+  }
   return make_kernel([perm](KernelContext& ctx) { return ref::transpose(ctx.input(0), perm, ctx.output(0)); });
 }
 
@@ -65,8 +75,33 @@ Result<std::unique_ptr<OpKernel>> make_split(const KernelCreateInfo& info) {
   });
 }
 
-Result<std::unique_ptr<OpKernel>> make_slice(const KernelCreateInfo&) {
-  return make_kernel([](KernelContext& ctx) -> Status {
+// Slice as a strided copy; false when the output does not have the sliced shape (the reference
+// kernel then reports it).
+bool slice_fast(const Tensor& x, const std::vector<ref::SliceAxis>& spec, Tensor& y, core::ThreadPool* pool) {
+  constexpr size_t kMaxRank = 16;
+  const size_t rank = spec.size();
+  if (static_cast<int64_t>(rank) != x.rank() || y.rank() != x.rank() || rank > kMaxRank) return false;
+  int64_t in_strides[kMaxRank], strides[kMaxRank];
+  int64_t acc = 1;
+  for (size_t d = rank; d-- > 0;) {
+    in_strides[d] = acc;
+    acc *= x.dims()[d];
+  }
+  int64_t base = 0;
+  bool empty = false;
+  for (size_t d = 0; d < rank; ++d) {
+    if (y.dims()[d] != spec[d].count) return false;
+    empty |= spec[d].count == 0;
+    base += spec[d].start * in_strides[d];
+    strides[d] = spec[d].count > 1 ? spec[d].step * in_strides[d] : 0;
+  }
+  if (empty) return true;
+  return kernels::cpu::strided_copy_fast(x, base, std::span<const int64_t>(strides, rank), y, pool);
+}
+
+Result<std::unique_ptr<OpKernel>> make_slice(const KernelCreateInfo& info) {
+  const bool fast = !info.options.reference_only;
+  return make_kernel([fast](KernelContext& ctx) -> Status {
     KESTREL_ASSIGN_OR_RETURN(auto starts, ref::read_indices(ctx.input(1), "starts"));
     KESTREL_ASSIGN_OR_RETURN(auto ends, ref::read_indices(ctx.input(2), "ends"));
     KESTREL_ASSIGN_OR_RETURN(auto axes, optional_ints(ctx, 3, "axes"));
@@ -74,8 +109,9 @@ Result<std::unique_ptr<OpKernel>> make_slice(const KernelCreateInfo&) {
     static const std::vector<int64_t> kNone;
     KESTREL_ASSIGN_OR_RETURN(
         auto spec, ref::resolve_slice(ctx.input(0).dims(), starts, ends, axes ? *axes : kNone, steps ? *steps : kNone));
+    if (fast && slice_fast(ctx.input(0), spec, ctx.output(0), ctx.pool())) return Status::ok();
     return ref::slice(ctx.input(0), spec, ctx.output(0));
-  });
+  }, fast ? "slice.strided" : "reference");
 }
 
 Result<std::unique_ptr<OpKernel>> make_tile(const KernelCreateInfo&) {

@@ -1,80 +1,17 @@
-// Vector math for GEMM epilogues (exp, sigmoid, tanh, erf, GELU, ...), written once over a
-// "vector ops" traits type S and instantiated by each per-ISA translation unit with its own S.
+// GEMM epilogue activation passes over a "vector ops" traits type S; the vector math itself
+// (exp, sigmoid, tanh, erf, GELU) is shared with the other CPU kernels in kernels/cpu/vec_math_inl.h.
 //
 // Include only from a kernel .cc after defining S. Everything sits in an unnamed namespace so the
 // copies compiled with different ISA flags never merge at link time.
-//
-// S provides: V, kWidth, zero, set1, load, load_n, store, store_n, add, sub, mul, div,
-// fmadd (a*b+c), max, min, round (to nearest integral value), pow2i (2^n for integral n in
-// [-126, 127]), abs, copysign (magnitude of the first, sign of the second).
 #pragma once
 
 #include <cstdint>
 
 #include "kernels/cpu/gemm/sgemm.h"
+#include "kernels/cpu/vec_math_inl.h"
 
 namespace kestrel::kernels::cpu {
 namespace {
-
-// exp(x), relative error ~2 ulp on [-87, 88]; clamped outside (no inf, no denormals).
-template <class S>
-inline typename S::V vexp(typename S::V x) {
-  using V = typename S::V;
-  x = S::min(S::max(x, S::set1(-87.0f)), S::set1(88.0f));
-  // x = n ln2 + r with |r| <= ln2 / 2; ln2 split in two so n * ln2_hi is exact.
-  V n = S::round(S::mul(x, S::set1(1.44269504088896341f)));
-  V r = S::fmadd(n, S::set1(-0.693145751953125f), x);
-  r = S::fmadd(n, S::set1(-1.428606765330187045e-06f), r);
-  // Taylor polynomial of e^r to degree 7 (truncation < 2e-9 relative for |r| <= 0.347).
-  V p = S::set1(1.f / 5040.f);
-  p = S::fmadd(p, r, S::set1(1.f / 720.f));
-  p = S::fmadd(p, r, S::set1(1.f / 120.f));
-  p = S::fmadd(p, r, S::set1(1.f / 24.f));
-  p = S::fmadd(p, r, S::set1(1.f / 6.f));
-  p = S::fmadd(p, r, S::set1(0.5f));
-  p = S::fmadd(p, r, S::set1(1.f));
-  p = S::fmadd(p, r, S::set1(1.f));
-  return S::mul(p, S::pow2i(n));
-}
-
-template <class S>
-inline typename S::V vsigmoid(typename S::V x) {
-  auto one = S::set1(1.f);
-  return S::div(one, S::add(one, vexp<S>(S::sub(S::zero(), x))));
-}
-
-// tanh(x) = sign(x) (1 - 2 / (exp(2|x|) + 1)); absolute error ~1e-7.
-template <class S>
-inline typename S::V vtanh(typename S::V x) {
-  auto one = S::set1(1.f);
-  auto e = vexp<S>(S::mul(S::abs(x), S::set1(2.f)));
-  auto t = S::sub(one, S::div(S::set1(2.f), S::add(e, one)));
-  return S::copysign(t, x);
-}
-
-// erf(x): Abramowitz & Stegun 7.1.26 (absolute error <= 1.5e-7), odd extension.
-template <class S>
-inline typename S::V verf(typename S::V x) {
-  using V = typename S::V;
-  V ax = S::abs(x);
-  V t = S::div(S::set1(1.f), S::fmadd(ax, S::set1(0.3275911f), S::set1(1.f)));
-  V p = S::set1(1.061405429f);
-  p = S::fmadd(p, t, S::set1(-1.453152027f));
-  p = S::fmadd(p, t, S::set1(1.421413741f));
-  p = S::fmadd(p, t, S::set1(-0.284496736f));
-  p = S::fmadd(p, t, S::set1(0.254829592f));
-  p = S::mul(p, t);
-  V e = vexp<S>(S::sub(S::zero(), S::mul(ax, ax)));
-  V y = S::sub(S::set1(1.f), S::mul(p, e));
-  return S::copysign(y, x);
-}
-
-template <class S>
-inline typename S::V vgelu(typename S::V x) {
-  auto half_x = S::mul(x, S::set1(0.5f));
-  auto e = verf<S>(S::mul(x, S::set1(0.70710678118654752f)));
-  return S::fmadd(half_x, e, half_x);
-}
 
 template <class S, class F>
 inline void activate_rows_with(float* c, int64_t ldc, int64_t m, int64_t n, F f) {

@@ -1,0 +1,71 @@
+// VecOps for AVX2 + FMA (include only from *_avx2.cc files, which get those flags).
+// See vec_math_inl.h for the operations every VecOps provides.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#define KESTREL_VEC_INLINE inline __attribute__((always_inline))
+
+namespace kestrel::kernels::cpu {
+namespace {
+
+struct VecOps {
+  using V = __m256;
+  static constexpr int kWidth = 8;
+  static KESTREL_VEC_INLINE __m256i mask(int n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  static KESTREL_VEC_INLINE V zero() { return _mm256_setzero_ps(); }
+  static KESTREL_VEC_INLINE V set1(float x) { return _mm256_set1_ps(x); }
+  static KESTREL_VEC_INLINE V load(const float* p) { return _mm256_loadu_ps(p); }
+  // maskload does not fault on masked-off lanes, so reading a row's tail is safe.
+  static KESTREL_VEC_INLINE V load_n(const float* p, int n) {
+    return n >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, mask(n));
+  }
+  static KESTREL_VEC_INLINE void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static KESTREL_VEC_INLINE void store_n(float* p, V v, int n) {
+    if (n >= 8) {
+      _mm256_storeu_ps(p, v);
+    } else {
+      _mm256_maskstore_ps(p, mask(n), v);
+    }
+  }
+  static KESTREL_VEC_INLINE V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static KESTREL_VEC_INLINE V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static KESTREL_VEC_INLINE V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static KESTREL_VEC_INLINE V div(V a, V b) { return _mm256_div_ps(a, b); }
+  static KESTREL_VEC_INLINE V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static KESTREL_VEC_INLINE V max(V a, V b) { return _mm256_max_ps(a, b); }
+  static KESTREL_VEC_INLINE V min(V a, V b) { return _mm256_min_ps(a, b); }
+  static KESTREL_VEC_INLINE V round(V a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static KESTREL_VEC_INLINE V pow2i(V n) {
+    __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(e, 23));
+  }
+  static KESTREL_VEC_INLINE V abs(V a) {
+    return _mm256_andnot_ps(_mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0x80000000u))), a);
+  }
+  static KESTREL_VEC_INLINE V copysign(V mag, V sgn) {
+    const V sign = _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0x80000000u)));
+    return _mm256_or_ps(_mm256_and_ps(sgn, sign), _mm256_andnot_ps(sign, mag));
+  }
+  static KESTREL_VEC_INLINE V sqrt(V a) { return _mm256_sqrt_ps(a); }
+  static KESTREL_VEC_INLINE V select_gt(V a, V b, V x, V y) { return _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, b, _CMP_GT_OQ)); }
+  static KESTREL_VEC_INLINE float reduce_add(V a) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+  static KESTREL_VEC_INLINE float reduce_max(V a) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+};
+
+}  // namespace
+}  // namespace kestrel::kernels::cpu
