@@ -43,11 +43,11 @@ if ((FUZZ_SECONDS > 0)); then
   CC=clang CXX=clang++ configure "$OUT/fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKESTREL_FUZZ=ON \
     -DKESTREL_SANITIZE=ON -DKESTREL_BUILD_DEMO=OFF -DKESTREL_BUILD_TOOLS=OFF \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1"
-  cmake --build "$OUT/fuzz" -j "$JOBS" --target kst_loader_fuzz kst_fuzz_corpus
+  cmake --build "$OUT/fuzz" -j "$JOBS" --target kst_loader_fuzz
   phase_done
 
   phase "fuzz: .kst loader for ${FUZZ_SECONDS}s"
-  sh "$ROOT/tests/fuzz/run_kst_fuzz.sh" "$OUT/fuzz" "$FUZZ_SECONDS" || FAILED+=(".kst loader fuzzing")
+  KST_CORPUS_MAKER="$OUT/release/tests/fuzz/kst_fuzz_corpus" sh "$ROOT/tests/fuzz/run_kst_fuzz.sh" "$OUT/fuzz" "$FUZZ_SECONDS" || FAILED+=(".kst loader fuzzing")
   phase_done
 fi
 

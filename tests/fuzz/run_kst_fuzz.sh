@@ -19,9 +19,10 @@ secs=${2:-60}
 shift
 [ $# -gt 0 ] && shift
 fuzz=$build/tests/fuzz/kst_loader_fuzz
-maker=$build/tests/fuzz/kst_fuzz_corpus
+# The seed maker may come from another build (KST_CORPUS_MAKER; CI uses the release tree's).
+maker=${KST_CORPUS_MAKER:-$build/tests/fuzz/kst_fuzz_corpus}
 if [ ! -x "$fuzz" ] || [ ! -x "$maker" ]; then
-  echo "$0: $fuzz not built (configure with CXX=clang++ -DKESTREL_FUZZ=ON)" >&2
+  echo "$0: $fuzz or $maker not built (configure with CXX=clang++ -DKESTREL_FUZZ=ON)" >&2
   exit 2
 fi
 work=$build/fuzz/kst
