@@ -8,6 +8,15 @@ namespace kestrel::passes {
 
 namespace {
 
+// DequantizeLinear of an 8-bit constant is how quantized weights are stored (QDQ models, kestrel
+// quantize, weight-only int8): folding it would turn them back into f32 (4x the bytes) and hide
+// them from the int8 kernels, which consume the integer weights and scales directly.
+bool is_compressed_weight(const ir::Node& n) {
+  if (!n.domain().empty() || n.op_type() != "DequantizeLinear" || n.num_inputs() == 0) return false;
+  const ir::Value* x = n.input(0);
+  return x && x->is_constant() && (x->dtype() == core::DType::kI8 || x->dtype() == core::DType::kU8);
+}
+
 class ConstantFolding final : public Pass {
  public:
   const char* name() const override { return "constant-folding"; }
@@ -18,6 +27,7 @@ class ConstantFolding final : public Pass {
     for (ir::Node* n : g.nodes()) {
       const ir::OpSchema* s = ir::OpRegistry::global().find(n->domain(), n->op_type());
       if (!s || s->nondeterministic || !n->subgraphs().empty() || !n->implicit_inputs().empty()) continue;
+      if (is_compressed_weight(*n)) continue;
       std::vector<core::Tensor> holders(n->num_inputs());
       std::vector<const core::Tensor*> ins(n->num_inputs(), nullptr);
       bool foldable = true;

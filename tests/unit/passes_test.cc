@@ -71,6 +71,31 @@ TEST(ConstantFolding, FoldsConstantChainsAndKeepsOutputs) {
   for (int i = 0; i < 3; ++i) EXPECT_FLOAT_EQ(got.data<float>()[i], want.data<float>()[i]);
 }
 
+TEST(ConstantFolding, KeepsDequantizedInt8WeightsCompressed) {
+  auto make = [] {
+    auto g = std::make_unique<ir::Graph>();
+    ir::Value* x = g->add_input("x", f32({3}));
+    ir::Value* wq = g->add_constant("wq", Tensor::from_vector<int8_t>({-4, 0, 7}));
+    ir::Value* s = g->add_constant("s", Tensor::from_vector<float>({0.5f}));
+    ir::Value* s0 = g->add_constant("s0", Tensor::from_vector<float>({2.0f}));
+    ir::Value* s1 = g->add_constant("s1", Tensor::from_vector<float>({3.0f}));
+    ir::Node* scale = g->add_node("Mul", {s0, s1}, {"scale"});  // still folded
+    (void)scale;
+    ir::Node* w = g->add_node("DequantizeLinear", {wq, s}, {"w"});
+    ir::Node* y = g->add_node("Mul", {x, w->output(0)}, {"y"});
+    g->add_output(y->output(0));
+    return g;
+  };
+  auto g = make();
+  ASSERT_TRUE(ir::infer_graph(*g).is_ok());
+  ASSERT_TRUE(passes::optimize(*g, 1, context(), nullptr).is_ok());
+  EXPECT_EQ(op_list(*g), (std::vector<std::string>{"DequantizeLinear", "Mul"}));
+  Tensor x = Tensor::from_vector<float>({1, 2, 3});
+  Tensor got = run_graph(std::move(g), x);
+  const float want[] = {-2, 0, 10.5f};
+  for (int i = 0; i < 3; ++i) EXPECT_FLOAT_EQ(got.data<float>()[i], want[i]);
+}
+
 TEST(DeadCodeElimination, RemovesUnreachableNodes) {
   ir::Graph g;
   ir::Value* x = g.add_input("x", f32({2}));
