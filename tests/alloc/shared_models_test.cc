@@ -1,9 +1,9 @@
 // Steady-state Session::run on shared models ($KESTREL_DATA/models): heap allocations per run,
 // charged to the kernel that made them, and the arena against the sum of all activation sizes.
-// Asserts that the executor allocates nothing outside kernels once planned and that the count is
-// steady. Allocations in kernels are reported per op: the reference kernels' and, for now, the
-// fast kernels' (small per-call vectors in their bindings; KESTREL_ALLOC_STRICT=1 makes those a
-// failure, the target of issue 5). Skips visibly without the data.
+// Asserts that the executor allocates nothing outside kernels once planned, that the count is
+// steady, and that no kernel allocates (issue 5: run() allocates nothing for static shapes),
+// except the op types in kLenientOps, whose counts are printed but not failed. Every kernel's
+// count is printed per op. Skips visibly without the data.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -92,9 +93,19 @@ struct Attribution {
   }
 };
 
+// Op types whose kernels may still allocate per run (printed, not failed): the fast Conv bindings
+// are being made allocation-free separately. Empty this list and the test is fully strict.
+const char* const kLenientOps[] = {"Conv", "FusedConv"};
+
+bool lenient(std::string_view op) {
+  for (const char* l : kLenientOps)
+    if (op == l) return true;
+  return false;
+}
+
 class SharedModelAllocs : public ::testing::TestWithParam<Case> {};
 
-TEST_P(SharedModelAllocs, SteadyStateRunAllocatesOnlyInReferenceKernels) {
+TEST_P(SharedModelAllocs, SteadyStateRunAllocatesNothing) {
   const Case& c = GetParam();
 #if defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "whole models under the sanitizers are slow; the Release build runs this";
@@ -155,45 +166,37 @@ TEST_P(SharedModelAllocs, SteadyStateRunAllocatesOnlyInReferenceKernels) {
   EXPECT_EQ(per_run[0], per_run[1]) << "allocations per run are not steady";
   EXPECT_EQ(tail, 0u) << "the executor allocated after the last kernel";
 
-  uint64_t in_reference = 0, charged = 0;
-  std::map<std::string, uint64_t> reference_ops;  // op type -> allocations per run
-  std::map<std::string, uint64_t> fast_ops;       // op type/impl -> allocations per run (see below)
+  uint64_t in_lenient = 0, charged = 0;
+  std::map<std::string, uint64_t> ops;  // op type/impl -> allocations per run
   for (size_t i = 0; i < attr.nodes.size(); ++i) {
     uint64_t a = attr.allocs[i];
     charged += a;
     if (!a) continue;
     const char* impl = attr.impl[i] ? attr.impl[i] : "?";
-    if (std::strcmp(impl, "reference") == 0) {
-      in_reference += a;
-      reference_ops[attr.nodes[i]->op_type()] += a / kRuns;
-    } else if (std::getenv("KESTREL_ALLOC_STRICT")) {
-      // Issue 5's target (no allocation in run() for static shapes). The fast Conv / MatMul /
-      // Attention / Slice / pool bindings still allocate small per-call vectors, so this is opt-in
-      // until they are fixed; the count is printed below either way.
+    const std::string op(attr.nodes[i]->op_type());
+    ops[op + "/" + impl] += a / kRuns;
+    if (lenient(op)) {
+      in_lenient += a;
+    } else {
       ADD_FAILURE() << attr.nodes[i]->describe() << " (impl " << impl << ") made " << a / kRuns
                     << " heap allocations per run";
-    } else {
-      fast_ops[std::string(attr.nodes[i]->op_type()) + "/" + impl] += a / kRuns;
     }
   }
   EXPECT_EQ(charged + tail, per_run[0] + per_run[1]);
 
   const runtime::PlanStats& ps = s->plan_stats();
   EXPECT_LT(ps.arena_bytes, ps.sum_activation_bytes);
-  std::string ref_ops;
-  for (const auto& [op, n] : reference_ops) ref_ops += " " + op + ":" + std::to_string(n);
   std::printf(
-      "[ allocs   ] %-20s %dt  allocs/run %llu (reference kernels %llu%s%s)  arena %zu B, sum of "
-      "activations %zu B (%.1f%%)\n",
+      "[ allocs   ] %-20s %dt  allocs/run %llu (lenient ops %llu)  arena %zu B, sum of activations %zu B (%.1f%%)\n",
       c.model.c_str(), c.threads, static_cast<unsigned long long>(per_run[1]),
-      static_cast<unsigned long long>(in_reference / kRuns), ref_ops.empty() ? "" : ":", ref_ops.c_str(),
-      ps.arena_bytes, ps.sum_activation_bytes,
+      static_cast<unsigned long long>(in_lenient / kRuns), ps.arena_bytes, ps.sum_activation_bytes,
       ps.sum_activation_bytes
           ? 100.0 * static_cast<double>(ps.arena_bytes) / static_cast<double>(ps.sum_activation_bytes)
           : 0.0);
-  for (const auto& [op, n] : fast_ops)
-    std::printf("[ allocs   ] %-20s %dt  fast kernel %s allocates %llu times per run (KESTREL_ALLOC_STRICT=1 fails)\n",
-                c.model.c_str(), c.threads, op.c_str(), static_cast<unsigned long long>(n));
+  for (const auto& [op, n] : ops)
+    std::printf("[ allocs   ] %-20s %dt  %s allocates %llu times per run%s\n", c.model.c_str(), c.threads, op.c_str(),
+                static_cast<unsigned long long>(n),
+                lenient(op.substr(0, op.find('/'))) ? " (lenient op)" : "");
   ::testing::Test::RecordProperty("allocs_per_run", static_cast<int>(per_run[1]));
   ::testing::Test::RecordProperty("arena_bytes", static_cast<int>(ps.arena_bytes));
   ::testing::Test::RecordProperty("sum_activation_bytes", static_cast<int>(ps.sum_activation_bytes));

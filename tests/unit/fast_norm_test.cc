@@ -59,16 +59,20 @@ TEST(FastNorm, ReduceTrailingAxes) {
       }
       expect_fast_matches_reference(op, {x}, {}, 1e-5, atol);  // all axes
     }
-    // Leading axis: reference path.
-    expect_fast_matches_reference(op, {random_f32({3, 5}, rng), i64s({0})}, {}, 1e-6, 1e-6, 1, true, {false, true});
+    // One contiguous block of axes before kept ones (the middle-axis path): leading, middle, with
+    // size-1 dims inside and around it.
+    const std::pair<core::Dims, std::vector<int64_t>> blocks[] = {
+        {{3, 5}, {0}},          {{2, 196, 64}, {1}},    {{2, 3, 5, 7}, {1, 2}}, {{2, 1, 5, 1, 7}, {1, 2, 3}},
+        {{4, 6, 17}, {0, 1}},   {{1, 33, 1, 9}, {-3}},  {{5, 1, 3}, {0}},
+    };
+    for (const auto& [d, axes] : blocks)
+      for (int64_t keep : {0, 1})
+        expect_fast_matches_reference(op, {random_f32(d, rng), i64s(axes)}, {{"keepdims", ir::Attribute(keep)}}, 1e-5,
+                                      1e-5, 1, true, {false, true});
+    // Axes around a kept dim: reference path, still correct.
+    expect_fast_matches_reference(op, {random_f32({3, 4, 5}, rng), i64s({0, 2})}, {}, 1e-6, 1e-6, 1, true,
+                                  {false, true});
   }
-}
-
-TEST(FastNorm, GlobalPools) {
-  std::mt19937 rng(14);
-  for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"})
-    for (const core::Dims& d : std::vector<core::Dims>{{1, 1, 1, 1}, {2, 3, 5, 7}, {1, 96, 7, 7}, {2, 17, 33}, {1, 8, 4, 4, 3}})
-      expect_fast_matches_reference(op, {random_f32(d, rng)}, {}, 1e-5, 1e-6);
 }
 
 }  // namespace

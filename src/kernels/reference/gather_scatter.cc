@@ -37,19 +37,37 @@ int64_t prod(const Dims& d, size_t from, size_t to) {
 Status gather(const Tensor& data, const Tensor& indices, int64_t axis, Tensor& y) {
   if (data.rank() == 0) return core::invalid_argument("Gather: data must have rank >= 1");
   KESTREL_ASSIGN_OR_RETURN(axis, core::normalize_axis(axis, data.rank(), "Gather axis"));
-  KESTREL_ASSIGN_OR_RETURN(auto idx, read_indices(indices, "Gather indices"));
+  if (indices.dtype() != DType::kI64 && indices.dtype() != DType::kI32)
+    return core::invalid_argument(str_cat("Gather indices must be int32 or int64, got ", core::dtype_name(indices.dtype())));
+  // Indices are read in place (no copy: a run allocates nothing), checked before anything is written.
+  auto index = [&](int64_t j) {
+    return indices.dtype() == DType::kI64 ? indices.data<int64_t>()[j] : int64_t{indices.data<int32_t>()[j]};
+  };
   const size_t a = static_cast<size_t>(axis);
   const int64_t dim = data.dims()[a];
-  for (int64_t& i : idx) KESTREL_RETURN_IF_ERROR(resolve_index(i, dim, "Gather", axis));
-  Dims out(data.dims().begin(), data.dims().begin() + axis);
-  out.insert(out.end(), indices.dims().begin(), indices.dims().end());
-  out.insert(out.end(), data.dims().begin() + axis + 1, data.dims().end());
-  KESTREL_RETURN_IF_ERROR(check_output(y, out, data.dtype(), "Gather"));
+  const int64_t n = indices.num_elements();
+  for (int64_t j = 0; j < n; ++j) {
+    int64_t i = index(j);
+    KESTREL_RETURN_IF_ERROR(resolve_index(i, dim, "Gather", axis));
+  }
+  const int64_t ir = indices.rank(), r = data.rank();
+  bool ok = y.defined() && y.dtype() == data.dtype() && y.rank() == r - 1 + ir &&
+            (y.num_elements() == 0 || y.raw_data() != nullptr);
+  for (int64_t d = 0; ok && d < y.rank(); ++d)
+    ok = y.dim(d) == (d < axis ? data.dim(d) : d < axis + ir ? indices.dim(d - axis) : data.dim(d - ir + 1));
+  if (!ok) {
+    Dims out(data.dims().begin(), data.dims().begin() + axis);
+    out.insert(out.end(), indices.dims().begin(), indices.dims().end());
+    out.insert(out.end(), data.dims().begin() + axis + 1, data.dims().end());
+    return check_output(y, out, data.dtype(), "Gather");
+  }
   const int64_t outer = prod(data.dims(), 0, a), inner = prod(data.dims(), a + 1, data.dims().size());
-  const int64_t n = static_cast<int64_t>(idx.size());
   for (int64_t o = 0; o < outer; ++o)
-    for (int64_t j = 0; j < n; ++j)
-      copy_elements(data, (o * dim + idx[static_cast<size_t>(j)]) * inner, y, (o * n + j) * inner, inner);
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t i = index(j);
+      if (i < 0) i += dim;
+      copy_elements(data, (o * dim + i) * inner, y, (o * n + j) * inner, inner);
+    }
   return Status::ok();
 }
 

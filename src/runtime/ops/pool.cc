@@ -6,6 +6,7 @@
 
 #include "ir/ops/window_geometry.h"
 #include "runtime/kernel.h"
+#include "runtime/ops/run_key.h"
 
 namespace kestrel::runtime {
 
@@ -60,6 +61,27 @@ bool fast_pool2d(const Tensor& x, const Tensor& y, const ref::PoolParams& p, boo
   return y.dim(3) < 1 || kernels::cpu::pool2d_buffer_len(*q, x.dim(3), y.dim(3)) <= kMaxBuffer;
 }
 
+// The window resolved for the last input / output shapes (pads depend on them with auto_pad):
+// recomputed only when they change, so a static-shape run allocates nothing.
+struct PoolCache {
+  RunKey key;
+  ref::PoolParams p;
+  kernels::cpu::Pool2dParams q;
+  bool fast = false;
+
+  Status prepare(const ir::WindowAttrs& a, const Tensor& x, const Tensor& y, bool try_fast, bool is_max,
+                 bool include_pad) {
+    key.begin().add_dims(x.dims()).add_dims(y.dims()).add(static_cast<int64_t>(x.dtype())).add(
+        static_cast<int64_t>(y.dtype()));
+    key.add(try_fast);
+    if (key.same()) return Status::ok();
+    KESTREL_RETURN_IF_ERROR(resolve(a, x, y, &p));
+    fast = try_fast && fast_pool2d(x, y, p, is_max, include_pad, &q);
+    key.commit();
+    return Status::ok();
+  }
+};
+
 const kernels::cpu::PoolTable* fast_pool_table(const KernelCreateInfo& info) {
   return info.options.reference_only ? nullptr : kernels::cpu::pool_table(info.options.isa);
 }
@@ -77,36 +99,29 @@ void register_pool_kernels(KernelRegistry& r) {
     KESTREL_ASSIGN_OR_RETURN(int64_t order, info.node.attr_int("storage_order", 0));
     if (order != 0 && order != 1) return info.fail("storage_order must be 0 or 1, got ", order);
     const kernels::cpu::PoolTable* t = fast_pool_table(info);
-    return make_kernel([a, column_major = order == 1, t](KernelContext& ctx) -> Status {
-      ref::PoolParams p;
-      KESTREL_RETURN_IF_ERROR(resolve(a, ctx.input(0), ctx.output(0), &p));
+    return make_kernel([a, column_major = order == 1, t, c = PoolCache()](KernelContext& ctx) mutable -> Status {
       Tensor* indices = ctx.num_outputs() > 1 ? &ctx.output(1) : nullptr;
-      kernels::cpu::Pool2dParams q;
-      if (t && !indices && fast_pool2d(ctx.input(0), ctx.output(0), p, true, false, &q))
-        return kernels::cpu::pool2d_f32(*t, q, ctx.input(0), ctx.output(0), ctx.pool());
-      return ref::max_pool(p, ctx.input(0), ctx.output(0), indices, column_major);
+      KESTREL_RETURN_IF_ERROR(c.prepare(a, ctx.input(0), ctx.output(0), t && !indices, true, false));
+      if (c.fast) return kernels::cpu::pool2d_f32(*t, c.q, ctx.input(0), ctx.output(0), ctx.pool());
+      return ref::max_pool(c.p, ctx.input(0), ctx.output(0), indices, column_major);
     }, t ? t->name : "reference");
   });
   r.add("AveragePool", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
     KESTREL_ASSIGN_OR_RETURN(ir::WindowAttrs a, window_attrs(info));
     KESTREL_ASSIGN_OR_RETURN(int64_t cip, info.node.attr_int("count_include_pad", 0));
     const kernels::cpu::PoolTable* t = fast_pool_table(info);
-    return make_kernel([a, cip, t](KernelContext& ctx) -> Status {
-      ref::PoolParams p;
-      KESTREL_RETURN_IF_ERROR(resolve(a, ctx.input(0), ctx.output(0), &p));
-      kernels::cpu::Pool2dParams q;
-      if (t && fast_pool2d(ctx.input(0), ctx.output(0), p, false, cip != 0, &q))
-        return kernels::cpu::pool2d_f32(*t, q, ctx.input(0), ctx.output(0), ctx.pool());
-      return ref::average_pool(p, cip != 0, ctx.input(0), ctx.output(0));
+    return make_kernel([a, cip, t, c = PoolCache()](KernelContext& ctx) mutable -> Status {
+      KESTREL_RETURN_IF_ERROR(c.prepare(a, ctx.input(0), ctx.output(0), t != nullptr, false, cip != 0));
+      if (c.fast) return kernels::cpu::pool2d_f32(*t, c.q, ctx.input(0), ctx.output(0), ctx.pool());
+      return ref::average_pool(c.p, cip != 0, ctx.input(0), ctx.output(0));
     }, t ? t->name : "reference");
   });
   r.add("LpPool", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
     KESTREL_ASSIGN_OR_RETURN(ir::WindowAttrs a, window_attrs(info));
     KESTREL_ASSIGN_OR_RETURN(int64_t lp, ir::read_lp_pool_p(info.node));
-    return make_kernel([a, lp](KernelContext& ctx) -> Status {
-      ref::PoolParams p;
-      KESTREL_RETURN_IF_ERROR(resolve(a, ctx.input(0), ctx.output(0), &p));
-      return ref::lp_pool(p, lp, ctx.input(0), ctx.output(0));
+    return make_kernel([a, lp, c = PoolCache()](KernelContext& ctx) mutable -> Status {
+      KESTREL_RETURN_IF_ERROR(c.prepare(a, ctx.input(0), ctx.output(0), false, false, false));
+      return ref::lp_pool(c.p, lp, ctx.input(0), ctx.output(0));
     });
   });
   const std::pair<const char*, ref::GlobalPoolKind> globals[] = {{"GlobalAveragePool", ref::GlobalPoolKind::kAverage},

@@ -11,6 +11,7 @@
 
 #include "kernels/reference/data_movement.h"
 #include "runtime/kernel.h"
+#include "runtime/ops/run_key.h"
 
 namespace kestrel::runtime {
 
@@ -40,8 +41,9 @@ Result<std::unique_ptr<OpKernel>> make_transpose(const KernelCreateInfo& info) {
 
 Result<std::unique_ptr<OpKernel>> make_concat(const KernelCreateInfo& info) {
   KESTREL_ASSIGN_OR_RETURN(int64_t axis, info.node.attr_int("axis"));
-  return make_kernel([axis](KernelContext& ctx) -> Status {
-    std::vector<const Tensor*> xs;
+  // xs only grows: no allocation per run.
+  return make_kernel([axis, xs = std::vector<const Tensor*>()](KernelContext& ctx) mutable -> Status {
+    xs.clear();
     for (size_t i = 0; i < ctx.num_inputs(); ++i) {
       if (!ctx.has_input(i)) return core::invalid_argument("Concat: an input is missing");
       xs.push_back(&ctx.input(i));
@@ -57,21 +59,37 @@ Result<std::unique_ptr<OpKernel>> make_split(const KernelCreateInfo& info) {
     KESTREL_ASSIGN_OR_RETURN(int64_t n, info.node.attr_int("num_outputs"));
     num_outputs = n;
   }
-  return make_kernel([axis, num_outputs](KernelContext& ctx) -> Status {
-    const Tensor& x = ctx.input(0);
-    KESTREL_ASSIGN_OR_RETURN(int64_t a, core::normalize_axis(axis, x.rank(), "Split axis"));
-    KESTREL_ASSIGN_OR_RETURN(auto split, optional_ints(ctx, 1, "split"));
-    KESTREL_ASSIGN_OR_RETURN(auto sizes,
-                             ref::split_sizes(x.dim(a), split, num_outputs, static_cast<int64_t>(ctx.num_outputs())));
+  // The sizes depend on x's shape and the split input only; ys only grows.
+  struct Cache {
+    RunKey key;
+    int64_t axis = 0;
+    std::vector<int64_t> sizes;
     std::vector<Tensor*> ys;
-    for (size_t o = 0; o < ctx.num_outputs(); ++o) {
-      core::Dims dims = x.dims();
-      dims[static_cast<size_t>(a)] = sizes[o];
-      if (!ctx.output(o).defined()) KESTREL_RETURN_IF_ERROR(ctx.allocate_output(o, dims));
-      KESTREL_RETURN_IF_ERROR(ref::check_output(ctx.output(o), dims, x.dtype(), "Split"));
-      ys.push_back(&ctx.output(o));
+  };
+  return make_kernel([axis, num_outputs, c = Cache()](KernelContext& ctx) mutable -> Status {
+    const Tensor& x = ctx.input(0);
+    c.key.begin().add_dims(x.dims()).add_values(ctx.input_or_null(1)).add(static_cast<int64_t>(ctx.num_outputs()));
+    if (!c.key.same()) {
+      KESTREL_ASSIGN_OR_RETURN(c.axis, core::normalize_axis(axis, x.rank(), "Split axis"));
+      KESTREL_ASSIGN_OR_RETURN(auto split, optional_ints(ctx, 1, "split"));
+      KESTREL_ASSIGN_OR_RETURN(c.sizes, ref::split_sizes(x.dim(c.axis), split, num_outputs,
+                                                         static_cast<int64_t>(ctx.num_outputs())));
+      c.key.commit();
     }
-    return ref::split(x, a, ys);
+    const int64_t a = c.axis;
+    c.ys.clear();
+    for (size_t o = 0; o < ctx.num_outputs(); ++o) {
+      Tensor& y = ctx.output(o);
+      // Planned outputs already have their shape (ref::split checks the dims other than the axis).
+      if (!y.defined() || y.rank() != x.rank() || y.dim(a) != c.sizes[o]) {
+        core::Dims dims = x.dims();
+        dims[static_cast<size_t>(a)] = c.sizes[o];
+        if (!y.defined()) KESTREL_RETURN_IF_ERROR(ctx.allocate_output(o, dims));
+        KESTREL_RETURN_IF_ERROR(ref::check_output(y, dims, x.dtype(), "Split"));
+      }
+      c.ys.push_back(&y);
+    }
+    return ref::split(x, a, c.ys);
   });
 }
 
@@ -101,16 +119,27 @@ bool slice_fast(const Tensor& x, const std::vector<ref::SliceAxis>& spec, Tensor
 
 Result<std::unique_ptr<OpKernel>> make_slice(const KernelCreateInfo& info) {
   const bool fast = !info.options.reference_only;
-  return make_kernel([fast](KernelContext& ctx) -> Status {
-    KESTREL_ASSIGN_OR_RETURN(auto starts, ref::read_indices(ctx.input(1), "starts"));
-    KESTREL_ASSIGN_OR_RETURN(auto ends, ref::read_indices(ctx.input(2), "ends"));
-    KESTREL_ASSIGN_OR_RETURN(auto axes, optional_ints(ctx, 3, "axes"));
-    KESTREL_ASSIGN_OR_RETURN(auto steps, optional_ints(ctx, 4, "steps"));
-    static const std::vector<int64_t> kNone;
-    KESTREL_ASSIGN_OR_RETURN(
-        auto spec, ref::resolve_slice(ctx.input(0).dims(), starts, ends, axes ? *axes : kNone, steps ? *steps : kNone));
-    if (fast && slice_fast(ctx.input(0), spec, ctx.output(0), ctx.pool())) return Status::ok();
-    return ref::slice(ctx.input(0), spec, ctx.output(0));
+  // The resolved ranges depend on x's shape and the starts / ends / axes / steps values only: they
+  // are resolved again when those change.
+  struct Cache {
+    RunKey key;
+    std::vector<ref::SliceAxis> spec;
+  };
+  return make_kernel([fast, c = Cache()](KernelContext& ctx) mutable -> Status {
+    c.key.begin().add_dims(ctx.input(0).dims());
+    for (size_t i = 1; i <= 4; ++i) c.key.add_values(ctx.input_or_null(i));
+    if (!c.key.same()) {
+      KESTREL_ASSIGN_OR_RETURN(auto starts, ref::read_indices(ctx.input(1), "starts"));
+      KESTREL_ASSIGN_OR_RETURN(auto ends, ref::read_indices(ctx.input(2), "ends"));
+      KESTREL_ASSIGN_OR_RETURN(auto axes, optional_ints(ctx, 3, "axes"));
+      KESTREL_ASSIGN_OR_RETURN(auto steps, optional_ints(ctx, 4, "steps"));
+      static const std::vector<int64_t> kNone;
+      KESTREL_ASSIGN_OR_RETURN(c.spec, ref::resolve_slice(ctx.input(0).dims(), starts, ends, axes ? *axes : kNone,
+                                                          steps ? *steps : kNone));
+      c.key.commit();
+    }
+    if (fast && slice_fast(ctx.input(0), c.spec, ctx.output(0), ctx.pool())) return Status::ok();
+    return ref::slice(ctx.input(0), c.spec, ctx.output(0));
   }, fast ? "slice.strided" : "reference");
 }
 

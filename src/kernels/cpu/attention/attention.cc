@@ -9,7 +9,6 @@
 #include "core/str_util.h"
 #include "kernels/cpu/conv/depthwise.h"
 #include "kernels/cpu/gemm/sgemm.h"
-#include "kernels/reference/broadcast.h"
 
 namespace kestrel::kernels::cpu {
 
@@ -52,14 +51,23 @@ core::Status attention(float scale, const Tensor& q, const Tensor& k, const Tens
       if (t->dim(i) != 1 && t->dim(i) != y.dim(i))
         return core::invalid_argument(
             str_cat("Attention: ", t->type_string(), " does not broadcast to the output ", y.type_string()));
-  const core::Dims scores{nb, nh, sq, sk};
-  core::Dims ms(4, 0);
+  // The mask's strides over the scores [B, H, Sq, Sk] (0 along broadcast dims); fixed arrays, so a
+  // call allocates nothing.
+  const int64_t scores[4] = {nb, nh, sq, sk};
+  int64_t ms[4] = {0, 0, 0, 0};
   if (mask) {
-    core::Dims out;
-    if (mask->rank() > 4 || !ref::broadcast_dims({&mask->dims(), &scores}, &out) || out != scores)
-      return core::invalid_argument(
-          str_cat("Attention: mask ", mask->type_string(), " does not broadcast to ", core::dims_to_string(scores)));
-    ms = ref::broadcast_strides(mask->dims(), scores);
+    const int64_t mr = mask->rank();
+    bool ok = mr <= 4;
+    int64_t stride = 1;
+    for (int64_t i = 3; ok && i >= 4 - mr; --i) {
+      const int64_t md = mask->dim(i - (4 - mr));
+      ok = md == scores[i] || md == 1;
+      ms[i] = md == 1 ? 0 : stride;
+      stride *= md;
+    }
+    if (!ok)
+      return core::invalid_argument(str_cat("Attention: mask ", mask->type_string(), " does not broadcast to [", nb,
+                                            ",", nh, ",", sq, ",", sk, "]"));
   }
   const conv_detail::SoftmaxRowsFn softmax = conv_detail::softmax_rows_fn(isa);
   if (!softmax || isa > core::detected_isa())

@@ -2,6 +2,7 @@
 #include "kernels/cpu/matmul/matmul.h"
 
 #include <algorithm>
+#include <span>
 #include <vector>
 
 #include "core/str_util.h"
@@ -146,7 +147,17 @@ Status FastMatMul::run(const Tensor& a, const Tensor& b, const Tensor* bias, con
   const size_t ba = static_cast<size_t>(std::max<int64_t>(ra - 2, 0)),
                bb = static_cast<size_t>(std::max<int64_t>(rb - 2, 0));
   const size_t bo = std::max(ba, bb);
-  core::Dims out_batch(bo, 1), a_batch(bo, 1), b_batch(bo, 1);
+  // Batch dims in fixed arrays up to rank 18 (a call allocates nothing), on the heap beyond.
+  constexpr size_t kMaxBatch = 16;
+  int64_t fixed[3 * kMaxBatch];
+  std::vector<int64_t> heap;
+  int64_t* dims3 = fixed;
+  if (bo > kMaxBatch) {
+    heap.resize(3 * bo);
+    dims3 = heap.data();
+  }
+  std::span<int64_t> out_batch(dims3, bo), a_batch(dims3 + bo, bo), b_batch(dims3 + 2 * bo, bo);
+  std::fill_n(dims3, 3 * bo, int64_t{1});
   for (size_t i = 0; i < ba; ++i) a_batch[bo - ba + i] = a.dim(static_cast<int64_t>(i));
   for (size_t i = 0; i < bb; ++i) b_batch[bo - bb + i] = b.dim(static_cast<int64_t>(i));
   for (size_t i = 0; i < bo; ++i) {
@@ -155,7 +166,12 @@ Status FastMatMul::run(const Tensor& a, const Tensor& b, const Tensor* bias, con
           str_cat("MatMul: batch dims do not broadcast: ", a.type_string(), ", ", b.type_string()));
     out_batch[i] = a_batch[i] == 1 ? b_batch[i] : a_batch[i];
   }
-  const int64_t count = core::num_elements(out_batch);
+  int64_t count = 1, a_count = 1, b_count = 1;
+  for (size_t i = 0; i < bo; ++i) {
+    count *= out_batch[i];
+    a_count *= a_batch[i];
+    b_count *= b_batch[i];
+  }
   if (y.num_elements() != count * m * n)
     return core::invalid_argument(str_cat("MatMul: output ", y.type_string(), " has the wrong size"));
   GemmEpilogue ep = epilogue_for(act_);
@@ -180,7 +196,6 @@ Status FastMatMul::run(const Tensor& a, const Tensor& b, const Tensor* bias, con
     const int64_t rows = count * m;
     return sgemm(rows, n, k, 1.f, SgemmA(a.data<float>(), k), sb, 0.f, yd, n, ep, ctx);
   }
-  const int64_t a_count = core::num_elements(a_batch), b_count = core::num_elements(b_batch);
   SgemmBatch batch;
   batch.count = count;
   batch.stride_c = m * n;

@@ -102,6 +102,61 @@ Status reduce_rows_f32(const NormTable& t, RowReduce op, const Tensor& x, int64_
   return Status::ok();
 }
 
+Status reduce_middle_f32(RowReduce op, const Tensor& x, int64_t outer, int64_t red, int64_t inner, Tensor& y,
+                         core::ThreadPool* pool) {
+  if (!f32(x) || !f32(y) || outer < 0 || red <= 0 || inner <= 0 || x.num_elements() != outer * red * inner ||
+      y.num_elements() != outer * inner)
+    return core::invalid_argument("reduce_middle_f32: shapes do not match");
+  const float* in = x.data<float>();
+  float* out = y.data<float>();
+  const float scale = op == RowReduce::kMean ? 1.f / static_cast<float>(red) : 1.f;
+  core::parallel_for(pool, outer, grain_rows(red * inner), [&](int64_t o0, int64_t o1) {
+    for (int64_t o = o0; o < o1; ++o) {
+      const float* src = in + o * red * inner;
+      float* dst = out + o * inner;
+      std::copy_n(src, inner, dst);
+      for (int64_t r = 1; r < red; ++r) {
+        const float* row = src + r * inner;
+        if (op == RowReduce::kMax) {
+          for (int64_t i = 0; i < inner; ++i) dst[i] = row[i] > dst[i] || row[i] != row[i] ? row[i] : dst[i];
+        } else {
+          for (int64_t i = 0; i < inner; ++i) dst[i] += row[i];
+        }
+      }
+      if (op == RowReduce::kMean)
+        for (int64_t i = 0; i < inner; ++i) dst[i] *= scale;
+    }
+  });
+  return Status::ok();
+}
+
+bool reduce_block(const core::Dims& dims, const std::vector<bool>& mask, int64_t* outer, int64_t* red, int64_t* inner) {
+  if (mask.size() != dims.size()) return false;
+  // Reduced non-1 dims must be one run: first and last reduced position with no kept non-1 dim between.
+  size_t first = dims.size(), last = 0;
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (mask[i] && dims[i] != 1) {
+      first = std::min(first, i);
+      last = i;
+    }
+  *outer = *red = *inner = 1;
+  if (first == dims.size()) {
+    for (int64_t d : dims) *outer *= d;
+    return true;
+  }
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i < first) {
+      *outer *= dims[i];
+    } else if (i > last) {
+      *inner *= dims[i];
+    } else {
+      if (!mask[i] && dims[i] != 1) return false;
+      *red *= dims[i];
+    }
+  }
+  return true;
+}
+
 int64_t trailing_reduce_inner(const core::Dims& dims, const std::vector<bool>& mask) {
   if (mask.size() != dims.size()) return -1;
   int64_t inner = 1;

@@ -48,6 +48,15 @@ bool layer_norm_f32(const NormTable& t, const Tensor& x, const Tensor& scale, co
 Status reduce_rows_f32(const NormTable& t, RowReduce op, const Tensor& x, int64_t inner, Tensor& y,
                        core::ThreadPool* pool);
 
+// x viewed as [outer, red, inner] -> y [outer, inner]: op over the middle axis (ReduceMean over
+// the token axis of [B, N, C], ...). Vectorized over inner by the compiler.
+Status reduce_middle_f32(RowReduce op, const Tensor& x, int64_t outer, int64_t red, int64_t inner, Tensor& y,
+                         core::ThreadPool* pool);
+
+// When the reduced axes (mask), size-1 dims ignored, are one contiguous block: true, with the
+// sizes before (outer), of (red) and after (inner) the block.
+bool reduce_block(const core::Dims& dims, const std::vector<bool>& mask, int64_t* outer, int64_t* red, int64_t* inner);
+
 // When the reduced axes (mask) are one trailing block (ignoring size-1 dims), the row length of
 // that block; else -1.
 int64_t trailing_reduce_inner(const core::Dims& dims, const std::vector<bool>& mask);
