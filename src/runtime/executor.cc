@@ -312,7 +312,7 @@ Status Executor::plan(std::span<const Tensor* const> inputs) {
     placed.push_back(&it);
   }
   if (total > arena_capacity_ || !arena_) {
-    KESTREL_ASSIGN_OR_RETURN(arena_, core::allocate_aligned_unique(std::max<size_t>(total, 64)));
+    KESTREL_ASSIGN_OR_RETURN(arena_, core::allocate_arena(std::max<size_t>(total, 64)));
     arena_capacity_ = std::max<size_t>(total, 64);
   }
   stats_.arena_bytes = total;
