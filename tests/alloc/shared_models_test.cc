@@ -147,19 +147,34 @@ TEST_P(SharedModelAllocs, SteadyStateRunAllocatesNothing) {
   for (const Tensor& t : out) out_data.push_back(t.raw_data());
 
   constexpr int kRuns = 2;
+  // With several threads, per-thread scratch (sgemm packing, attention scores, pool rows) grows
+  // the first time a pool worker takes a task of a given size, and tasks are taken dynamically:
+  // on a loaded machine a worker may first get such a task many runs late. That growth stops
+  // (the buffers only grow), so a multi-threaded case measures again, up to 10 times, while the
+  // measured runs are not steady or allocate outside the lenient ops. One thread: one attempt.
+  const int attempts = c.threads > 1 ? 10 : 1;
   std::vector<uint64_t> per_run;
   uint64_t tail = 0;
-  attr.recording = true;
-  for (int r = 0; r < kRuns; ++r) {
-    uint64_t a0 = alloc_count();
-    attr.last = a0;
-    core::Status st = s->run(ins, out);
-    uint64_t a1 = alloc_count();
-    ASSERT_TRUE(st.is_ok()) << st.to_string();
-    per_run.push_back(a1 - a0);
-    tail += a1 - attr.last;
+  for (int attempt = 0; attempt < attempts; ++attempt) {
+    std::fill(attr.allocs.begin(), attr.allocs.end(), 0);
+    per_run.clear();
+    tail = 0;
+    attr.recording = true;
+    for (int r = 0; r < kRuns; ++r) {
+      uint64_t a0 = alloc_count();
+      attr.last = a0;
+      core::Status st = s->run(ins, out);
+      uint64_t a1 = alloc_count();
+      ASSERT_TRUE(st.is_ok()) << st.to_string();
+      per_run.push_back(a1 - a0);
+      tail += a1 - attr.last;
+    }
+    attr.recording = false;
+    bool clean = per_run[0] == per_run[1] && tail == 0;
+    for (size_t i = 0; i < attr.nodes.size(); ++i)
+      if (attr.allocs[i] && !lenient(attr.nodes[i]->op_type())) clean = false;
+    if (clean) break;
   }
-  attr.recording = false;
   s->executor().set_profiler(nullptr);
 
   for (size_t k = 0; k < out.size(); ++k) EXPECT_EQ(out[k].raw_data(), out_data[k]) << "output " << k << " moved";
@@ -178,8 +193,8 @@ TEST_P(SharedModelAllocs, SteadyStateRunAllocatesNothing) {
     if (lenient(op)) {
       in_lenient += a;
     } else {
-      ADD_FAILURE() << attr.nodes[i]->describe() << " (impl " << impl << ") made " << a / kRuns
-                    << " heap allocations per run";
+      ADD_FAILURE() << attr.nodes[i]->describe() << " (impl " << impl << ") made " << a << " heap allocations in "
+                    << kRuns << " runs";
     }
   }
   EXPECT_EQ(charged + tail, per_run[0] + per_run[1]);
