@@ -6,8 +6,10 @@
 
 #include "ir/ops/window_geometry.h"
 #include "kernels/cpu/conv/conv.h"
+#include "kernels/cpu/conv_transpose/conv_transpose.h"
 #include "runtime/kernel.h"
 #include "runtime/ops/fast_fused.h"
+#include "runtime/ops/run_key.h"
 
 namespace kestrel::runtime {
 
@@ -139,9 +141,43 @@ Result<std::unique_ptr<OpKernel>> make_fast_fused_conv(const KernelCreateInfo& i
       name);
 }
 
+namespace {
+
+// ConvTranspose: the GEMM + col2im kernel for f32 with constant 1-D / 2-D weights, else the
+// reference (through make_conv). Pads are resolved once per input shape (RunKey), so a
+// static-shape run allocates nothing.
+Result<std::unique_ptr<OpKernel>> make_conv_transpose(const KernelCreateInfo& info) {
+  KESTREL_ASSIGN_OR_RETURN(ConvBinding b, read_binding(info, true));
+  bool f32 = !info.options.reference_only && b.window.spatial() <= 2;
+  for (const ir::ValueType* t : info.input_types)
+    if (t && t->dtype != core::DType::kF32) f32 = false;
+  const Tensor* w = info.constant_inputs.size() > 1 ? info.constant_inputs[1] : nullptr;
+  if (!f32 || !w || w->dtype() != core::DType::kF32 || w->rank() != static_cast<int64_t>(b.window.spatial()) + 2 ||
+      w->dim(0) % b.group != 0)
+    return make_conv(info, true);
+  KESTREL_ASSIGN_OR_RETURN(cpu::FastConvTranspose k, cpu::FastConvTranspose::create(*w, b.group, info.options.isa));
+  const char* name = k.name();
+  struct Cache {
+    RunKey key;
+    ref::ConvParams p;
+  };
+  return make_kernel(
+      [b = std::move(b), k = std::move(k), c = Cache()](KernelContext& ctx) mutable -> Status {
+        c.key.begin().add_dims(ctx.input(0).dims()).add_dims(ctx.input(1).dims()).add_dims(ctx.output(0).dims());
+        if (!c.key.same()) {
+          KESTREL_RETURN_IF_ERROR(resolve(b, ctx.input(0), ctx.input(1), ctx.output(0), &c.p));
+          c.key.commit();
+        }
+        return k.run(c.p, ctx.input(0), ctx.input_or_null(2), ctx.output(0), ctx.pool());
+      },
+      name);
+}
+
+}  // namespace
+
 void register_conv_kernels(KernelRegistry& r) {
   r.add("Conv", [](const KernelCreateInfo& info) { return make_conv(info, false); });
-  r.add("ConvTranspose", [](const KernelCreateInfo& info) { return make_conv(info, true); });
+  r.add("ConvTranspose", make_conv_transpose);
 }
 
 }  // namespace kestrel::runtime
