@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/onnx_builder.h"
+#include "common/temp_dir.h"
 #include "core/npy.h"
 #include "core/tensor.h"
 #include "kestrel/kestrel.hpp"
@@ -99,30 +100,7 @@ void expect_error(F&& f, std::initializer_list<const char*> needles) {
   }
 }
 
-// A fresh folder under the system temp dir, removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    path_ = std::filesystem::temp_directory_path() / ("kestrel_bad_input_" + std::to_string(::getpid()) + "_" +
-                                                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  std::string write(const std::string& name, const std::string& bytes) const {
-    std::ofstream f(file(name), std::ios::binary);
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    return file(name);
-  }
-  std::string write_npy(const std::string& name, const core::Tensor& t) const {
-    EXPECT_TRUE(core::write_npy(file(name), t).is_ok());
-    return file(name);
-  }
-
- private:
-  std::filesystem::path path_;
-};
+using testing::TempDir;
 
 // ------------------------------------------------------------------ C++ API
 

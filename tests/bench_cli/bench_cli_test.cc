@@ -15,6 +15,7 @@
 
 #include "bench_util.h"
 #include "common/onnx_builder.h"
+#include "common/temp_dir.h"
 #include "core/npy.h"
 #include "core/tensor.h"
 
@@ -24,25 +25,7 @@ namespace {
 using json = nlohmann::json;
 using kestrel::testing::OnnxBuilder;
 
-class TempDir {
- public:
-  TempDir() {
-    path_ = std::filesystem::temp_directory_path() / ("kestrel_bench_cli_" + std::to_string(::getpid()) + "_" +
-                                                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  std::string write(const std::string& name, const std::string& bytes) const {
-    std::ofstream f(file(name), std::ios::binary);
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    return file(name);
-  }
-
- private:
-  std::filesystem::path path_;
-};
+using testing::TempDir;
 
 std::string slurp(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

@@ -9,6 +9,7 @@
 
 #include "common/onnx_builder.h"
 #include "common/op_test_util.h"
+#include "common/value_test_util.h"
 
 namespace kestrel {
 namespace {
@@ -24,29 +25,9 @@ using testing::make;
 using testing::run_op;
 using testing::tensors_equal;
 using testing::fails_with;
-
-Tensor random_f32(const Dims& dims, uint32_t seed, float lo = -2.f, float hi = 2.f) {
-  Tensor t = Tensor::allocate(DType::kF32, dims).value();
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  for (float& v : t.span<float>()) v = dist(rng);
-  return t;
-}
-
-std::vector<float> values(const Tensor& t) {
-  return {t.data<float>(), t.data<float>() + t.num_elements()};
-}
-
-::testing::AssertionResult near_all(const Tensor& got, const std::vector<double>& want, double tol) {
-  if (got.num_elements() != static_cast<int64_t>(want.size()))
-    return ::testing::AssertionFailure() << "got " << got.num_elements() << " values, want " << want.size();
-  for (size_t i = 0; i < want.size(); ++i) {
-    const double g = got.element_as_double(static_cast<int64_t>(i));
-    if (!(std::fabs(g - want[i]) <= tol * (1 + std::fabs(want[i]))))
-      return ::testing::AssertionFailure() << "element " << i << ": got " << g << ", want " << want[i];
-  }
-  return ::testing::AssertionSuccess();
-}
+using testing::near_all;
+using testing::random_f32;
+using testing::values;
 
 // ---------------------------------------------------------------------------------------------
 // RoiAlign

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <string>
 
+#include "common/temp_dir.h"
+
 namespace kestrel {
 namespace {
 
@@ -66,20 +68,7 @@ void expect_same(const Tensor& a, const Tensor& b) {
   }
 }
 
-// A fresh folder under the system temp dir, removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    path_ = std::filesystem::temp_directory_path() / ("kestrel_npy_test_" + std::to_string(::getpid()) + "_" +
-                                                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
+using testing::TempDir;
 
 void expect_error(const std::string& bytes, const std::string& what) {
   auto r = core::parse_npy(bytes, "bad.npy");

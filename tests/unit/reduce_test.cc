@@ -11,6 +11,7 @@
 
 #include "common/onnx_builder.h"
 #include "common/op_test_util.h"
+#include "common/value_test_util.h"
 #include "core/tensor.h"
 #include "kernels/reference/reduce.h"
 #include "runtime/session.h"
@@ -385,7 +386,7 @@ std::unique_ptr<runtime::Session> open(const std::string& bytes) {
   return s.is_ok() ? std::move(s).value() : nullptr;
 }
 
-std::vector<float> values(const Tensor& t) { return {t.data<float>(), t.data<float>() + t.num_elements()}; }
+using testing::values;
 
 TEST(ReduceSession, ReduceMeanAxesAttributeBeforeOpset18) {
   OnnxBuilder b(13);
