@@ -7,6 +7,7 @@
 #include <random>
 
 #include "common/fast_kernel_test_util.h"
+#include "runtime/session.h"
 
 namespace kestrel::testing {
 namespace {
@@ -78,6 +79,29 @@ TEST(FastConvTranspose, AutoPadOutputShapeAndLargePlanes) {
   // Depthwise-like groups (one channel per group).
   check(random_f32({1, 6, 7, 7}, rng), random_f32({6, 1, 4, 4}, rng), random_f32({6}, rng),
         {{"group", ir::Attribute(int64_t{6})}, {"strides", ir::Attribute(std::vector<int64_t>{2, 2})}}, "depthwise");
+}
+
+// Pads are resolved once per input shape: one session run on X of other shapes (dims unknown at
+// load, constant W) must resolve them again.
+TEST(FastConvTranspose, FollowsInputShapeChanges) {
+  std::mt19937 rng(24);
+  const Tensor w = random_f32({3, 2, 3, 3}, rng), b = random_f32({2}, rng);
+  const Attrs attrs = {{"strides", ir::Attribute(std::vector<int64_t>{2, 1})},
+                       {"auto_pad", ir::Attribute(std::string("SAME_UPPER"))}};
+  OneNode g = one_node("ConvTranspose", {random_f32({1, 3, 4, 4}, rng), w, b}, attrs, 1, {true, false, false}, true);
+  runtime::LoadedModel m;
+  m.graph = std::move(g.graph);
+  auto session = runtime::Session::from_model(std::move(m));
+  ASSERT_TRUE(session.is_ok()) << session.status().to_string();
+  for (const core::Dims& d : std::vector<core::Dims>{{1, 3, 4, 4}, {2, 3, 5, 7}, {1, 3, 4, 4}, {1, 3, 1, 9}}) {
+    const Tensor x = random_f32(d, rng);
+    const Tensor* feed[] = {&x};
+    std::vector<Tensor> got;
+    ASSERT_TRUE((*session)->run(feed, got).is_ok()) << core::dims_to_string(d);
+    auto want = eval_op("ConvTranspose", {x, w, b}, attrs);
+    ASSERT_TRUE(want.is_ok()) << want.status().to_string();
+    EXPECT_TRUE(tensors_close(got[0], (*want)[0], 1e-4, 1e-5)) << core::dims_to_string(d);
+  }
 }
 
 }  // namespace
