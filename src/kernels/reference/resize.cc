@@ -85,14 +85,7 @@ core::Result<ResizeGeometry> resize_geometry(const core::Dims& in, const std::ve
 
 namespace {
 
-// One axis of a separable resampling: for each output index, `taps` (input offset, weight) pairs.
-struct AxisTable {
-  int64_t taps = 1;
-  std::vector<int64_t> offset;   // out_len * taps, input index * stride of the axis
-  std::vector<double> weight;    // out_len * taps
-  std::vector<uint8_t> outside;  // out_len: tf_crop_and_resize point outside the input
-  bool any_outside = false;
-};
+using AxisTable = ResizeAxisTable;
 
 // Keys' cubic convolution kernel with coefficient a.
 double cubic_kernel(double d, double a) {
@@ -204,7 +197,8 @@ AxisTable build_axis(const ResizeParams& p, int64_t in_len, int64_t out_len, dou
 
 // Every axis has one tap: a gather. Works on every dtype.
 template <class T>
-void resize_gather(const std::vector<AxisTable>& tabs, const Tensor& x, Tensor& y, double extrapolation) {
+void resize_gather(ResizeTables& rt, const Tensor& x, Tensor& y, double extrapolation) {
+  const std::vector<AxisTable>& tabs = rt.axes;
   T fill{};
   if constexpr (std::is_same_v<T, bool>)
     fill = extrapolation != 0;
@@ -214,7 +208,8 @@ void resize_gather(const std::vector<AxisTable>& tabs, const Tensor& x, Tensor& 
   T* py = y.data<T>();
   const auto rank = static_cast<size_t>(y.rank());
   const int64_t last = rank ? y.dims().back() : 1;
-  std::vector<int64_t> idx(rank, 0);
+  std::vector<int64_t>& idx = rt.idx;
+  idx.assign(rank, 0);
   for (int64_t o = 0; o < y.num_elements(); o += last) {
     int64_t base = 0;
     bool outside = false;
@@ -243,7 +238,8 @@ void resize_gather(const std::vector<AxisTable>& tabs, const Tensor& x, Tensor& 
 // Weighted sum over the product of every axis' taps, one output row (last axis) at a time: the
 // taps of the outer axes are combined once per row, the last axis' taps per element.
 template <class T>
-void resize_weighted(const std::vector<AxisTable>& tabs, const Tensor& x, Tensor& y, double extrapolation) {
+void resize_weighted(ResizeTables& rt, const Tensor& x, Tensor& y, double extrapolation) {
+  const std::vector<AxisTable>& tabs = rt.axes;
   using A = AccOf<T>;
   const T fill = store_as<T>(extrapolation);
   const T* px = x.data<T>();
@@ -251,9 +247,20 @@ void resize_weighted(const std::vector<AxisTable>& tabs, const Tensor& x, Tensor
   const auto rank = static_cast<size_t>(y.rank());
   const int64_t last = y.dims().back();
   const AxisTable& tl = tabs[rank - 1];
-  const std::vector<A> wl(tl.weight.begin(), tl.weight.end());
-  std::vector<int64_t> idx(rank - 1, 0);
-  std::vector<std::pair<int64_t, A>> outer, next;  // (input offset, weight) of the outer axes' taps
+  const A* wl_data;
+  if constexpr (std::is_same_v<A, float>)
+    wl_data = rt.last_weights_f.data();
+  else
+    wl_data = tl.weight.data();
+  std::vector<int64_t>& idx = rt.idx;
+  idx.assign(rank - 1, 0);
+  // (input offset, weight) of the outer axes' taps
+  std::vector<std::pair<int64_t, A>>& outer = [&]() -> auto& {
+    if constexpr (std::is_same_v<A, float>) return rt.outer_f; else return rt.outer_d;
+  }();
+  std::vector<std::pair<int64_t, A>>& next = [&]() -> auto& {
+    if constexpr (std::is_same_v<A, float>) return rt.next_f; else return rt.next_d;
+  }();
   for (int64_t row = 0; row < y.num_elements() / std::max<int64_t>(last, 1); ++row) {
     outer.assign(1, {0, A(1)});
     bool outside = false;
@@ -275,7 +282,7 @@ void resize_weighted(const std::vector<AxisTable>& tabs, const Tensor& x, Tensor
         out[i] = fill;
         continue;
       }
-      const A* w = wl.data() + i * tl.taps;
+      const A* w = wl_data + i * tl.taps;
       const int64_t* o = tl.offset.data() + i * tl.taps;
       A acc = 0;
       for (const auto& [base, wo] : outer) {
@@ -294,7 +301,7 @@ void resize_weighted(const std::vector<AxisTable>& tabs, const Tensor& x, Tensor
 
 }  // namespace
 
-Status resize(const ResizeParams& p, const Tensor& x, Tensor& y) {
+Status resize_prepare(const ResizeParams& p, const Tensor& x, const Tensor& y, ResizeTables* t) {
   const int64_t rank = x.rank();
   if (y.rank() != rank || y.dtype() != x.dtype())
     return core::internal_error(str_cat("Resize: output is ", y.type_string(), " for input ", x.type_string()));
@@ -302,33 +309,45 @@ Status resize(const ResizeParams& p, const Tensor& x, Tensor& y) {
     return core::invalid_argument(str_cat("Resize: ", p.scales.size(), " scales for rank ", rank));
   if (!p.roi.empty() && static_cast<int64_t>(p.roi.size()) != 2 * rank)
     return core::invalid_argument(str_cat("Resize: roi has ", p.roi.size(), " values, expected ", 2 * rank));
+  t->axes.clear();
+  t->single_tap = true;
   if (y.num_elements() == 0) return Status::ok();
   for (int64_t d = 0; d < rank; ++d)
     if (x.dim(d) == 0) return core::invalid_argument(str_cat("Resize: cannot resize the empty axis ", d));
   const core::Dims strides = core::row_major_strides(x.dims());
-  std::vector<AxisTable> tabs;
-  bool single_tap = true;
   for (int64_t d = 0; d < rank; ++d) {
     const auto i = static_cast<size_t>(d);
     const double lo = p.roi.empty() ? 0.0 : p.roi[i];
     const double hi = p.roi.empty() ? 1.0 : p.roi[i + static_cast<size_t>(rank)];
     if (!(p.scales[i] > 0) || !std::isfinite(p.scales[i]))
       return core::invalid_argument(str_cat("Resize: scale ", p.scales[i], " of axis ", d, " is not positive"));
-    tabs.push_back(build_axis(p, x.dim(d), y.dim(d), p.scales[i], lo, hi, strides[i]));
-    single_tap = single_tap && tabs.back().taps == 1;
+    t->axes.push_back(build_axis(p, x.dim(d), y.dim(d), p.scales[i], lo, hi, strides[i]));
+    t->single_tap = t->single_tap && t->axes.back().taps == 1;
   }
-  if (single_tap) {
+  if (rank > 0) t->last_weights_f.assign(t->axes.back().weight.begin(), t->axes.back().weight.end());
+  return Status::ok();
+}
+
+Status resize_run(ResizeTables& t, const ResizeParams& p, const Tensor& x, Tensor& y) {
+  if (y.num_elements() == 0) return Status::ok();
+  if (t.axes.size() != static_cast<size_t>(x.rank()) || y.rank() != x.rank() || y.dtype() != x.dtype())
+    return core::internal_error("Resize: tables prepared for other shapes");
+  if (t.single_tap) {
     // Nearest (or an axis-aligned copy): exact, any dtype.
-    if (!core::visit_dtype(x.dtype(),
-                           [&](auto tag) { resize_gather<decltype(tag)>(tabs, x, y, p.extrapolation_value); }))
+    if (!core::visit_dtype(x.dtype(), [&](auto tag) { resize_gather<decltype(tag)>(t, x, y, p.extrapolation_value); }))
       return core::invalid_argument("Resize: input has no dtype");
     return Status::ok();
   }
-  if (!visit_arith_dtype(x.dtype(),
-                         [&](auto tag) { resize_weighted<decltype(tag)>(tabs, x, y, p.extrapolation_value); }))
+  if (!visit_arith_dtype(x.dtype(), [&](auto tag) { resize_weighted<decltype(tag)>(t, x, y, p.extrapolation_value); }))
     return core::invalid_argument(
         str_cat("Resize: linear and cubic modes need a numeric input, got ", core::dtype_name(x.dtype())));
   return Status::ok();
+}
+
+Status resize(const ResizeParams& p, const Tensor& x, Tensor& y) {
+  ResizeTables t;
+  KESTREL_RETURN_IF_ERROR(resize_prepare(p, x, y, &t));
+  return resize_run(t, p, x, y);
 }
 
 // ----------------------------------------------------------------------------------------------

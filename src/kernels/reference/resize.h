@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -56,6 +57,30 @@ core::Result<ResizeGeometry> resize_geometry(const core::Dims& in, const std::ve
 // back to the input as the ONNX spec says; neighbours past the edge repeat the edge (or drop out
 // with exclude_outside), and tf_crop_and_resize points outside the input get extrapolation_value.
 Status resize(const ResizeParams& p, const Tensor& x, Tensor& y);
+
+// One axis of a separable resampling: for each output index, `taps` (input offset, weight) pairs.
+struct ResizeAxisTable {
+  int64_t taps = 1;
+  std::vector<int64_t> offset;   // out_len * taps, input index * stride of the axis
+  std::vector<double> weight;    // out_len * taps
+  std::vector<uint8_t> outside;  // out_len: tf_crop_and_resize point outside the input
+  bool any_outside = false;
+};
+
+// resize() in two steps, for bindings that run one shape many times: the tap tables depend on
+// the parameters and the input / output dims only, so they are built once (resize_prepare) and
+// reused (resize_run); the run's scratch lives here too and only grows, so a run allocates nothing.
+struct ResizeTables {
+  std::vector<ResizeAxisTable> axes;
+  bool single_tap = true;
+  std::vector<float> last_weights_f;  // the last axis' weights as float (f32 / f16 / bf16 sums)
+  std::vector<int64_t> idx;
+  std::vector<std::pair<int64_t, float>> outer_f, next_f;
+  std::vector<std::pair<int64_t, double>> outer_d, next_d;
+};
+Status resize_prepare(const ResizeParams& p, const Tensor& x, const Tensor& y, ResizeTables* t);
+// x and y must have the dims and dtype resize_prepare saw.
+Status resize_run(ResizeTables& t, const ResizeParams& p, const Tensor& x, Tensor& y);
 
 enum class GridSampleMode { kLinear, kNearest, kCubic };
 enum class GridSamplePadding { kZeros, kBorder, kReflection };

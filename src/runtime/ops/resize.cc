@@ -4,8 +4,10 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "runtime/kernel.h"
+#include "runtime/ops/run_key.h"
 
 namespace kestrel::runtime {
 
@@ -70,6 +72,56 @@ Result<ref::ResizeParams> resize_params(const KernelCreateInfo& info) {
   return p;
 }
 
+// Resolves axes, scales / sizes and roi for this call's inputs into p and builds the tap tables.
+Status prepare_resize(const ref::ResizeParams& params, bool has_axes, const std::vector<int64_t>& raw_axes,
+                      ref::AspectPolicy policy, KernelContext& ctx, ref::ResizeParams* out,
+                      ref::ResizeTables* tables) {
+  const Tensor& x = ctx.input(0);
+  const int64_t rank = x.rank();
+  std::vector<int64_t> axes;
+  if (has_axes) {
+    std::vector<bool> seen(static_cast<size_t>(rank), false);
+    for (int64_t a : raw_axes) {
+      KESTREL_ASSIGN_OR_RETURN(int64_t na, core::normalize_axis(a, rank, "Resize axis"));
+      if (seen[static_cast<size_t>(na)]) return core::invalid_argument("Resize axes repeat an axis");
+      seen[static_cast<size_t>(na)] = true;
+      axes.push_back(na);
+    }
+  } else {
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  const Tensor* scales_t = given(ctx, 2);
+  const Tensor* sizes_t = given(ctx, 3);
+  std::vector<float> scales;
+  std::vector<int64_t> sizes;
+  if (scales_t)
+    for (double s : core::tensor_to_doubles(*scales_t)) scales.push_back(static_cast<float>(s));
+  if (sizes_t) sizes = core::tensor_to_int64s(*sizes_t);
+  KESTREL_ASSIGN_OR_RETURN(
+      ref::ResizeGeometry geo,
+      ref::resize_geometry(x.dims(), axes, scales_t ? &scales : nullptr, sizes_t ? &sizes : nullptr, policy));
+  if (ctx.output(0).dims() != geo.out_dims)
+    return core::internal_error(core::str_cat("Resize: output allocated as ", ctx.output(0).type_string(),
+                                              ", computed ", core::dims_to_string(geo.out_dims)));
+  ref::ResizeParams p = params;
+  p.scales = std::move(geo.scales);
+  if (const Tensor* roi = given(ctx, 1); roi && p.coord == ref::ResizeCoordMode::kTfCropAndResize) {
+    const std::vector<double> v = core::tensor_to_doubles(*roi);
+    const size_t n = axes.size();
+    if (v.size() != 2 * n)
+      return core::invalid_argument(core::str_cat("Resize roi has ", v.size(), " values, expected ", 2 * n));
+    p.roi.assign(static_cast<size_t>(2 * rank), 0.0);
+    for (int64_t d = 0; d < rank; ++d) p.roi[static_cast<size_t>(rank + d)] = 1.0;
+    for (size_t i = 0; i < n; ++i) {
+      p.roi[static_cast<size_t>(axes[i])] = v[i];
+      p.roi[static_cast<size_t>(rank + axes[i])] = v[n + i];
+    }
+  }
+  KESTREL_RETURN_IF_ERROR(ref::resize_prepare(p, x, ctx.output(0), tables));
+  *out = std::move(p);
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_resize_kernels(KernelRegistry& r) {
@@ -86,49 +138,22 @@ void register_resize_kernels(KernelRegistry& r) {
       policy = ref::AspectPolicy::kNotSmaller;
     else if (policy_name != "stretch")
       return info.fail("unsupported keep_aspect_ratio_policy '", policy_name, "'");
-    return make_kernel([params, has_axes, raw_axes, policy](KernelContext& ctx) -> Status {
+    // Output dims, scales and tap tables depend on x's and y's shapes and the roi / scales / sizes
+    // values only: derived again when those change (a static-shape run allocates nothing).
+    struct Cache {
+      RunKey key;
+      ref::ResizeParams p;
+      ref::ResizeTables tables;
+    };
+    return make_kernel([params, has_axes, raw_axes, policy, c = Cache()](KernelContext& ctx) mutable -> Status {
       const Tensor& x = ctx.input(0);
-      const int64_t rank = x.rank();
-      std::vector<int64_t> axes;
-      if (has_axes) {
-        std::vector<bool> seen(static_cast<size_t>(rank), false);
-        for (int64_t a : raw_axes) {
-          KESTREL_ASSIGN_OR_RETURN(int64_t na, core::normalize_axis(a, rank, "Resize axis"));
-          if (seen[static_cast<size_t>(na)]) return core::invalid_argument("Resize axes repeat an axis");
-          seen[static_cast<size_t>(na)] = true;
-          axes.push_back(na);
-        }
-      } else {
-        for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+      c.key.begin().add_dims(x.dims()).add_dims(ctx.output(0).dims()).add(static_cast<int64_t>(x.dtype()));
+      for (size_t i = 1; i <= 3; ++i) c.key.add_raw(given(ctx, i));
+      if (!c.key.same()) {
+        KESTREL_RETURN_IF_ERROR(prepare_resize(params, has_axes, raw_axes, policy, ctx, &c.p, &c.tables));
+        c.key.commit();
       }
-      const Tensor* scales_t = given(ctx, 2);
-      const Tensor* sizes_t = given(ctx, 3);
-      std::vector<float> scales;
-      std::vector<int64_t> sizes;
-      if (scales_t)
-        for (double s : core::tensor_to_doubles(*scales_t)) scales.push_back(static_cast<float>(s));
-      if (sizes_t) sizes = core::tensor_to_int64s(*sizes_t);
-      KESTREL_ASSIGN_OR_RETURN(
-          ref::ResizeGeometry geo,
-          ref::resize_geometry(x.dims(), axes, scales_t ? &scales : nullptr, sizes_t ? &sizes : nullptr, policy));
-      if (ctx.output(0).dims() != geo.out_dims)
-        return core::internal_error(core::str_cat("Resize: output allocated as ", ctx.output(0).type_string(),
-                                                  ", computed ", core::dims_to_string(geo.out_dims)));
-      ref::ResizeParams p = params;
-      p.scales = std::move(geo.scales);
-      if (const Tensor* roi = given(ctx, 1); roi && p.coord == ref::ResizeCoordMode::kTfCropAndResize) {
-        const std::vector<double> v = core::tensor_to_doubles(*roi);
-        const size_t n = axes.size();
-        if (v.size() != 2 * n)
-          return core::invalid_argument(core::str_cat("Resize roi has ", v.size(), " values, expected ", 2 * n));
-        p.roi.assign(static_cast<size_t>(2 * rank), 0.0);
-        for (int64_t d = 0; d < rank; ++d) p.roi[static_cast<size_t>(rank + d)] = 1.0;
-        for (size_t i = 0; i < n; ++i) {
-          p.roi[static_cast<size_t>(axes[i])] = v[i];
-          p.roi[static_cast<size_t>(rank + axes[i])] = v[n + i];
-        }
-      }
-      return ref::resize(p, x, ctx.output(0));
+      return ref::resize_run(c.tables, c.p, x, ctx.output(0));
     });
   });
 

@@ -3,7 +3,9 @@
 // Both buffers only grow, so for static shapes a steady stream of runs allocates nothing.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -40,6 +42,20 @@ class RunKey {
       for (int64_t i = 0; i < t->num_elements(); ++i) next_.push_back(p[i]);
     } else if (t->dtype() != core::DType::kString) {
       for (int64_t i = 0; i < t->num_elements(); ++i) next_.push_back(t->element_as_int64(i));
+    }
+    return *this;
+  }
+  // An optional input of any fixed-size dtype (float scales, roi...): absent, or its dtype, dims
+  // and raw bytes (8 a key entry).
+  RunKey& add_raw(const core::Tensor* t) {
+    if (!t) return add(-1);
+    add(static_cast<int64_t>(t->dtype())).add_dims(t->dims());
+    if (t->dtype() == core::DType::kString) return *this;
+    const auto* p = static_cast<const unsigned char*>(t->raw_data());
+    for (size_t i = 0, n = t->nbytes(); i < n; i += 8) {
+      int64_t v = 0;
+      std::memcpy(&v, p + i, std::min<size_t>(8, n - i));
+      next_.push_back(v);
     }
     return *this;
   }
