@@ -210,8 +210,7 @@ TEST_P(SharedModelAllocs, SteadyStateRunAllocatesNothing) {
           : 0.0);
   for (const auto& [op, n] : ops)
     std::printf("[ allocs   ] %-20s %dt  %s allocates %llu times per run%s\n", c.model.c_str(), c.threads, op.c_str(),
-                static_cast<unsigned long long>(n),
-                lenient(op.substr(0, op.find('/'))) ? " (lenient op)" : "");
+                static_cast<unsigned long long>(n), lenient(op.substr(0, op.find('/'))) ? " (lenient op)" : "");
   ::testing::Test::RecordProperty("allocs_per_run", static_cast<int>(per_run[1]));
   ::testing::Test::RecordProperty("arena_bytes", static_cast<int>(ps.arena_bytes));
   ::testing::Test::RecordProperty("sum_activation_bytes", static_cast<int>(ps.sum_activation_bytes));

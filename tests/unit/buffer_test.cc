@@ -1,10 +1,10 @@
 // core::allocate_arena: alignment (64 bytes, 2 MiB from 2 MiB up), every byte writable.
+#include "core/buffer.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstring>
-
-#include "core/buffer.h"
 
 namespace kestrel::core {
 namespace {

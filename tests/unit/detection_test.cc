@@ -20,13 +20,13 @@ using core::Tensor;
 using ir::Attribute;
 using testing::Attrs;
 using testing::eval_op;
+using testing::fails_with;
 using testing::i64s;
 using testing::make;
-using testing::run_op;
-using testing::tensors_equal;
-using testing::fails_with;
 using testing::near_all;
 using testing::random_f32;
+using testing::run_op;
+using testing::tensors_equal;
 using testing::values;
 
 // ---------------------------------------------------------------------------------------------

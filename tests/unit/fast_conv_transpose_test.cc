@@ -66,15 +66,16 @@ TEST(FastConvTranspose, AutoPadOutputShapeAndLargePlanes) {
   std::mt19937 rng(23);
   Tensor x = random_f32({2, 4, 5, 6}, rng), w = random_f32({4, 3, 3, 3}, rng), b = random_f32({3}, rng);
   for (const char* pad : {"SAME_UPPER", "SAME_LOWER", "VALID"})
-    check(x, w, b, {{"auto_pad", ir::Attribute(std::string(pad))}, {"strides", ir::Attribute(std::vector<int64_t>{2, 2})}},
-          pad);
+    check(x, w, b,
+          {{"auto_pad", ir::Attribute(std::string(pad))}, {"strides", ir::Attribute(std::vector<int64_t>{2, 2})}}, pad);
   // A larger output than the attributes give: zeros + bias at the end; a smaller one crops.
   for (std::vector<int64_t> shape : {std::vector<int64_t>{13, 15}, std::vector<int64_t>{9, 10}})
     check(x, w, b, {{"output_shape", ir::Attribute(shape)}, {"strides", ir::Attribute(std::vector<int64_t>{2, 2})}},
           "output_shape");
   // col = [64 * 9, rows * 64] exceeds the chunk bound: several chunks of input rows per image.
   check(random_f32({1, 4, 100, 64}, rng), random_f32({4, 64, 3, 3}, rng), random_f32({64}, rng),
-        {{"strides", ir::Attribute(std::vector<int64_t>{2, 2})}, {"pads", ir::Attribute(std::vector<int64_t>{1, 1, 1, 1})}},
+        {{"strides", ir::Attribute(std::vector<int64_t>{2, 2})},
+         {"pads", ir::Attribute(std::vector<int64_t>{1, 1, 1, 1})}},
         "large plane");
   // Depthwise-like groups (one channel per group).
   check(random_f32({1, 6, 7, 7}, rng), random_f32({6, 1, 4, 4}, rng), random_f32({6}, rng),

@@ -62,8 +62,8 @@ TEST(FastNorm, ReduceTrailingAxes) {
     // One contiguous block of axes before kept ones (the middle-axis path): leading, middle, with
     // size-1 dims inside and around it.
     const std::pair<core::Dims, std::vector<int64_t>> blocks[] = {
-        {{3, 5}, {0}},          {{2, 196, 64}, {1}},    {{2, 3, 5, 7}, {1, 2}}, {{2, 1, 5, 1, 7}, {1, 2, 3}},
-        {{4, 6, 17}, {0, 1}},   {{1, 33, 1, 9}, {-3}},  {{5, 1, 3}, {0}},
+        {{3, 5}, {0}},        {{2, 196, 64}, {1}},   {{2, 3, 5, 7}, {1, 2}}, {{2, 1, 5, 1, 7}, {1, 2, 3}},
+        {{4, 6, 17}, {0, 1}}, {{1, 33, 1, 9}, {-3}}, {{5, 1, 3}, {0}},
     };
     for (const auto& [d, axes] : blocks)
       for (int64_t keep : {0, 1})

@@ -50,10 +50,11 @@ TEST(FastRerun, ReduceFollowsShapesAndAxes) {
 TEST(FastRerun, SliceFollowsShapesAndStarts) {
   std::mt19937 rng(2);
   Tensor a = random_f32({4, 6, 5}, rng), b = random_f32({7, 3, 9}, rng);
-  expect_reruns_match("Slice", {{a, i64s({1, 0}), i64s({3, 4}), i64s({0, 2}), i64s({1, 2})},
-                                {a, i64s({0, 1}), i64s({3, 4}), i64s({0, 2}), i64s({1, 2})},
-                                {b, i64s({0, 1}), i64s({3, 4}), i64s({0, 2}), i64s({1, 2})},
-                                {b, i64s({-1, 0}), i64s({-9, 4}), i64s({0, 2}), i64s({-1, 3})}},
+  expect_reruns_match("Slice",
+                      {{a, i64s({1, 0}), i64s({3, 4}), i64s({0, 2}), i64s({1, 2})},
+                       {a, i64s({0, 1}), i64s({3, 4}), i64s({0, 2}), i64s({1, 2})},
+                       {b, i64s({0, 1}), i64s({3, 4}), i64s({0, 2}), i64s({1, 2})},
+                       {b, i64s({-1, 0}), i64s({-9, 4}), i64s({0, 2}), i64s({-1, 3})}},
                       {});
 }
 

@@ -38,7 +38,8 @@ Status gather(const Tensor& data, const Tensor& indices, int64_t axis, Tensor& y
   if (data.rank() == 0) return core::invalid_argument("Gather: data must have rank >= 1");
   KESTREL_ASSIGN_OR_RETURN(axis, core::normalize_axis(axis, data.rank(), "Gather axis"));
   if (indices.dtype() != DType::kI64 && indices.dtype() != DType::kI32)
-    return core::invalid_argument(str_cat("Gather indices must be int32 or int64, got ", core::dtype_name(indices.dtype())));
+    return core::invalid_argument(
+        str_cat("Gather indices must be int32 or int64, got ", core::dtype_name(indices.dtype())));
   // Indices are read in place (no copy: a run allocates nothing), checked before anything is written.
   auto index = [&](int64_t j) {
     return indices.dtype() == DType::kI64 ? indices.data<int64_t>()[j] : int64_t{indices.data<int32_t>()[j]};

@@ -256,11 +256,19 @@ void resize_weighted(ResizeTables& rt, const Tensor& x, Tensor& y, double extrap
   idx.assign(rank - 1, 0);
   // (input offset, weight) of the outer axes' taps
   std::vector<std::pair<int64_t, A>>& outer = [&]() -> auto& {
-    if constexpr (std::is_same_v<A, float>) return rt.outer_f; else return rt.outer_d;
-  }();
+    if constexpr (std::is_same_v<A, float>)
+      return rt.outer_f;
+    else
+      return rt.outer_d;
+  }
+  ();
   std::vector<std::pair<int64_t, A>>& next = [&]() -> auto& {
-    if constexpr (std::is_same_v<A, float>) return rt.next_f; else return rt.next_d;
-  }();
+    if constexpr (std::is_same_v<A, float>)
+      return rt.next_f;
+    else
+      return rt.next_d;
+  }
+  ();
   for (int64_t row = 0; row < y.num_elements() / std::max<int64_t>(last, 1); ++row) {
     outer.assign(1, {0, A(1)});
     bool outside = false;

@@ -71,8 +71,11 @@ struct PoolCache {
 
   Status prepare(const ir::WindowAttrs& a, const Tensor& x, const Tensor& y, bool try_fast, bool is_max,
                  bool include_pad) {
-    key.begin().add_dims(x.dims()).add_dims(y.dims()).add(static_cast<int64_t>(x.dtype())).add(
-        static_cast<int64_t>(y.dtype()));
+    key.begin()
+        .add_dims(x.dims())
+        .add_dims(y.dims())
+        .add(static_cast<int64_t>(x.dtype()))
+        .add(static_cast<int64_t>(y.dtype()));
     key.add(try_fast);
     if (key.same()) return Status::ok();
     KESTREL_RETURN_IF_ERROR(resolve(a, x, y, &p));
@@ -99,22 +102,26 @@ void register_pool_kernels(KernelRegistry& r) {
     KESTREL_ASSIGN_OR_RETURN(int64_t order, info.node.attr_int("storage_order", 0));
     if (order != 0 && order != 1) return info.fail("storage_order must be 0 or 1, got ", order);
     const kernels::cpu::PoolTable* t = fast_pool_table(info);
-    return make_kernel([a, column_major = order == 1, t, c = PoolCache()](KernelContext& ctx) mutable -> Status {
-      Tensor* indices = ctx.num_outputs() > 1 ? &ctx.output(1) : nullptr;
-      KESTREL_RETURN_IF_ERROR(c.prepare(a, ctx.input(0), ctx.output(0), t && !indices, true, false));
-      if (c.fast) return kernels::cpu::pool2d_f32(*t, c.q, ctx.input(0), ctx.output(0), ctx.pool());
-      return ref::max_pool(c.p, ctx.input(0), ctx.output(0), indices, column_major);
-    }, t ? t->name : "reference");
+    return make_kernel(
+        [a, column_major = order == 1, t, c = PoolCache()](KernelContext& ctx) mutable -> Status {
+          Tensor* indices = ctx.num_outputs() > 1 ? &ctx.output(1) : nullptr;
+          KESTREL_RETURN_IF_ERROR(c.prepare(a, ctx.input(0), ctx.output(0), t && !indices, true, false));
+          if (c.fast) return kernels::cpu::pool2d_f32(*t, c.q, ctx.input(0), ctx.output(0), ctx.pool());
+          return ref::max_pool(c.p, ctx.input(0), ctx.output(0), indices, column_major);
+        },
+        t ? t->name : "reference");
   });
   r.add("AveragePool", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
     KESTREL_ASSIGN_OR_RETURN(ir::WindowAttrs a, window_attrs(info));
     KESTREL_ASSIGN_OR_RETURN(int64_t cip, info.node.attr_int("count_include_pad", 0));
     const kernels::cpu::PoolTable* t = fast_pool_table(info);
-    return make_kernel([a, cip, t, c = PoolCache()](KernelContext& ctx) mutable -> Status {
-      KESTREL_RETURN_IF_ERROR(c.prepare(a, ctx.input(0), ctx.output(0), t != nullptr, false, cip != 0));
-      if (c.fast) return kernels::cpu::pool2d_f32(*t, c.q, ctx.input(0), ctx.output(0), ctx.pool());
-      return ref::average_pool(c.p, cip != 0, ctx.input(0), ctx.output(0));
-    }, t ? t->name : "reference");
+    return make_kernel(
+        [a, cip, t, c = PoolCache()](KernelContext& ctx) mutable -> Status {
+          KESTREL_RETURN_IF_ERROR(c.prepare(a, ctx.input(0), ctx.output(0), t != nullptr, false, cip != 0));
+          if (c.fast) return kernels::cpu::pool2d_f32(*t, c.q, ctx.input(0), ctx.output(0), ctx.pool());
+          return ref::average_pool(c.p, cip != 0, ctx.input(0), ctx.output(0));
+        },
+        t ? t->name : "reference");
   });
   r.add("LpPool", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
     KESTREL_ASSIGN_OR_RETURN(ir::WindowAttrs a, window_attrs(info));

@@ -49,42 +49,45 @@ void register_reduce_kernels(KernelRegistry& r) {
         RunKey key;
         std::vector<int64_t> axes;
         std::vector<bool> mask;
-        int64_t inner = -1;  // > 0: the fast row reduction applies
+        int64_t inner = -1;                         // > 0: the fast row reduction applies
         int64_t outer = 0, red = 0, mid_inner = 0;  // red > 0: the fast middle-axis reduction applies
       };
-      return make_kernel([op, noop, t, rop, c = Cache()](KernelContext& ctx) mutable -> Status {
-        const Tensor& x = ctx.input(0);
-        const Tensor& y = ctx.output(0);
-        // Axes and mask depend only on x's shape and the axes input: derived again when they change.
-        c.key.begin().add_dims(x.dims()).add(static_cast<int64_t>(x.dtype())).add(static_cast<int64_t>(y.dtype()));
-        c.key.add(y.num_elements()).add_values(ctx.input_or_null(1));
-        if (!c.key.same()) {
-          c.axes.clear();
-          if (const Tensor* a = ctx.input_or_null(1)) c.axes = core::tensor_to_int64s(*a);
-          if (!c.axes.empty() || !noop) {
-            KESTREL_ASSIGN_OR_RETURN(c.mask, ref::reduce_mask(c.axes, x.rank()));
-          }
-          c.inner = -1;
-          c.red = 0;
-          if (t && x.dtype() == core::DType::kF32 && y.dtype() == core::DType::kF32 && x.num_elements() > 0 &&
-              !(c.axes.empty() && noop)) {
-            const int64_t inner = cpu::trailing_reduce_inner(x.dims(), c.mask);
-            int64_t outer, red, mid;
-            if (inner > 0 && y.num_elements() * inner == x.num_elements()) {
-              c.inner = inner;
-            } else if (cpu::reduce_block(x.dims(), c.mask, &outer, &red, &mid) && y.num_elements() == outer * mid) {
-              c.outer = outer;
-              c.red = red;
-              c.mid_inner = mid;
+      return make_kernel(
+          [op, noop, t, rop, c = Cache()](KernelContext& ctx) mutable -> Status {
+            const Tensor& x = ctx.input(0);
+            const Tensor& y = ctx.output(0);
+            // Axes and mask depend only on x's shape and the axes input: derived again when they change.
+            c.key.begin().add_dims(x.dims()).add(static_cast<int64_t>(x.dtype())).add(static_cast<int64_t>(y.dtype()));
+            c.key.add(y.num_elements()).add_values(ctx.input_or_null(1));
+            if (!c.key.same()) {
+              c.axes.clear();
+              if (const Tensor* a = ctx.input_or_null(1)) c.axes = core::tensor_to_int64s(*a);
+              if (!c.axes.empty() || !noop) {
+                KESTREL_ASSIGN_OR_RETURN(c.mask, ref::reduce_mask(c.axes, x.rank()));
+              }
+              c.inner = -1;
+              c.red = 0;
+              if (t && x.dtype() == core::DType::kF32 && y.dtype() == core::DType::kF32 && x.num_elements() > 0 &&
+                  !(c.axes.empty() && noop)) {
+                const int64_t inner = cpu::trailing_reduce_inner(x.dims(), c.mask);
+                int64_t outer, red, mid;
+                if (inner > 0 && y.num_elements() * inner == x.num_elements()) {
+                  c.inner = inner;
+                } else if (cpu::reduce_block(x.dims(), c.mask, &outer, &red, &mid) && y.num_elements() == outer * mid) {
+                  c.outer = outer;
+                  c.red = red;
+                  c.mid_inner = mid;
+                }
+              }
+              c.key.commit();
             }
-          }
-          c.key.commit();
-        }
-        if (c.axes.empty() && noop) return core::copy_tensor_data(x, ctx.output(0));
-        if (c.inner > 0) return cpu::reduce_rows_f32(*t, rop, x, c.inner, ctx.output(0), ctx.pool());
-        if (c.red > 0) return cpu::reduce_middle_f32(rop, x, c.outer, c.red, c.mid_inner, ctx.output(0), ctx.pool());
-        return ref::reduce(op, x, c.mask, ctx.output(0));
-      }, t ? t->name : "reference");
+            if (c.axes.empty() && noop) return core::copy_tensor_data(x, ctx.output(0));
+            if (c.inner > 0) return cpu::reduce_rows_f32(*t, rop, x, c.inner, ctx.output(0), ctx.pool());
+            if (c.red > 0)
+              return cpu::reduce_middle_f32(rop, x, c.outer, c.red, c.mid_inner, ctx.output(0), ctx.pool());
+            return ref::reduce(op, x, c.mask, ctx.output(0));
+          },
+          t ? t->name : "reference");
     });
   }
   for (const char* name : {"ArgMax", "ArgMin"}) {

@@ -74,8 +74,7 @@ Result<ref::ResizeParams> resize_params(const KernelCreateInfo& info) {
 
 // Resolves axes, scales / sizes and roi for this call's inputs into p and builds the tap tables.
 Status prepare_resize(const ref::ResizeParams& params, bool has_axes, const std::vector<int64_t>& raw_axes,
-                      ref::AspectPolicy policy, KernelContext& ctx, ref::ResizeParams* out,
-                      ref::ResizeTables* tables) {
+                      ref::AspectPolicy policy, KernelContext& ctx, ref::ResizeParams* out, ref::ResizeTables* tables) {
   const Tensor& x = ctx.input(0);
   const int64_t rank = x.rank();
   std::vector<int64_t> axes;
@@ -97,9 +96,8 @@ Status prepare_resize(const ref::ResizeParams& params, bool has_axes, const std:
   if (scales_t)
     for (double s : core::tensor_to_doubles(*scales_t)) scales.push_back(static_cast<float>(s));
   if (sizes_t) sizes = core::tensor_to_int64s(*sizes_t);
-  KESTREL_ASSIGN_OR_RETURN(
-      ref::ResizeGeometry geo,
-      ref::resize_geometry(x.dims(), axes, scales_t ? &scales : nullptr, sizes_t ? &sizes : nullptr, policy));
+  KESTREL_ASSIGN_OR_RETURN(ref::ResizeGeometry geo, ref::resize_geometry(x.dims(), axes, scales_t ? &scales : nullptr,
+                                                                         sizes_t ? &sizes : nullptr, policy));
   if (ctx.output(0).dims() != geo.out_dims)
     return core::internal_error(core::str_cat("Resize: output allocated as ", ctx.output(0).type_string(),
                                               ", computed ", core::dims_to_string(geo.out_dims)));

@@ -72,8 +72,8 @@ Result<std::unique_ptr<OpKernel>> make_split(const KernelCreateInfo& info) {
     if (!c.key.same()) {
       KESTREL_ASSIGN_OR_RETURN(c.axis, core::normalize_axis(axis, x.rank(), "Split axis"));
       KESTREL_ASSIGN_OR_RETURN(auto split, optional_ints(ctx, 1, "split"));
-      KESTREL_ASSIGN_OR_RETURN(c.sizes, ref::split_sizes(x.dim(c.axis), split, num_outputs,
-                                                         static_cast<int64_t>(ctx.num_outputs())));
+      KESTREL_ASSIGN_OR_RETURN(
+          c.sizes, ref::split_sizes(x.dim(c.axis), split, num_outputs, static_cast<int64_t>(ctx.num_outputs())));
       c.key.commit();
     }
     const int64_t a = c.axis;
@@ -125,22 +125,24 @@ Result<std::unique_ptr<OpKernel>> make_slice(const KernelCreateInfo& info) {
     RunKey key;
     std::vector<ref::SliceAxis> spec;
   };
-  return make_kernel([fast, c = Cache()](KernelContext& ctx) mutable -> Status {
-    c.key.begin().add_dims(ctx.input(0).dims());
-    for (size_t i = 1; i <= 4; ++i) c.key.add_values(ctx.input_or_null(i));
-    if (!c.key.same()) {
-      KESTREL_ASSIGN_OR_RETURN(auto starts, ref::read_indices(ctx.input(1), "starts"));
-      KESTREL_ASSIGN_OR_RETURN(auto ends, ref::read_indices(ctx.input(2), "ends"));
-      KESTREL_ASSIGN_OR_RETURN(auto axes, optional_ints(ctx, 3, "axes"));
-      KESTREL_ASSIGN_OR_RETURN(auto steps, optional_ints(ctx, 4, "steps"));
-      static const std::vector<int64_t> kNone;
-      KESTREL_ASSIGN_OR_RETURN(c.spec, ref::resolve_slice(ctx.input(0).dims(), starts, ends, axes ? *axes : kNone,
-                                                          steps ? *steps : kNone));
-      c.key.commit();
-    }
-    if (fast && slice_fast(ctx.input(0), c.spec, ctx.output(0), ctx.pool())) return Status::ok();
-    return ref::slice(ctx.input(0), c.spec, ctx.output(0));
-  }, fast ? "slice.strided" : "reference");
+  return make_kernel(
+      [fast, c = Cache()](KernelContext& ctx) mutable -> Status {
+        c.key.begin().add_dims(ctx.input(0).dims());
+        for (size_t i = 1; i <= 4; ++i) c.key.add_values(ctx.input_or_null(i));
+        if (!c.key.same()) {
+          KESTREL_ASSIGN_OR_RETURN(auto starts, ref::read_indices(ctx.input(1), "starts"));
+          KESTREL_ASSIGN_OR_RETURN(auto ends, ref::read_indices(ctx.input(2), "ends"));
+          KESTREL_ASSIGN_OR_RETURN(auto axes, optional_ints(ctx, 3, "axes"));
+          KESTREL_ASSIGN_OR_RETURN(auto steps, optional_ints(ctx, 4, "steps"));
+          static const std::vector<int64_t> kNone;
+          KESTREL_ASSIGN_OR_RETURN(c.spec, ref::resolve_slice(ctx.input(0).dims(), starts, ends, axes ? *axes : kNone,
+                                                              steps ? *steps : kNone));
+          c.key.commit();
+        }
+        if (fast && slice_fast(ctx.input(0), c.spec, ctx.output(0), ctx.pool())) return Status::ok();
+        return ref::slice(ctx.input(0), c.spec, ctx.output(0));
+      },
+      fast ? "slice.strided" : "reference");
 }
 
 Result<std::unique_ptr<OpKernel>> make_tile(const KernelCreateInfo&) {

@@ -11,8 +11,12 @@ using core::str_cat;
 
 namespace {
 
-int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
-int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+int64_t floor_div(int64_t a, int64_t b) {
+  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+}
+int64_t ceil_div(int64_t a, int64_t b) {
+  return -floor_div(-a, b);
+}
 
 // The col buffer holds at most this many floats per chunk of input rows (at least one row).
 constexpr int64_t kMaxColFloats = int64_t{1} << 21;
@@ -41,9 +45,12 @@ Result<FastConvTranspose> FastConvTranspose::create(const Tensor& w, int64_t gro
 
 const char* FastConvTranspose::name() const {
   switch (isa_) {
-    case core::Isa::kScalar: return "conv_transpose.scalar";
-    case core::Isa::kAvx2: return "conv_transpose.avx2";
-    case core::Isa::kAvx512: return "conv_transpose.avx512";
+    case core::Isa::kScalar:
+      return "conv_transpose.scalar";
+    case core::Isa::kAvx2:
+      return "conv_transpose.avx2";
+    case core::Isa::kAvx512:
+      return "conv_transpose.avx512";
   }
   return "conv_transpose";
 }
@@ -54,11 +61,11 @@ Status FastConvTranspose::run(const ref::ConvParams& p, const Tensor& x, const T
   if (x.dtype() != core::DType::kF32 || y.dtype() != core::DType::kF32 || x.rank() != rank_ || y.rank() != rank_ ||
       x.dim(1) != c_ || y.dim(0) != x.dim(0) || y.dim(1) != mg_ * group_ || p.strides.size() != spatial ||
       p.dilations.size() != spatial || p.pads_begin.size() != spatial || p.group != group_)
-    return core::invalid_argument(str_cat("FastConvTranspose: X ", x.type_string(), " -> Y ", y.type_string(),
-                                          " does not fit the weights"));
+    return core::invalid_argument(
+        str_cat("FastConvTranspose: X ", x.type_string(), " -> Y ", y.type_string(), " does not fit the weights"));
   if (bias && (bias->dtype() != core::DType::kF32 || bias->num_elements() != mg_ * group_))
-    return core::invalid_argument(str_cat("FastConvTranspose: bias ", bias->type_string(), " must have ",
-                                          mg_ * group_, " elements"));
+    return core::invalid_argument(
+        str_cat("FastConvTranspose: bias ", bias->type_string(), " must have ", mg_ * group_, " elements"));
   const bool two_d = rank_ == 4;
   const int64_t n_img = x.dim(0), h = two_d ? x.dim(2) : 1, w = x.dim(-1);
   const int64_t oh = two_d ? y.dim(2) : 1, ow = y.dim(-1);
@@ -95,37 +102,36 @@ Status FastConvTranspose::run(const ref::ConvParams& p, const Tensor& x, const T
       for (int64_t h0 = 0; h0 < h; h0 += chunk_rows) {
         const int64_t hc = std::min(chunk_rows, h - h0), cols = hc * w;
         const float* xb = xd + (n * c_ + g * cg) * in_plane + h0 * w;
-        KESTREL_RETURN_IF_ERROR(
-            sgemm(rows, cols, cg, 1.f, SgemmA(packed_[static_cast<size_t>(g)]), SgemmB(xb, in_plane), 0.f, col, cols,
-                  {}, ctx));
+        KESTREL_RETURN_IF_ERROR(sgemm(rows, cols, cg, 1.f, SgemmA(packed_[static_cast<size_t>(g)]),
+                                      SgemmB(xb, in_plane), 0.f, col, cols, {}, ctx));
         // col2im: each output channel's plane is written by one task only.
         core::parallel_for(pool, mg_, std::max<int64_t>(1, 16384 / std::max<int64_t>(taps * cols, 1)),
                            [&](int64_t m0, int64_t m1) {
-          for (int64_t mi = m0; mi < m1; ++mi) {
-            float* yp = yd + (n * m + g * mg_ + mi) * plane;
-            for (int64_t ki = 0; ki < kh_; ++ki) {
-              for (int64_t kj = 0; kj < kw_; ++kj) {
-                const float* crow = col + ((mi * kh_ + ki) * kw_ + kj) * cols;
-                const int64_t off_w = kj * dw - pw;  // ow = iw * sw + off_w
-                const int64_t iw0 = std::max<int64_t>(0, ceil_div(-off_w, sw));
-                const int64_t iw1 = std::min<int64_t>(w - 1, floor_div(ow - 1 - off_w, sw));
-                if (iw0 > iw1) continue;
-                for (int64_t ih = h0; ih < h0 + hc; ++ih) {
-                  const int64_t orow = ih * sh - ph + ki * dh;
-                  if (orow < 0 || orow >= oh) continue;
-                  const float* src = crow + (ih - h0) * w + iw0;
-                  float* dst = yp + orow * ow + iw0 * sw + off_w;
-                  const int64_t cnt = iw1 - iw0 + 1;
-                  if (sw == 1) {
-                    for (int64_t j = 0; j < cnt; ++j) dst[j] += src[j];
-                  } else {
-                    for (int64_t j = 0; j < cnt; ++j) dst[j * sw] += src[j];
-                  }
-                }
-              }
-            }
-          }
-        });
+                             for (int64_t mi = m0; mi < m1; ++mi) {
+                               float* yp = yd + (n * m + g * mg_ + mi) * plane;
+                               for (int64_t ki = 0; ki < kh_; ++ki) {
+                                 for (int64_t kj = 0; kj < kw_; ++kj) {
+                                   const float* crow = col + ((mi * kh_ + ki) * kw_ + kj) * cols;
+                                   const int64_t off_w = kj * dw - pw;  // ow = iw * sw + off_w
+                                   const int64_t iw0 = std::max<int64_t>(0, ceil_div(-off_w, sw));
+                                   const int64_t iw1 = std::min<int64_t>(w - 1, floor_div(ow - 1 - off_w, sw));
+                                   if (iw0 > iw1) continue;
+                                   for (int64_t ih = h0; ih < h0 + hc; ++ih) {
+                                     const int64_t orow = ih * sh - ph + ki * dh;
+                                     if (orow < 0 || orow >= oh) continue;
+                                     const float* src = crow + (ih - h0) * w + iw0;
+                                     float* dst = yp + orow * ow + iw0 * sw + off_w;
+                                     const int64_t cnt = iw1 - iw0 + 1;
+                                     if (sw == 1) {
+                                       for (int64_t j = 0; j < cnt; ++j) dst[j] += src[j];
+                                     } else {
+                                       for (int64_t j = 0; j < cnt; ++j) dst[j * sw] += src[j];
+                                     }
+                                   }
+                                 }
+                               }
+                             }
+                           });
       }
     }
   }
