@@ -120,6 +120,13 @@ const ConvCase kCases[] = {
     {2, 3, 1, 17, 5, 1, 1, 1, 1, 0, 1, P::kPointwise, true},
     {2, 12, 5, 5, 8, 4, 1, 1, 1, 0, 1, P::kPointwise},  // grouped 1x1, batch
     {2, 48, 7, 7, 48, 3, 3, 3, 1, 1, 1, P::kIm2col},    // RegNet-like groups of 16
+    // depthwise over channel blocks: channels past a whole block, batches, strips of rows
+    {2, 37, 9, 11, 37, 37, 3, 3, 1, 1, 1, P::kDepthwise},
+    {1, 20, 15, 13, 20, 20, 5, 5, 2, 2, 1, P::kDepthwise},
+    {1, 17, 31, 29, 17, 17, 3, 3, 1, 1, 1, P::kDepthwise},  // large 3x3 plane: per-plane path
+    {1, 18, 60, 70, 18, 18, 5, 5, 1, 2, 1, P::kDepthwise},  // several strips
+    {2, 19, 40, 41, 19, 19, 3, 3, 2, 0, 1, P::kDepthwise},
+    {1, 16, 7, 7, 16, 16, 3, 3, 2, 1, 1, P::kDepthwise},    // one whole block, 4x4 out
 };
 
 TEST_P(FastConvTest, MatchesReference) {
@@ -147,7 +154,7 @@ TEST_P(FastConvTest, FusedEpilogues) {
       {GemmActivation::kGelu, 0, 0},      {GemmActivation::kTanh, 0, 0},
   };
   // One case per path.
-  const ConvCase cases[] = {kCases[2], kCases[6], kCases[8], kCases[14], kCases[23], kCases[24]};
+  const ConvCase cases[] = {kCases[2], kCases[6], kCases[8], kCases[14], kCases[23], kCases[24], kCases[25], kCases[28]};
   int i = 0;
   for (const ConvCase& cc : cases)
     for (const FusedActivation& a : acts)

@@ -19,6 +19,28 @@ int64_t depthwise_scratch_floats(int64_t oh, int64_t ow, int k, int stride) {
   return int64_t{stride} * stride * r * l + 64 + oh * l + 64;
 }
 
+int64_t depthwise_block_scratch_floats(int64_t rows_out, int64_t ow, int k, int stride, int width) {
+  const int64_t lp = (ow - 1) * stride + k, rows_in = (rows_out - 1) * stride + k;
+  return (rows_in * lp + rows_out * ow + width) * width + 64;
+}
+
+DepthwiseBlocked depthwise_blocked(core::Isa isa) {
+  switch (isa) {
+    case core::Isa::kScalar:
+      return depthwise_blocked_scalar();
+#if defined(__x86_64__) || defined(_M_X64)
+    case core::Isa::kAvx2:
+      return depthwise_blocked_avx2();
+    case core::Isa::kAvx512:
+      return depthwise_blocked_avx512();
+#else
+    default:
+      return {};
+#endif
+  }
+  return {};
+}
+
 DepthwiseFn depthwise_fn(core::Isa isa) {
   switch (isa) {
     case core::Isa::kScalar:
@@ -108,7 +130,9 @@ struct FastConv::Geometry {
   int64_t sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pl = 0;
 };
 
-Result<FastConv> FastConv::create(const Tensor& w, int64_t group, FusedActivation act, core::Isa isa) {
+Result<FastConv> FastConv::create(const Tensor& w, int64_t group, FusedActivation act, core::Isa isa,
+                                  bool allow_winograd) {
+  (void)allow_winograd;
   if (w.dtype() != core::DType::kF32 || (w.rank() != 3 && w.rank() != 4))
     return core::unsupported(str_cat("fast conv: weights must be f32 of rank 3 or 4, are ", w.type_string()));
   if (group < 1 || w.dim(0) % group != 0)
@@ -128,6 +152,17 @@ Result<FastConv> FastConv::create(const Tensor& w, int64_t group, FusedActivatio
   const int64_t mg = c.m_ / group, kdim = c.cg_ * c.kh_ * c.kw_;
   const bool depthwise_shaped = c.cg_ == 1 && mg == 1 && c.kh_ == c.kw_ && (c.kh_ == 3 || c.kh_ == 5);
   c.depthwise_shaped_ = depthwise_shaped;
+  if (depthwise_shaped) {
+    // One vector of weights per tap and block of channels (zero lanes past the last channel).
+    const int width = conv_detail::depthwise_blocked(isa).width;
+    const int64_t taps = c.kh_ * c.kw_, blocks = (c.m_ + width - 1) / width;
+    auto packed = std::make_shared<std::vector<float>>(static_cast<size_t>(blocks * taps * width), 0.f);
+    for (int64_t ch = 0; ch < c.m_; ++ch)
+      for (int64_t t = 0; t < taps; ++t)
+        (*packed)[static_cast<size_t>(((ch / width) * taps + t) * width + ch % width)] = (*c.w_)[ch * taps + t];
+    c.dw_width_ = width;
+    c.dw_packed_ = std::move(packed);
+  }
   // Grouped weights stay row-major: the groups run as one batched GEMM with strided A.
   if (group == 1) {
     KESTREL_ASSIGN_OR_RETURN(PackedA a, pack_a(mg, kdim, c.w_->data(), kdim, false, isa));
@@ -149,6 +184,18 @@ FastConv::Path FastConv::path_for(const ref::ConvParams& p) const {
     return Path::kDepthwise;
   if (kh_ == 1 && kw_ == 1 && sh == 1 && sw == 1 && pt == 0 && pl == 0) return Path::kPointwise;
   return Path::kIm2col;
+}
+
+const char* FastConv::path_name(const ref::ConvParams& p) const {
+  switch (path_for(p)) {
+    case Path::kPointwise:
+      return "pointwise";
+    case Path::kDepthwise:
+      return "depthwise";
+    case Path::kIm2col:
+      return "im2col";
+  }
+  return "?";
 }
 
 Status FastConv::run(const ref::ConvParams& p, const Tensor& x, const Tensor* bias, const Tensor* z, Tensor& y,
@@ -256,6 +303,14 @@ Status FastConv::run_pointwise(const Geometry& g, const float* x, const float* b
 
 Status FastConv::run_depthwise(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
                                core::ThreadPool* pool) const {
+  const conv_detail::DepthwiseBlocked blocked = conv_detail::depthwise_blocked(isa_);
+  const int64_t in_plane = g.ih * g.iw;
+  // Channel blocks win where the per-plane path wastes lanes and per-plane overhead (planes up to
+  // 28x28) or the taps outweigh the gathers (5x5); large 3x3 planes stay on the per-plane path.
+  const bool blocked_wins = g.oh * g.ow <= 28 * 28 || kh_ == 5 || dw_width_ == 1;
+  if (blocked_wins && blocked.fn && blocked.width == dw_width_ && (dw_width_ - 1) * in_plane < (int64_t{1} << 31) &&
+      g.ow < (int64_t{1} << 24))
+    return run_depthwise_blocked(g, x, bias, z, y, pool);
   const conv_detail::DepthwiseFn fn = conv_detail::depthwise_fn(isa_);
   const int k = static_cast<int>(kh_), s = static_cast<int>(g.sh);
   const int64_t scratch = conv_detail::depthwise_scratch_floats(g.oh, g.ow, k, s);
@@ -292,6 +347,58 @@ Status FastConv::run_depthwise(const Geometry& g, const float* x, const float* b
     pool->run(planes, task);
   } else {
     for (int64_t i = 0; i < planes; ++i) task(i);
+  }
+  if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate depthwise scratch");
+  return Status::ok();
+}
+
+Status FastConv::run_depthwise_blocked(const Geometry& g, const float* x, const float* bias, const float* z,
+                                       float* y, core::ThreadPool* pool) const {
+  const conv_detail::DepthwiseBlockFn fn = conv_detail::depthwise_blocked(isa_).fn;
+  const int k = static_cast<int>(kh_), s = static_cast<int>(g.sh), width = dw_width_;
+  const int64_t lp = (g.ow - 1) * s + k;
+  // Strips of output rows whose interleaved input (rows x lp x width) stays near 64 KiB, so the
+  // strip is still in L2 when the taps read it.
+  const int64_t row_floats = s * lp * width;
+  const int64_t rows_per_strip = std::clamp<int64_t>(16384 / std::max<int64_t>(row_floats, 1), 1, g.oh);
+  const int64_t strips = (g.oh + rows_per_strip - 1) / rows_per_strip;
+  const int64_t blocks = (g.c + width - 1) / width, tasks = g.n * blocks * strips;
+  const int64_t scratch = conv_detail::depthwise_block_scratch_floats(rows_per_strip, g.ow, k, s, width);
+  const int64_t ihw = g.ih * g.iw, ohw = g.oh * g.ow;
+  std::atomic<bool> oom{false};
+  auto task = [&](int64_t i) {
+    float* buf = thread_scratch(scratch);
+    if (!buf) {
+      oom.store(true);
+      return;
+    }
+    const int64_t strip = i % strips, block = i / strips % blocks, n = i / strips / blocks;
+    conv_detail::DepthwiseBlockArgs a;
+    a.x = x + n * g.c * ihw;
+    a.c = g.c;
+    a.ih = g.ih;
+    a.iw = g.iw;
+    a.oh = g.oh;
+    a.ow = g.ow;
+    a.k = k;
+    a.stride = s;
+    a.pad_top = g.pt;
+    a.pad_left = g.pl;
+    a.w = dw_packed_->data();
+    a.bias = bias;
+    a.residual = z ? z + n * g.c * ohw : nullptr;
+    a.y = y + n * g.c * ohw;
+    a.activation = act_.kind;
+    a.act_alpha = act_.alpha;
+    a.act_beta = act_.beta;
+    a.scratch = buf;
+    const int64_t oy0 = strip * rows_per_strip;
+    fn(a, block, oy0, std::min(g.oh, oy0 + rows_per_strip));
+  };
+  if (pool && pool->num_threads() > 1 && tasks > 1) {
+    pool->run(tasks, task);
+  } else {
+    for (int64_t i = 0; i < tasks; ++i) task(i);
   }
   if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate depthwise scratch");
   return Status::ok();

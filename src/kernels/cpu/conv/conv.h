@@ -21,7 +21,9 @@ namespace kestrel::kernels::cpu {
 class FastConv {
  public:
   // w: [M, C/group, KH, KW] or [M, C/group, KW], f32 (copied / packed here).
-  static Result<FastConv> create(const Tensor& w, int64_t group, FusedActivation act, core::Isa isa);
+  // allow_winograd: false keeps 3x3 stride-1 convs on im2col + GEMM (tests, benchmarks).
+  static Result<FastConv> create(const Tensor& w, int64_t group, FusedActivation act, core::Isa isa,
+                                 bool allow_winograd = true);
 
   // p: strides, dilations, begin pads per spatial axis (the output size is y's). x: [N, C, ...],
   // bias: [M] or null, z: y's shape or null, y: [N, M, ...].
@@ -32,6 +34,7 @@ class FastConv {
   // Which path run() takes for these parameters (for tests and profiles).
   enum class Path { kPointwise, kDepthwise, kIm2col };
   Path path_for(const ref::ConvParams& p) const;
+  const char* path_name(const ref::ConvParams& p) const;
 
  private:
   struct Geometry;
@@ -39,6 +42,8 @@ class FastConv {
                        core::ThreadPool* pool) const;
   Status run_depthwise(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
                        core::ThreadPool* pool) const;
+  Status run_depthwise_blocked(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
+                               core::ThreadPool* pool) const;
   Status run_im2col(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
                     core::ThreadPool* pool) const;
 
@@ -48,6 +53,8 @@ class FastConv {
   std::shared_ptr<const std::vector<float>> w_;  // [M, Cg*KH*KW]
   bool depthwise_shaped_ = false;                // one 3x3 / 5x5 filter per channel
   std::vector<PackedA> packed_;                  // group == 1: the weights packed as GEMM A
+  int dw_width_ = 1;                             // depthwise: channels per block of dw_packed_
+  std::shared_ptr<const std::vector<float>> dw_packed_;  // depthwise: [ceil(M / width)][k * k][width]
 };
 
 }  // namespace kestrel::kernels::cpu

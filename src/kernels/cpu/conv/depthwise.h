@@ -38,6 +38,33 @@ DepthwiseFn depthwise_fn_scalar();
 DepthwiseFn depthwise_fn_avx2();
 DepthwiseFn depthwise_fn_avx512();
 
+// Channel-blocked depthwise (depthwise_blocked_inl.h): W channels of one image at a time, output rows
+// [oy0, oy1). Weights packed [ceil(C / W)][k * k][W] (zero lanes past C). Needs (W - 1) * ih * iw < 2^31.
+struct DepthwiseBlockArgs {
+  const float* x = nullptr;  // [C, ih, iw] (one image)
+  int64_t c = 0, ih = 0, iw = 0, oh = 0, ow = 0;
+  int k = 3, stride = 1;  // k 3 or 5, stride 1 or 2
+  int64_t pad_top = 0, pad_left = 0;
+  const float* w = nullptr;         // packed, see above
+  const float* bias = nullptr;      // [C] or null
+  const float* residual = nullptr;  // [C, oh, ow] or null
+  float* y = nullptr;               // [C, oh, ow]
+  GemmActivation activation = GemmActivation::kNone;
+  float act_alpha = 0.f, act_beta = 0.f;
+  float* scratch = nullptr;  // depthwise_block_scratch_floats(...)
+};
+using DepthwiseBlockFn = void (*)(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, int64_t oy1);
+struct DepthwiseBlocked {
+  int width = 1;  // channels per block (the ISA's vector width)
+  DepthwiseBlockFn fn = nullptr;
+};
+// fn null when the ISA is not compiled into this binary.
+DepthwiseBlocked depthwise_blocked(core::Isa isa);
+DepthwiseBlocked depthwise_blocked_scalar();
+DepthwiseBlocked depthwise_blocked_avx2();
+DepthwiseBlocked depthwise_blocked_avx512();
+int64_t depthwise_block_scratch_floats(int64_t rows_out, int64_t ow, int k, int stride, int width);
+
 // im2col of one image, rows [r0, r1) of col [C*KH*KW, OH*OW]; row (c, ky, kx) holds, per output
 // position, the input element that tap reads (0 in the padding). Lives beside the depthwise kernel
 // because it shares the vector traits: rows of small images are a few floats, where per-row

@@ -1,7 +1,7 @@
 // Depthwise plane kernel for AVX2 + FMA (compiled with AVX2 flags; used only when the CPU has them).
 #include <immintrin.h>
 
-#include "kernels/cpu/conv/depthwise_inl.h"
+#include "kernels/cpu/conv/depthwise_blocked_inl.h"
 
 namespace kestrel::kernels::cpu::conv_detail {
 namespace {
@@ -12,6 +12,9 @@ struct Avx2Ops {
   static __m256i mask(int n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   }
+  using I = __m256i;
+  static I load_idx(const int32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  static V gather(const float* base, I idx) { return _mm256_i32gather_ps(base, idx, 4); }
   static V zero() { return _mm256_setzero_ps(); }
   static V set1(float x) { return _mm256_set1_ps(x); }
   static V load(const float* p) { return _mm256_loadu_ps(p); }
@@ -47,6 +50,9 @@ struct Avx2Ops {
 
 }  // namespace
 
+DepthwiseBlocked depthwise_blocked_avx2() {
+  return {Avx2Ops::kWidth, &depthwise_block<Avx2Ops>};
+}
 DepthwiseFn depthwise_fn_avx2() {
   return &depthwise_plane<Avx2Ops>;
 }

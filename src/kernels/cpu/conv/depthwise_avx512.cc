@@ -5,7 +5,7 @@
 #endif
 #include <immintrin.h>
 
-#include "kernels/cpu/conv/depthwise_inl.h"
+#include "kernels/cpu/conv/depthwise_blocked_inl.h"
 
 namespace kestrel::kernels::cpu::conv_detail {
 namespace {
@@ -16,6 +16,9 @@ struct Avx512Ops {
   static __mmask16 mask(int n) {
     return n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1u);
   }
+  using I = __m512i;
+  static I load_idx(const int32_t* p) { return _mm512_loadu_si512(p); }
+  static V gather(const float* base, I idx) { return _mm512_i32gather_ps(idx, base, 4); }
   static V zero() { return _mm512_setzero_ps(); }
   static V set1(float x) { return _mm512_set1_ps(x); }
   static V load(const float* p) { return _mm512_loadu_ps(p); }
@@ -40,6 +43,9 @@ struct Avx512Ops {
 
 }  // namespace
 
+DepthwiseBlocked depthwise_blocked_avx512() {
+  return {Avx512Ops::kWidth, &depthwise_block<Avx512Ops>};
+}
 DepthwiseFn depthwise_fn_avx512() {
   return &depthwise_plane<Avx512Ops>;
 }

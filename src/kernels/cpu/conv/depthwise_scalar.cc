@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/cpu/conv/depthwise_inl.h"
+#include "kernels/cpu/conv/depthwise_blocked_inl.h"
 
 namespace kestrel::kernels::cpu::conv_detail {
 namespace {
@@ -11,6 +11,9 @@ namespace {
 struct ScalarOps {
   using V = float;
   static constexpr int kWidth = 1;
+  using I = int32_t;
+  static I load_idx(const int32_t* p) { return *p; }
+  static V gather(const float* base, I idx) { return base[idx]; }
   static V zero() { return 0.f; }
   static V set1(float x) { return x; }
   static V load(const float* p) { return *p; }
@@ -39,6 +42,9 @@ struct ScalarOps {
 
 }  // namespace
 
+DepthwiseBlocked depthwise_blocked_scalar() {
+  return {ScalarOps::kWidth, &depthwise_block<ScalarOps>};
+}
 DepthwiseFn depthwise_fn_scalar() {
   return &depthwise_plane<ScalarOps>;
 }
