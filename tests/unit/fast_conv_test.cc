@@ -123,7 +123,7 @@ const ConvCase kCases[] = {
     // depthwise over channel blocks: channels past a whole block, batches, strips of rows
     {2, 37, 9, 11, 37, 37, 3, 3, 1, 1, 1, P::kDepthwise},
     {1, 20, 15, 13, 20, 20, 5, 5, 2, 2, 1, P::kDepthwise},
-    {1, 17, 31, 29, 17, 17, 3, 3, 1, 1, 1, P::kDepthwise},  // large 3x3 plane: per-plane path
+    {1, 17, 31, 29, 17, 17, 3, 3, 1, 1, 1, P::kDepthwise},  // large 3x3 plane
     {1, 18, 60, 70, 18, 18, 5, 5, 1, 2, 1, P::kDepthwise},  // several strips
     {2, 19, 40, 41, 19, 19, 3, 3, 2, 0, 1, P::kDepthwise},
     {1, 16, 7, 7, 16, 16, 3, 3, 2, 1, 1, P::kDepthwise},    // one whole block, 4x4 out

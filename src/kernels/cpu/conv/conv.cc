@@ -305,11 +305,9 @@ Status FastConv::run_depthwise(const Geometry& g, const float* x, const float* b
                                core::ThreadPool* pool) const {
   const conv_detail::DepthwiseBlocked blocked = conv_detail::depthwise_blocked(isa_);
   const int64_t in_plane = g.ih * g.iw;
-  // Channel blocks win where the per-plane path wastes lanes and per-plane overhead (planes up to
-  // 28x28) or the taps outweigh the gathers (5x5); large 3x3 planes stay on the per-plane path.
-  const bool blocked_wins = g.oh * g.ow <= 28 * 28 || kh_ == 5 || dw_width_ == 1;
-  if (blocked_wins && blocked.fn && blocked.width == dw_width_ && (dw_width_ - 1) * in_plane < (int64_t{1} << 31) &&
-      g.ow < (int64_t{1} << 24))
+  // Channel blocks (one pixel of W channels per vector) beat the per-plane kernel on every model
+  // shape measured (bench/conv_bench.cc); the per-plane kernel remains the fallback.
+  if (blocked.fn && blocked.width == dw_width_ && in_plane > 0)
     return run_depthwise_blocked(g, x, bias, z, y, pool);
   const conv_detail::DepthwiseFn fn = conv_detail::depthwise_fn(isa_);
   const int k = static_cast<int>(kh_), s = static_cast<int>(g.sh);

@@ -39,7 +39,7 @@ DepthwiseFn depthwise_fn_avx2();
 DepthwiseFn depthwise_fn_avx512();
 
 // Channel-blocked depthwise (depthwise_blocked_inl.h): W channels of one image at a time, output rows
-// [oy0, oy1). Weights packed [ceil(C / W)][k * k][W] (zero lanes past C). Needs (W - 1) * ih * iw < 2^31.
+// [oy0, oy1). Weights packed [ceil(C / W)][k * k][W] (zero lanes past C).
 struct DepthwiseBlockArgs {
   const float* x = nullptr;  // [C, ih, iw] (one image)
   int64_t c = 0, ih = 0, iw = 0, oh = 0, ow = 0;

@@ -1,8 +1,8 @@
 // Channel-blocked depthwise convolution written once over a vector-ops traits type S (depthwise_inl.h's
-// contract plus gather(base, idx) and iota_scaled(step)). A block of W = S::kWidth channels is gathered into an
+// contract plus transpose(V[W]), an in-register W x W transpose). A block of W = S::kWidth channels is transposed into an
 // interleaved, zero-padded strip [row][col][W] so one vector holds one pixel of W channels: every tap is then one
 // full-width FMA whatever the plane size (a 7x7 plane wastes no lanes on row ends), and the weights are one vector
-// per tap. The results are gathered back to NCHW with bias, residual and activation on contiguous plane vectors.
+// per tap. The results are transposed back to NCHW with bias, residual and activation on contiguous plane vectors.
 #pragma once
 
 #include <algorithm>
@@ -78,7 +78,6 @@ void dw_block_compute(const DepthwiseBlockArgs& a, int64_t rows_out, int64_t lp,
 template <class S>
 void depthwise_block(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, int64_t oy1) {
   using V = typename S::V;
-  using I = typename S::I;
   constexpr int W = S::kWidth;
   const int k = a.k, s = a.stride;
   const int64_t c0 = block * W, nc = std::min<int64_t>(W, a.c - c0);
@@ -86,12 +85,12 @@ void depthwise_block(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, in
   const int64_t lp = (a.ow - 1) * s + k, rows_out = oy1 - oy0, rows_in = (rows_out - 1) * s + k;
   float* strip = a.scratch;
   float* out = strip + rows_in * lp * W;
-  // Lanes past the last channel repeat it (their results are never stored).
-  alignas(64) int32_t lane_off[W];
-  for (int l = 0; l < W; ++l) lane_off[l] = static_cast<int32_t>(std::min<int64_t>(l, nc - 1) * ihw);
-  const I in_idx = S::load_idx(lane_off);
+  // Rows past the last channel repeat it (their results are never stored).
+  int64_t row_off[W];
+  for (int l = 0; l < W; ++l) row_off[l] = std::min<int64_t>(l, nc - 1) * ihw;
   const float* xb = a.x + c0 * ihw;
   const int64_t x_lo = std::min(a.pad_left, lp), x_hi = std::clamp(a.pad_left + a.iw, x_lo, lp);
+  V v[W];
   for (int64_t r = 0; r < rows_in; ++r) {
     float* d = strip + r * lp * W;
     const int64_t iy = oy0 * s + r - a.pad_top;
@@ -101,7 +100,13 @@ void depthwise_block(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, in
     }
     const float* xr = xb + iy * a.iw - a.pad_left;
     for (int64_t j = 0; j < x_lo; ++j) S::store(d + j * W, S::zero());
-    for (int64_t j = x_lo; j < x_hi; ++j) S::store(d + j * W, S::gather(xr + j, in_idx));
+    // W columns of W channels at a time: W row loads, one in-register transpose, W stores.
+    for (int64_t j = x_lo; j < x_hi; j += W) {
+      const int n = x_hi - j < W ? static_cast<int>(x_hi - j) : W;
+      for (int l = 0; l < W; ++l) v[l] = S::load_n(xr + row_off[l] + j, n);
+      S::transpose(v);
+      for (int q = 0; q < n; ++q) S::store(d + (j + q) * W, v[q]);
+    }
     for (int64_t j = x_hi; j < lp; ++j) S::store(d + j * W, S::zero());
   }
   const float* w = a.w + block * k * k * W;
@@ -112,23 +117,20 @@ void depthwise_block(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, in
     s == 1 ? dw_block_compute<S, 5, 1>(a, rows_out, lp, strip, w, out)
            : dw_block_compute<S, 5, 2>(a, rows_out, lp, strip, w, out);
   }
-  // Back to NCHW: lane l of pixel p is out[p * W + l]; W pixels of one channel per gather.
-  alignas(64) int32_t pix_off[W];
-  for (int l = 0; l < W; ++l) pix_off[l] = l * W;
-  const I out_idx = S::load_idx(pix_off);
+  // Back to NCHW: W pixels of W channels per transpose, then bias, residual and activation on
+  // contiguous plane vectors.
   const int64_t count = rows_out * a.ow;
   with_activation<S>(a.activation, a.act_alpha, a.act_beta, [&](auto act) {
-    for (int64_t l = 0; l < nc; ++l) {
-      const V bias = S::set1(a.bias ? a.bias[c0 + l] : 0.f);
-      const int64_t plane = (c0 + l) * ohw + oy0 * a.ow;
-      float* y = a.y + plane;
-      const float* res = a.residual ? a.residual + plane : nullptr;
-      for (int64_t p = 0; p < count; p += W) {
-        const int n = count - p < W ? static_cast<int>(count - p) : W;
-        // The strip holds at least W pixels past `count` for whole-vector gathers (see scratch size).
-        V v = S::add(S::gather(out + p * W + l, out_idx), bias);
-        if (res) v = S::add(v, S::load_n(res + p, n));
-        S::store_n(y + p, act(v), n);
+    for (int64_t p = 0; p < count; p += W) {
+      const int n = count - p < W ? static_cast<int>(count - p) : W;
+      // The scratch holds W pixels past `count` for the whole-vector loads (see scratch size).
+      for (int q = 0; q < W; ++q) v[q] = S::load(out + (p + q) * W);
+      S::transpose(v);
+      for (int64_t l = 0; l < nc; ++l) {
+        const int64_t at = (c0 + l) * ohw + oy0 * a.ow + p;
+        V r = a.bias ? S::add(v[l], S::set1(a.bias[c0 + l])) : v[l];
+        if (a.residual) r = S::add(r, S::load_n(a.residual + at, n));
+        S::store_n(a.y + at, act(r), n);
       }
     }
   });

@@ -11,9 +11,7 @@ namespace {
 struct ScalarOps {
   using V = float;
   static constexpr int kWidth = 1;
-  using I = int32_t;
-  static I load_idx(const int32_t* p) { return *p; }
-  static V gather(const float* base, I idx) { return base[idx]; }
+  static void transpose(V*) {}
   static V zero() { return 0.f; }
   static V set1(float x) { return x; }
   static V load(const float* p) { return *p; }
