@@ -19,9 +19,9 @@ int64_t depthwise_scratch_floats(int64_t oh, int64_t ow, int k, int stride) {
   return int64_t{stride} * stride * r * l + 64 + oh * l + 64;
 }
 
-int64_t depthwise_block_scratch_floats(int64_t rows_out, int64_t ow, int k, int stride, int width) {
+int64_t depthwise_block_scratch_floats(int64_t rows_out, int64_t ow, int k, int stride, int width, int64_t channels) {
   const int64_t lp = (ow - 1) * stride + k, rows_in = (rows_out - 1) * stride + k;
-  return (rows_in * lp + rows_out * ow + width) * width + 64;
+  return rows_in * lp * channels + (rows_out * ow + width) * width + 64;
 }
 
 DepthwiseBlocked depthwise_blocked(core::Isa isa) {
@@ -163,6 +163,21 @@ Result<FastConv> FastConv::create(const Tensor& w, int64_t group, FusedActivatio
     c.dw_width_ = width;
     c.dw_packed_ = std::move(packed);
   }
+  // Grouped k x k with group widths that are whole vectors (RegNet's 16): direct conv over the
+  // group's channel-interleaved input, weights [M / W][k * k][cg][W].
+  const int width = conv_detail::depthwise_blocked(isa).width;
+  if (group > 1 && c.rank_ == 4 && c.kh_ == c.kw_ && c.kh_ > 1 && c.kh_ <= 7 && c.cg_ * mg > 1 &&
+      c.cg_ % width == 0 && mg % width == 0 && c.cg_ <= 256) {
+    const int64_t taps = c.kh_ * c.kw_;
+    auto packed = std::make_shared<std::vector<float>>(static_cast<size_t>(c.m_ * taps * c.cg_), 0.f);
+    for (int64_t m = 0; m < c.m_; ++m)
+      for (int64_t ci = 0; ci < c.cg_; ++ci)
+        for (int64_t t = 0; t < taps; ++t)
+          (*packed)[static_cast<size_t>((((m / width) * taps + t) * c.cg_ + ci) * width + m % width)] =
+              (*c.w_)[(m * c.cg_ + ci) * taps + t];
+    c.gp_width_ = width;
+    c.gp_packed_ = std::move(packed);
+  }
   // Grouped weights stay row-major: the groups run as one batched GEMM with strided A.
   if (group == 1) {
     KESTREL_ASSIGN_OR_RETURN(PackedA a, pack_a(mg, kdim, c.w_->data(), kdim, false, isa));
@@ -183,6 +198,7 @@ FastConv::Path FastConv::path_for(const ref::ConvParams& p) const {
   if (depthwise_shaped_ && rank_ == 4 && sh == sw && (sh == 1 || sh == 2) && dh == 1 && dw == 1)
     return Path::kDepthwise;
   if (kh_ == 1 && kw_ == 1 && sh == 1 && sw == 1 && pt == 0 && pl == 0) return Path::kPointwise;
+  if (gp_packed_ && sh == sw && dh == 1 && dw == 1) return Path::kGrouped;
   return Path::kIm2col;
 }
 
@@ -194,6 +210,8 @@ const char* FastConv::path_name(const ref::ConvParams& p) const {
       return "depthwise";
     case Path::kIm2col:
       return "im2col";
+    case Path::kGrouped:
+      return "grouped";
   }
   return "?";
 }
@@ -244,6 +262,10 @@ Status FastConv::run(const ref::ConvParams& p, const Tensor& x, const Tensor* bi
       return run_depthwise(g, x.data<float>(), bd, zd, y.data<float>(), pool);
     case Path::kPointwise:
       if (g.oh == g.ih && g.ow == g.iw) return run_pointwise(g, x.data<float>(), bd, zd, y.data<float>(), pool);
+      break;
+    case Path::kGrouped:
+      if (conv_detail::depthwise_blocked(isa_).width == gp_width_)
+        return run_grouped(g, x.data<float>(), bd, zd, y.data<float>(), pool);
       break;
     case Path::kIm2col:
       break;
@@ -361,7 +383,7 @@ Status FastConv::run_depthwise_blocked(const Geometry& g, const float* x, const 
   const int64_t rows_per_strip = std::clamp<int64_t>(16384 / std::max<int64_t>(row_floats, 1), 1, g.oh);
   const int64_t strips = (g.oh + rows_per_strip - 1) / rows_per_strip;
   const int64_t blocks = (g.c + width - 1) / width, tasks = g.n * blocks * strips;
-  const int64_t scratch = conv_detail::depthwise_block_scratch_floats(rows_per_strip, g.ow, k, s, width);
+  const int64_t scratch = conv_detail::depthwise_block_scratch_floats(rows_per_strip, g.ow, k, s, width, width);
   const int64_t ihw = g.ih * g.iw, ohw = g.oh * g.ow;
   std::atomic<bool> oom{false};
   auto task = [&](int64_t i) {
@@ -399,6 +421,58 @@ Status FastConv::run_depthwise_blocked(const Geometry& g, const float* x, const 
     for (int64_t i = 0; i < tasks; ++i) task(i);
   }
   if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate depthwise scratch");
+  return Status::ok();
+}
+
+Status FastConv::run_grouped(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
+                             core::ThreadPool* pool) const {
+  const conv_detail::DepthwiseBlockFn fn = conv_detail::depthwise_blocked(isa_).grouped;
+  const int k = static_cast<int>(kh_), s = static_cast<int>(g.sh), width = gp_width_;
+  const int64_t lp = (g.ow - 1) * s + k, mg = m_ / group_;
+  // Strips of output rows whose interleaved input (rows x lp x cg) stays near 128 KiB (L2).
+  const int64_t row_floats = s * lp * cg_;
+  const int64_t rows_per_strip = std::clamp<int64_t>(32768 / std::max<int64_t>(row_floats, 1), 1, g.oh);
+  const int64_t strips = (g.oh + rows_per_strip - 1) / rows_per_strip, tasks = g.n * group_ * strips;
+  const int64_t scratch = conv_detail::depthwise_block_scratch_floats(rows_per_strip, g.ow, k, s, width, cg_);
+  const int64_t ihw = g.ih * g.iw, ohw = g.oh * g.ow;
+  std::atomic<bool> oom{false};
+  auto task = [&](int64_t i) {
+    float* buf = thread_scratch(scratch);
+    if (!buf) {
+      oom.store(true);
+      return;
+    }
+    const int64_t strip = i % strips, grp = i / strips % group_, n = i / strips / group_;
+    conv_detail::DepthwiseBlockArgs a;
+    a.x = x + n * g.c * ihw;
+    a.c = g.c;
+    a.ih = g.ih;
+    a.iw = g.iw;
+    a.oh = g.oh;
+    a.ow = g.ow;
+    a.k = k;
+    a.stride = s;
+    a.pad_top = g.pt;
+    a.pad_left = g.pl;
+    a.w = gp_packed_->data();
+    a.bias = bias;
+    a.residual = z ? z + n * m_ * ohw : nullptr;
+    a.y = y + n * m_ * ohw;
+    a.activation = act_.kind;
+    a.act_alpha = act_.alpha;
+    a.act_beta = act_.beta;
+    a.scratch = buf;
+    a.cg = cg_;
+    a.mg = mg;
+    const int64_t oy0 = strip * rows_per_strip;
+    fn(a, grp, oy0, std::min(g.oh, oy0 + rows_per_strip));
+  };
+  if (pool && pool->num_threads() > 1 && tasks > 1) {
+    pool->run(tasks, task);
+  } else {
+    for (int64_t i = 0; i < tasks; ++i) task(i);
+  }
+  if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate grouped conv scratch");
   return Status::ok();
 }
 

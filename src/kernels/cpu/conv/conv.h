@@ -1,6 +1,7 @@
 // Fast f32 convolution, NCHW (1-D and 2-D), weights prepared once at kernel creation:
 //   - 1x1, stride 1, no padding: a GEMM per image and group, W[M,C] x X[C,H*W], no im2col;
-//   - depthwise 3x3 / 5x5, stride 1 or 2, any padding: direct per-plane kernels (depthwise.h);
+//   - depthwise 3x3 / 5x5, stride 1 or 2, any padding: direct, W channels per vector (depthwise.h);
+//   - grouped k x k whose group widths are whole vectors (RegNet): direct, over channel-interleaved input;
 //   - anything else: im2col per image and group, then GEMM with the pre-packed weights.
 // Bias, residual (fused ops' Z) and activation run in the GEMM / depthwise epilogue.
 #pragma once
@@ -32,7 +33,7 @@ class FastConv {
   const char* name() const;
 
   // Which path run() takes for these parameters (for tests and profiles).
-  enum class Path { kPointwise, kDepthwise, kIm2col };
+  enum class Path { kPointwise, kDepthwise, kIm2col, kGrouped };
   Path path_for(const ref::ConvParams& p) const;
   const char* path_name(const ref::ConvParams& p) const;
 
@@ -44,6 +45,8 @@ class FastConv {
                        core::ThreadPool* pool) const;
   Status run_depthwise_blocked(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
                                core::ThreadPool* pool) const;
+  Status run_grouped(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
+                     core::ThreadPool* pool) const;
   Status run_im2col(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
                     core::ThreadPool* pool) const;
 
@@ -55,6 +58,8 @@ class FastConv {
   std::vector<PackedA> packed_;                  // group == 1: the weights packed as GEMM A
   int dw_width_ = 1;                             // depthwise: channels per block of dw_packed_
   std::shared_ptr<const std::vector<float>> dw_packed_;  // depthwise: [ceil(M / width)][k * k][width]
+  int gp_width_ = 1;                                     // grouped direct: vector width of gp_packed_
+  std::shared_ptr<const std::vector<float>> gp_packed_;  // grouped direct: [M / width][k * k][cg][width]
 };
 
 }  // namespace kestrel::kernels::cpu

@@ -52,18 +52,22 @@ struct DepthwiseBlockArgs {
   GemmActivation activation = GemmActivation::kNone;
   float act_alpha = 0.f, act_beta = 0.f;
   float* scratch = nullptr;  // depthwise_block_scratch_floats(...)
+  int64_t cg = 1, mg = 1;    // grouped: channels per group (multiples of the width), weights
+                             // packed [M / W][k * k][cg][W]
 };
 using DepthwiseBlockFn = void (*)(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, int64_t oy1);
 struct DepthwiseBlocked {
   int width = 1;  // channels per block (the ISA's vector width)
   DepthwiseBlockFn fn = nullptr;
+  DepthwiseBlockFn grouped = nullptr;  // (a, group, oy0, oy1)
 };
 // fn null when the ISA is not compiled into this binary.
 DepthwiseBlocked depthwise_blocked(core::Isa isa);
 DepthwiseBlocked depthwise_blocked_scalar();
 DepthwiseBlocked depthwise_blocked_avx2();
 DepthwiseBlocked depthwise_blocked_avx512();
-int64_t depthwise_block_scratch_floats(int64_t rows_out, int64_t ow, int k, int stride, int width);
+// Channels: width for depthwise, cg for grouped (the output block is always `width` channels).
+int64_t depthwise_block_scratch_floats(int64_t rows_out, int64_t ow, int k, int stride, int width, int64_t channels);
 
 // im2col of one image, rows [r0, r1) of col [C*KH*KW, OH*OW]; row (c, ky, kx) holds, per output
 // position, the input element that tap reads (0 in the padding). Lives beside the depthwise kernel

@@ -66,7 +66,7 @@ struct Avx2Ops {
 }  // namespace
 
 DepthwiseBlocked depthwise_blocked_avx2() {
-  return {Avx2Ops::kWidth, &depthwise_block<Avx2Ops>};
+  return {Avx2Ops::kWidth, &depthwise_block<Avx2Ops>, &grouped_block<Avx2Ops>};
 }
 DepthwiseFn depthwise_fn_avx2() {
   return &depthwise_plane<Avx2Ops>;

@@ -1,7 +1,8 @@
 // Depthwise plane kernel for AVX-512F (compiled with AVX-512 flags; used only when the CPU has them).
-// GCC 12 reports -Wmaybe-uninitialized inside its own AVX-512 headers (see sgemm_kernel_avx512.cc).
+// GCC 12 reports -W(maybe-)uninitialized inside its own AVX-512 headers (see sgemm_kernel_avx512.cc).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 #include <immintrin.h>
 
@@ -64,7 +65,7 @@ struct Avx512Ops {
 }  // namespace
 
 DepthwiseBlocked depthwise_blocked_avx512() {
-  return {Avx512Ops::kWidth, &depthwise_block<Avx512Ops>};
+  return {Avx512Ops::kWidth, &depthwise_block<Avx512Ops>, &grouped_block<Avx512Ops>};
 }
 DepthwiseFn depthwise_fn_avx512() {
   return &depthwise_plane<Avx512Ops>;

@@ -41,7 +41,7 @@ struct ScalarOps {
 }  // namespace
 
 DepthwiseBlocked depthwise_blocked_scalar() {
-  return {ScalarOps::kWidth, &depthwise_block<ScalarOps>};
+  return {ScalarOps::kWidth, &depthwise_block<ScalarOps>, &grouped_block<ScalarOps>};
 }
 DepthwiseFn depthwise_fn_scalar() {
   return &depthwise_plane<ScalarOps>;
