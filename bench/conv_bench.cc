@@ -53,6 +53,8 @@ void BM_ConvNoWinograd(benchmark::State& st) { run_conv(st, false); }
 #define DW(C, H, K, S) ->Args({C, C, H, K, S, C, 7})
 BENCHMARK(BM_Conv) DW(144, 56, 3, 2) DW(96, 112, 3, 2) DW(144, 56, 3, 1) DW(144, 56, 5, 2) DW(240, 28, 5, 1) DW(240, 28, 3, 2)
     DW(480, 14, 3, 1) DW(672, 14, 5, 1) DW(672, 14, 5, 2) DW(1152, 7, 5, 1) DW(1152, 7, 3, 1);
+// Stems: 3 -> 32 / 64 channels, 3x3 stride 2.
+BENCHMARK(BM_Conv)->Args({3, 32, 224, 3, 2, 1, 1})->Args({3, 64, 224, 3, 2, 1, 1});
 // Grouped 3x3 (RegNet-X 400MF, group width 16).
 BENCHMARK(BM_Conv)->Args({64, 64, 56, 3, 1, 4, 1})->Args({160, 160, 28, 3, 1, 10, 1})->Args({400, 400, 14, 3, 1, 25, 1})
     ->Args({400, 400, 7, 3, 1, 25, 1});

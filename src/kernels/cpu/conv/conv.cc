@@ -14,11 +14,6 @@ using core::str_cat;
 
 namespace conv_detail {
 
-int64_t depthwise_scratch_floats(int64_t oh, int64_t ow, int k, int stride) {
-  const int64_t reach = (k - 1) / stride, r = oh + reach, l = ow + reach;
-  return int64_t{stride} * stride * r * l + 64 + oh * l + 64;
-}
-
 int64_t depthwise_block_scratch_floats(int64_t rows_out, int64_t ow, int k, int stride, int width, int64_t channels) {
   const int64_t lp = (ow - 1) * stride + k, rows_in = (rows_out - 1) * stride + k;
   return rows_in * lp * channels + (rows_out * ow + width) * width + 64;
@@ -39,23 +34,6 @@ DepthwiseBlocked depthwise_blocked(core::Isa isa) {
 #endif
   }
   return {};
-}
-
-DepthwiseFn depthwise_fn(core::Isa isa) {
-  switch (isa) {
-    case core::Isa::kScalar:
-      return depthwise_fn_scalar();
-#if defined(__x86_64__) || defined(_M_X64)
-    case core::Isa::kAvx2:
-      return depthwise_fn_avx2();
-    case core::Isa::kAvx512:
-      return depthwise_fn_avx512();
-#else
-    default:
-      return nullptr;
-#endif
-  }
-  return nullptr;
 }
 
 Im2colFn im2col_fn(core::Isa isa) {
@@ -137,7 +115,7 @@ Result<FastConv> FastConv::create(const Tensor& w, int64_t group, FusedActivatio
     return core::unsupported(str_cat("fast conv: weights must be f32 of rank 3 or 4, are ", w.type_string()));
   if (group < 1 || w.dim(0) % group != 0)
     return core::invalid_argument(str_cat("conv: ", w.dim(0), " output channels not divisible by group ", group));
-  if (isa > core::detected_isa() || !conv_detail::depthwise_fn(isa))
+  if (isa > core::detected_isa() || !conv_detail::depthwise_blocked(isa).fn)
     return core::unsupported(str_cat("fast conv: ", core::isa_name(isa), " not available"));
   FastConv c;
   c.isa_ = isa;
@@ -325,55 +303,6 @@ Status FastConv::run_pointwise(const Geometry& g, const float* x, const float* b
 
 Status FastConv::run_depthwise(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
                                core::ThreadPool* pool) const {
-  const conv_detail::DepthwiseBlocked blocked = conv_detail::depthwise_blocked(isa_);
-  const int64_t in_plane = g.ih * g.iw;
-  // Channel blocks (one pixel of W channels per vector) beat the per-plane kernel on every model
-  // shape measured (bench/conv_bench.cc); the per-plane kernel remains the fallback.
-  if (blocked.fn && blocked.width == dw_width_ && in_plane > 0)
-    return run_depthwise_blocked(g, x, bias, z, y, pool);
-  const conv_detail::DepthwiseFn fn = conv_detail::depthwise_fn(isa_);
-  const int k = static_cast<int>(kh_), s = static_cast<int>(g.sh);
-  const int64_t scratch = conv_detail::depthwise_scratch_floats(g.oh, g.ow, k, s);
-  const int64_t planes = g.n * g.c, ihw = g.ih * g.iw, ohw = g.oh * g.ow;
-  std::atomic<bool> oom{false};
-  auto task = [&](int64_t i) {
-    float* buf = thread_scratch(scratch);
-    if (!buf) {
-      oom.store(true);
-      return;
-    }
-    const int64_t c = i % g.c;
-    conv_detail::DepthwisePlane pl;
-    pl.x = x + i * ihw;
-    pl.ih = g.ih;
-    pl.iw = g.iw;
-    pl.w = w_->data() + c * k * k;
-    pl.k = k;
-    pl.stride = s;
-    pl.pad_top = g.pt;
-    pl.pad_left = g.pl;
-    pl.bias = bias ? bias[c] : 0.f;
-    pl.residual = z ? z + i * ohw : nullptr;
-    pl.y = y + i * ohw;
-    pl.oh = g.oh;
-    pl.ow = g.ow;
-    pl.activation = act_.kind;
-    pl.act_alpha = act_.alpha;
-    pl.act_beta = act_.beta;
-    pl.scratch = buf;
-    fn(pl);
-  };
-  if (pool && pool->num_threads() > 1 && planes > 1) {
-    pool->run(planes, task);
-  } else {
-    for (int64_t i = 0; i < planes; ++i) task(i);
-  }
-  if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate depthwise scratch");
-  return Status::ok();
-}
-
-Status FastConv::run_depthwise_blocked(const Geometry& g, const float* x, const float* bias, const float* z,
-                                       float* y, core::ThreadPool* pool) const {
   const conv_detail::DepthwiseBlockFn fn = conv_detail::depthwise_blocked(isa_).fn;
   const int k = static_cast<int>(kh_), s = static_cast<int>(g.sh), width = dw_width_;
   const int64_t lp = (g.ow - 1) * s + k;

@@ -43,8 +43,6 @@ class FastConv {
                        core::ThreadPool* pool) const;
   Status run_depthwise(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
                        core::ThreadPool* pool) const;
-  Status run_depthwise_blocked(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
-                               core::ThreadPool* pool) const;
   Status run_grouped(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
                      core::ThreadPool* pool) const;
   Status run_im2col(const Geometry& g, const float* x, const float* bias, const float* z, float* y,

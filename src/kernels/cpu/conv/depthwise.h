@@ -1,7 +1,5 @@
-// Per-ISA convolution helpers. Direct depthwise convolution of one NCHW plane (one channel of one image), per ISA. The
-// plane is first re-laid into s*s zero-padded "phase" planes (s = stride) so every tap of every output reads a
-// contiguous run; the output is then computed over the flattened plane, whole vectors at a time (small planes waste no
-// lanes on row ends), and the epilogue runs row by row.
+// Per-ISA convolution helpers: direct depthwise and grouped convolution over channel blocks (one
+// pixel of W channels per vector), im2col, and the attention softmax rows.
 #pragma once
 
 #include <cstdint>
@@ -10,33 +8,6 @@
 #include "kernels/cpu/gemm/sgemm.h"
 
 namespace kestrel::kernels::cpu::conv_detail {
-
-struct DepthwisePlane {
-  const float* x = nullptr;  // [ih, iw]
-  int64_t ih = 0, iw = 0;
-  const float* w = nullptr;  // [k, k]
-  int k = 3;                 // 3 or 5
-  int stride = 1;            // 1 or 2
-  int64_t pad_top = 0, pad_left = 0;
-  float bias = 0.f;
-  const float* residual = nullptr;  // [oh, ow] or null
-  float* y = nullptr;               // [oh, ow]
-  int64_t oh = 0, ow = 0;
-  GemmActivation activation = GemmActivation::kNone;
-  float act_alpha = 0.f, act_beta = 0.f;
-  float* scratch = nullptr;  // depthwise_scratch_floats(...) floats
-};
-
-// Scratch one plane needs (phase planes + the flattened output + slack for whole-vector reads).
-int64_t depthwise_scratch_floats(int64_t oh, int64_t ow, int k, int stride);
-
-using DepthwiseFn = void (*)(const DepthwisePlane& p);
-// Null when the ISA is not compiled into this binary.
-DepthwiseFn depthwise_fn(core::Isa isa);
-
-DepthwiseFn depthwise_fn_scalar();
-DepthwiseFn depthwise_fn_avx2();
-DepthwiseFn depthwise_fn_avx512();
 
 // Channel-blocked depthwise (depthwise_blocked_inl.h): W channels of one image at a time, output rows
 // [oy0, oy1). Weights packed [ceil(C / W)][k * k][W] (zero lanes past C).

@@ -68,9 +68,6 @@ struct Avx2Ops {
 DepthwiseBlocked depthwise_blocked_avx2() {
   return {Avx2Ops::kWidth, &depthwise_block<Avx2Ops>, &grouped_block<Avx2Ops>};
 }
-DepthwiseFn depthwise_fn_avx2() {
-  return &depthwise_plane<Avx2Ops>;
-}
 Im2colFn im2col_fn_avx2() {
   return &im2col_rows<Avx2Ops>;
 }

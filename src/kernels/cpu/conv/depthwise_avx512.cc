@@ -67,9 +67,6 @@ struct Avx512Ops {
 DepthwiseBlocked depthwise_blocked_avx512() {
   return {Avx512Ops::kWidth, &depthwise_block<Avx512Ops>, &grouped_block<Avx512Ops>};
 }
-DepthwiseFn depthwise_fn_avx512() {
-  return &depthwise_plane<Avx512Ops>;
-}
 Im2colFn im2col_fn_avx512() {
   return &im2col_rows<Avx512Ops>;
 }

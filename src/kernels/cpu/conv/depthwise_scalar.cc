@@ -43,9 +43,6 @@ struct ScalarOps {
 DepthwiseBlocked depthwise_blocked_scalar() {
   return {ScalarOps::kWidth, &depthwise_block<ScalarOps>, &grouped_block<ScalarOps>};
 }
-DepthwiseFn depthwise_fn_scalar() {
-  return &depthwise_plane<ScalarOps>;
-}
 Im2colFn im2col_fn_scalar() {
   return &im2col_rows<ScalarOps>;
 }
