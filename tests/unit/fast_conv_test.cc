@@ -1,4 +1,4 @@
-// Fast convolution (pointwise GEMM, direct depthwise, im2col + GEMM) against the reference conv
+// Fast convolution (pointwise GEMM, direct depthwise / grouped, Winograd, im2col + GEMM) against the reference conv
 // on every ISA of this CPU: random shapes (1, primes, widths that are not multiples of the vector
 // width), strides, pads, dilations, groups, 1-D, batches, every fused activation and a residual,
 // with and without a 2-thread pool.
@@ -135,6 +135,14 @@ const ConvCase kCases[] = {
     {2, 64, 9, 9, 32, 2, 3, 3, 2, 1, 1, P::kGrouped},
     {1, 48, 30, 31, 48, 3, 3, 3, 1, 1, 1, P::kGrouped},
     {1, 32, 8, 6, 64, 2, 5, 5, 1, 2, 1, P::kGrouped},
+    // Winograd F(2x2, 3x3): odd sizes (partial tiles), no pad, 1x1 planes, several chunks, batches
+    {1, 32, 9, 11, 32, 1, 3, 3, 1, 1, 1, P::kWinograd},
+    {2, 37, 7, 6, 33, 1, 3, 3, 1, 1, 1, P::kWinograd},
+    {1, 32, 12, 13, 35, 1, 3, 3, 1, 0, 1, P::kWinograd},
+    {1, 32, 1, 1, 32, 1, 3, 3, 1, 1, 1, P::kWinograd},
+    {1, 40, 40, 37, 48, 1, 3, 3, 1, 1, 1, P::kWinograd},
+    {1, 32, 9, 9, 32, 1, 3, 3, 1, 2, 1, P::kWinograd},  // pad 2: output larger than input
+    {1, 16, 9, 9, 64, 1, 3, 3, 1, 1, 1, P::kIm2col},    // too few input channels for Winograd
 };
 
 TEST_P(FastConvTest, MatchesReference) {
@@ -163,7 +171,7 @@ TEST_P(FastConvTest, FusedEpilogues) {
   };
   // One case per path.
   const ConvCase cases[] = {kCases[2],  kCases[6],  kCases[8],  kCases[14], kCases[23],
-                            kCases[24], kCases[25], kCases[28], kCases[31], kCases[32]};
+                            kCases[24], kCases[25], kCases[28], kCases[31], kCases[32], kCases[34], kCases[37]};
   int i = 0;
   for (const ConvCase& cc : cases)
     for (const FusedActivation& a : acts)

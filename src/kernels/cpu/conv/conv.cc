@@ -36,6 +36,23 @@ DepthwiseBlocked depthwise_blocked(core::Isa isa) {
   return {};
 }
 
+WinogradKernels winograd_kernels(core::Isa isa) {
+  switch (isa) {
+    case core::Isa::kScalar:
+      return winograd_kernels_scalar();
+#if defined(__x86_64__) || defined(_M_X64)
+    case core::Isa::kAvx2:
+      return winograd_kernels_avx2();
+    case core::Isa::kAvx512:
+      return winograd_kernels_avx512();
+#else
+    default:
+      return {};
+#endif
+  }
+  return {};
+}
+
 Im2colFn im2col_fn(core::Isa isa) {
   switch (isa) {
     case core::Isa::kScalar:
@@ -76,12 +93,14 @@ namespace {
 
 // Per-thread scratch that grows to the largest request and is then reused (no allocation in
 // steady state, no zero-initialization cost).
-float* thread_scratch(int64_t floats) {
+// Slot 1 is a second buffer for work that runs while slot 0 is in use on the same thread.
+float* thread_scratch(int64_t floats, int slot = 0) {
   struct Buf {
     std::unique_ptr<float[]> p;
     int64_t size = 0;
   };
-  thread_local Buf buf;
+  thread_local Buf bufs[2];
+  Buf& buf = bufs[slot];
   if (buf.size < floats) {
     buf.p.reset(new (std::nothrow) float[static_cast<size_t>(floats)]);
     buf.size = buf.p ? floats : 0;
@@ -110,7 +129,6 @@ struct FastConv::Geometry {
 
 Result<FastConv> FastConv::create(const Tensor& w, int64_t group, FusedActivation act, core::Isa isa,
                                   bool allow_winograd) {
-  (void)allow_winograd;
   if (w.dtype() != core::DType::kF32 || (w.rank() != 3 && w.rank() != 4))
     return core::unsupported(str_cat("fast conv: weights must be f32 of rank 3 or 4, are ", w.type_string()));
   if (group < 1 || w.dim(0) % group != 0)
@@ -140,6 +158,33 @@ Result<FastConv> FastConv::create(const Tensor& w, int64_t group, FusedActivatio
         (*packed)[static_cast<size_t>(((ch / width) * taps + t) * width + ch % width)] = (*c.w_)[ch * taps + t];
     c.dw_width_ = width;
     c.dw_packed_ = std::move(packed);
+  }
+  // Winograd F(2x2, 3x3) for dense 3x3 convs with enough channels that the 16 GEMMs (K = C)
+  // stay efficient: U = G g G^T per (m, c), one pre-packed [M, C] GEMM operand per element.
+  if (allow_winograd && group == 1 && c.rank_ == 4 && c.kh_ == 3 && c.kw_ == 3 && c.cg_ >= kWinogradMinChannels &&
+      c.m_ >= kWinogradMinChannels && conv_detail::winograd_kernels(isa).input) {
+    const int64_t cm = c.m_ * c.cg_;
+    std::vector<float> u(static_cast<size_t>(16 * cm));
+    for (int64_t mc = 0; mc < cm; ++mc) {
+      const float* g = c.w_->data() + mc * 9;
+      float t[4][3];  // G g
+      for (int j = 0; j < 3; ++j) {
+        t[0][j] = g[j];
+        t[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
+        t[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
+        t[3][j] = g[6 + j];
+      }
+      for (int i = 0; i < 4; ++i) {  // (G g) G^T
+        u[static_cast<size_t>((i * 4 + 0) * cm + mc)] = t[i][0];
+        u[static_cast<size_t>((i * 4 + 1) * cm + mc)] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
+        u[static_cast<size_t>((i * 4 + 2) * cm + mc)] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
+        u[static_cast<size_t>((i * 4 + 3) * cm + mc)] = t[i][2];
+      }
+    }
+    for (int xi = 0; xi < 16; ++xi) {
+      KESTREL_ASSIGN_OR_RETURN(PackedA a, pack_a(c.m_, c.cg_, u.data() + xi * cm, c.cg_, false, isa));
+      c.winograd_.push_back(std::move(a));
+    }
   }
   // Grouped k x k with group widths that are whole vectors (RegNet's 16): direct conv over the
   // group's channel-interleaved input, weights [M / W][k * k][cg][W].
@@ -176,6 +221,7 @@ FastConv::Path FastConv::path_for(const ref::ConvParams& p) const {
   if (depthwise_shaped_ && rank_ == 4 && sh == sw && (sh == 1 || sh == 2) && dh == 1 && dw == 1)
     return Path::kDepthwise;
   if (kh_ == 1 && kw_ == 1 && sh == 1 && sw == 1 && pt == 0 && pl == 0) return Path::kPointwise;
+  if (!winograd_.empty() && sh == 1 && sw == 1 && dh == 1 && dw == 1) return Path::kWinograd;
   if (gp_packed_ && sh == sw && dh == 1 && dw == 1) return Path::kGrouped;
   return Path::kIm2col;
 }
@@ -190,6 +236,8 @@ const char* FastConv::path_name(const ref::ConvParams& p) const {
       return "im2col";
     case Path::kGrouped:
       return "grouped";
+    case Path::kWinograd:
+      return "winograd";
   }
   return "?";
 }
@@ -245,6 +293,8 @@ Status FastConv::run(const ref::ConvParams& p, const Tensor& x, const Tensor* bi
       if (conv_detail::depthwise_blocked(isa_).width == gp_width_)
         return run_grouped(g, x.data<float>(), bd, zd, y.data<float>(), pool);
       break;
+    case Path::kWinograd:
+      return run_winograd(g, x.data<float>(), bd, zd, y.data<float>(), pool);
     case Path::kIm2col:
       break;
   }
@@ -402,6 +452,63 @@ Status FastConv::run_grouped(const Geometry& g, const float* x, const float* bia
     for (int64_t i = 0; i < tasks; ++i) task(i);
   }
   if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate grouped conv scratch");
+  return Status::ok();
+}
+
+Status FastConv::run_winograd(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
+                              core::ThreadPool* pool) const {
+  const conv_detail::WinogradKernels wk = conv_detail::winograd_kernels(isa_);
+  const int width = conv_detail::depthwise_blocked(isa_).width;
+  const int64_t tw = (g.ow + 1) / 2, th = (g.oh + 1) / 2;
+  // Chunks of tile rows whose transformed input and GEMM output (16 x (C + M) x tiles) stay near 1 MiB.
+  const int64_t per_row = 16 * (cg_ + m_) * tw;
+  const int64_t rows_per_chunk = std::clamp<int64_t>((int64_t{1} << 18) / std::max<int64_t>(per_row, 1), 1, th);
+  float* buf = thread_scratch(per_row * rows_per_chunk + 64);
+  if (!buf) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate Winograd buffers");
+  const int64_t row_floats = conv_detail::winograd_row_scratch_floats(tw, width);
+  SgemmContext ctx{pool, isa_};
+  std::atomic<bool> oom{false};
+  for (int64_t n = 0; n < g.n; ++n) {
+    for (int64_t ty0 = 0; ty0 < th; ty0 += rows_per_chunk) {
+      conv_detail::WinogradArgs a;
+      a.x = x + n * g.c * g.ih * g.iw;
+      a.c = cg_;
+      a.m = m_;
+      a.ih = g.ih;
+      a.iw = g.iw;
+      a.oh = g.oh;
+      a.ow = g.ow;
+      a.pad_top = g.pt;
+      a.pad_left = g.pl;
+      a.tw = tw;
+      a.ty0 = ty0;
+      a.ty1 = std::min(th, ty0 + rows_per_chunk);
+      const int64_t nt = (a.ty1 - ty0) * tw;
+      a.v = buf;
+      float* mt = buf + 16 * cg_ * nt;
+      a.mt = mt;
+      a.bias = bias;
+      a.residual = z ? z + n * m_ * g.oh * g.ow : nullptr;
+      a.y = y + n * m_ * g.oh * g.ow;
+      a.activation = act_.kind;
+      a.act_alpha = act_.alpha;
+      a.act_beta = act_.beta;
+      core::parallel_for(pool, cg_, 1, [&](int64_t c0, int64_t c1) {
+        conv_detail::WinogradArgs t = a;
+        t.row_scratch = thread_scratch(row_floats, 1);
+        if (!t.row_scratch) {
+          oom.store(true);
+          return;
+        }
+        wk.input(t, c0, c1);
+      });
+      if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate Winograd buffers");
+      for (int xi = 0; xi < 16; ++xi)
+        KESTREL_RETURN_IF_ERROR(sgemm(m_, nt, cg_, 1.f, SgemmA(winograd_[static_cast<size_t>(xi)]),
+                                      SgemmB(a.v + xi * cg_ * nt, nt), 0.f, mt + xi * m_ * nt, nt, {}, ctx));
+      core::parallel_for(pool, m_, 1, [&](int64_t m0, int64_t m1) { wk.output(a, m0, m1); });
+    }
+  }
   return Status::ok();
 }
 

@@ -40,6 +40,33 @@ DepthwiseBlocked depthwise_blocked_avx512();
 // Channels: width for depthwise, cg for grouped (the output block is always `width` channels).
 int64_t depthwise_block_scratch_floats(int64_t rows_out, int64_t ow, int k, int stride, int width, int64_t channels);
 
+// Winograd F(2x2, 3x3), stride 1 (winograd_inl.h), one image and a chunk of tile rows [ty0, ty1):
+// input transform into v [16][C][nt], then 16 GEMMs (outside) into mt [16][M][nt], then the output
+// transform with the epilogue. nt = (ty1 - ty0) * tw; tile (ty, tx) covers outputs (2ty.., 2tx..).
+struct WinogradArgs {
+  const float* x = nullptr;  // [C, ih, iw]
+  int64_t c = 0, m = 0, ih = 0, iw = 0, oh = 0, ow = 0, pad_top = 0, pad_left = 0;
+  int64_t tw = 0, ty0 = 0, ty1 = 0;
+  float* v = nullptr;
+  const float* mt = nullptr;
+  float* row_scratch = nullptr;  // per thread: winograd_row_scratch_floats(tw, width)
+  const float* bias = nullptr;
+  const float* residual = nullptr;  // [M, oh, ow] or null
+  float* y = nullptr;               // [M, oh, ow]
+  GemmActivation activation = GemmActivation::kNone;
+  float act_alpha = 0.f, act_beta = 0.f;
+};
+using WinogradFn = void (*)(const WinogradArgs& a, int64_t from, int64_t to);  // channel range
+struct WinogradKernels {
+  WinogradFn input = nullptr;   // input channels
+  WinogradFn output = nullptr;  // output channels
+};
+inline int64_t winograd_row_scratch_floats(int64_t tw, int width) { return 8 * (tw + 1 + width) + 64; }
+WinogradKernels winograd_kernels(core::Isa isa);
+WinogradKernels winograd_kernels_scalar();
+WinogradKernels winograd_kernels_avx2();
+WinogradKernels winograd_kernels_avx512();
+
 // im2col of one image, rows [r0, r1) of col [C*KH*KW, OH*OW]; row (c, ky, kx) holds, per output
 // position, the input element that tap reads (0 in the padding). Lives beside the depthwise kernel
 // because it shares the vector traits: rows of small images are a few floats, where per-row

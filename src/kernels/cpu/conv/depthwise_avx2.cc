@@ -2,6 +2,7 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/conv/depthwise_blocked_inl.h"
+#include "kernels/cpu/conv/winograd_inl.h"
 
 namespace kestrel::kernels::cpu::conv_detail {
 namespace {
@@ -67,6 +68,9 @@ struct Avx2Ops {
 
 DepthwiseBlocked depthwise_blocked_avx2() {
   return {Avx2Ops::kWidth, &depthwise_block<Avx2Ops>, &grouped_block<Avx2Ops>};
+}
+WinogradKernels winograd_kernels_avx2() {
+  return {&winograd_input<Avx2Ops>, &winograd_output<Avx2Ops>};
 }
 Im2colFn im2col_fn_avx2() {
   return &im2col_rows<Avx2Ops>;

@@ -7,6 +7,7 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/conv/depthwise_blocked_inl.h"
+#include "kernels/cpu/conv/winograd_inl.h"
 
 namespace kestrel::kernels::cpu::conv_detail {
 namespace {
@@ -66,6 +67,9 @@ struct Avx512Ops {
 
 DepthwiseBlocked depthwise_blocked_avx512() {
   return {Avx512Ops::kWidth, &depthwise_block<Avx512Ops>, &grouped_block<Avx512Ops>};
+}
+WinogradKernels winograd_kernels_avx512() {
+  return {&winograd_input<Avx512Ops>, &winograd_output<Avx512Ops>};
 }
 Im2colFn im2col_fn_avx512() {
   return &im2col_rows<Avx512Ops>;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "kernels/cpu/conv/depthwise_blocked_inl.h"
+#include "kernels/cpu/conv/winograd_inl.h"
 
 namespace kestrel::kernels::cpu::conv_detail {
 namespace {
@@ -42,6 +43,9 @@ struct ScalarOps {
 
 DepthwiseBlocked depthwise_blocked_scalar() {
   return {ScalarOps::kWidth, &depthwise_block<ScalarOps>, &grouped_block<ScalarOps>};
+}
+WinogradKernels winograd_kernels_scalar() {
+  return {&winograd_input<ScalarOps>, &winograd_output<ScalarOps>};
 }
 Im2colFn im2col_fn_scalar() {
   return &im2col_rows<ScalarOps>;
