@@ -33,7 +33,20 @@ void winograd_input(const WinogradArgs& a, int64_t c0, int64_t c1) {
           continue;
         }
         const float* xr = xc + iy * a.iw;
-        for (int64_t j = 0; j < half; ++j) {
+        // Columns j with both 2j - pad_left and 2j + 1 - pad_left inside the row: [j0, j1).
+        const int64_t j0 = std::min(half, (a.pad_left + 1) / 2);
+        const int64_t j1 = std::clamp<int64_t>((a.iw - 1 + a.pad_left) / 2, j0, half);
+        for (int64_t j = 0; j < j0; ++j) {
+          const int64_t x0 = 2 * j - a.pad_left, x1 = x0 + 1;
+          e[j] = x0 >= 0 && x0 < a.iw ? xr[x0] : 0.f;
+          o[j] = x1 >= 0 && x1 < a.iw ? xr[x1] : 0.f;
+        }
+        const float* xp = xr - a.pad_left;
+        for (int64_t j = j0; j < j1; ++j) {
+          e[j] = xp[2 * j];
+          o[j] = xp[2 * j + 1];
+        }
+        for (int64_t j = j1; j < half; ++j) {
           const int64_t x0 = 2 * j - a.pad_left, x1 = x0 + 1;
           e[j] = x0 >= 0 && x0 < a.iw ? xr[x0] : 0.f;
           o[j] = x1 >= 0 && x1 < a.iw ? xr[x1] : 0.f;
