@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/cpu_features.h"
+#include "core/thread_pool.h"
 #include "kernels/cpu/conv/conv.h"
 
 namespace {
@@ -23,7 +24,7 @@ core::Tensor rnd(core::Dims d) {
 }
 
 // Args: C (input channels), M (output channels), H (= W, input), K, stride, group, act (GemmActivation).
-void run_conv(benchmark::State& st, bool allow_winograd) {
+void run_conv(benchmark::State& st, bool allow_winograd, core::ThreadPool* pool = nullptr) {
   const int64_t c = st.range(0), m = st.range(1), h = st.range(2), k = st.range(3), s = st.range(4),
                 g = st.range(5);
   cpu::FusedActivation act;
@@ -37,7 +38,7 @@ void run_conv(benchmark::State& st, bool allow_winograd) {
   }
   ref::ConvParams p{{s, s}, {1, 1}, {pad, pad}, g};
   for (auto _ : st) {
-    benchmark::DoNotOptimize(fc->run(p, x, &b, nullptr, y, nullptr));
+    benchmark::DoNotOptimize(fc->run(p, x, &b, nullptr, y, pool));
     benchmark::ClobberMemory();
   }
   const double flops = 2.0 * m * oh * oh * (c / g) * k * k;
@@ -48,6 +49,11 @@ void run_conv(benchmark::State& st, bool allow_winograd) {
 
 void BM_Conv(benchmark::State& st) { run_conv(st, true); }
 void BM_ConvNoWinograd(benchmark::State& st) { run_conv(st, false); }
+// Two threads (the pool's worker plus the caller); wall time is what matters here.
+void BM_Conv2T(benchmark::State& st) {
+  static core::ThreadPool pool(2);
+  run_conv(st, true, &pool);
+}
 
 // Depthwise (EfficientNet / MobileNet): {C, M, H, K, stride, group, act}; act 7 = SiLU, 2 = Clip.
 #define DW(C, H, K, S) ->Args({C, C, H, K, S, C, 7})
@@ -64,6 +70,11 @@ BENCHMARK(BM_Conv) D3(16, 64, 55) D3(32, 128, 27) D3(48, 192, 13) D3(64, 256, 13
     D3(256, 256, 14);
 BENCHMARK(BM_ConvNoWinograd) D3(16, 64, 55) D3(32, 128, 27) D3(48, 192, 13) D3(64, 256, 13) D3(64, 64, 56)
     D3(128, 128, 28) D3(256, 256, 14);
+
+BENCHMARK(BM_Conv2T) DW(144, 56, 3, 2) DW(672, 14, 5, 1) DW(1152, 7, 3, 1) D3(32, 128, 27) D3(256, 256, 14)
+    ->Args({400, 400, 7, 3, 1, 25, 1})
+    ->Args({160, 160, 28, 3, 1, 10, 1})
+    ->UseRealTime();
 
 }  // namespace
 
