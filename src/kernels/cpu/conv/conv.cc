@@ -466,7 +466,6 @@ Status FastConv::run_winograd(const Geometry& g, const float* x, const float* bi
   float* buf = thread_scratch(per_row * rows_per_chunk + 64);
   if (!buf) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate Winograd buffers");
   const int64_t row_floats = conv_detail::winograd_row_scratch_floats(tw, width);
-  SgemmContext ctx{pool, isa_};
   std::atomic<bool> oom{false};
   for (int64_t n = 0; n < g.n; ++n) {
     for (int64_t ty0 = 0; ty0 < th; ty0 += rows_per_chunk) {
@@ -503,9 +502,20 @@ Status FastConv::run_winograd(const Geometry& g, const float* x, const float* bi
         wk.input(t, c0, c1);
       });
       if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate Winograd buffers");
-      for (int xi = 0; xi < 16; ++xi)
-        KESTREL_RETURN_IF_ERROR(sgemm(m_, nt, cg_, 1.f, SgemmA(winograd_[static_cast<size_t>(xi)]),
-                                      SgemmB(a.v + xi * cg_ * nt, nt), 0.f, mt + xi * m_ * nt, nt, {}, ctx));
+      // The 16 GEMMs are independent: with a pool each one is a task on one thread (each is small,
+      // so splitting every GEMM across threads would mostly add synchronization).
+      Status gemm_status[16];
+      auto gemm = [&](int64_t xi) {
+        SgemmContext one{nullptr, isa_};
+        gemm_status[xi] = sgemm(m_, nt, cg_, 1.f, SgemmA(winograd_[static_cast<size_t>(xi)]),
+                                SgemmB(a.v + xi * cg_ * nt, nt), 0.f, mt + xi * m_ * nt, nt, {}, one);
+      };
+      if (pool && pool->num_threads() > 1) {
+        pool->run(16, gemm);
+      } else {
+        for (int64_t xi = 0; xi < 16; ++xi) gemm(xi);
+      }
+      for (const Status& st : gemm_status) KESTREL_RETURN_IF_ERROR(st);
       core::parallel_for(pool, m_, 1, [&](int64_t m0, int64_t m1) { wk.output(a, m0, m1); });
     }
   }
