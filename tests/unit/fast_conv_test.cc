@@ -1,4 +1,4 @@
-// Fast convolution (pointwise GEMM, direct depthwise, im2col + GEMM) against the reference conv
+// Fast convolution (pointwise GEMM, direct depthwise / grouped, Winograd, im2col + GEMM) against the reference conv
 // on every ISA of this CPU: random shapes (1, primes, widths that are not multiples of the vector
 // width), strides, pads, dilations, groups, 1-D, batches, every fused activation and a residual,
 // with and without a 2-thread pool.
@@ -81,7 +81,10 @@ void check(const ConvCase& cc, Isa isa, const FusedActivation& act, bool residua
   }
   auto fc = FastConv::create(w, cc.group, act, isa);
   ASSERT_TRUE(fc.is_ok()) << fc.status().to_string();
-  EXPECT_EQ(fc->path_for(p), cc.path);
+  // kGrouped: the direct grouped path when the ISA's vector width divides both group widths.
+  const int64_t width = isa == Isa::kScalar ? 1 : isa == Isa::kAvx2 ? 8 : 16;
+  const bool grouped = (cc.c / cc.group) % width == 0 && (cc.m / cc.group) % width == 0;
+  EXPECT_EQ(fc->path_for(p), cc.path == FastConv::Path::kGrouped && !grouped ? FastConv::Path::kIm2col : cc.path);
   Status s = fc->run(p, x, with_bias ? &b : nullptr, residual ? &z : nullptr, got, pool);
   ASSERT_TRUE(s.is_ok()) << s.to_string();
   EXPECT_TRUE(close_f32(got, want)) << "x " << core::dims_to_string(xd) << " w " << core::dims_to_string(wd)
@@ -109,7 +112,7 @@ const ConvCase kCases[] = {
     {1, 3, 12, 40, 3, 3, 3, 3, 1, 1, 1, P::kDepthwise},
     // im2col
     {1, 3, 15, 15, 8, 1, 3, 3, 2, 1, 1, P::kIm2col},       // stem
-    {2, 6, 9, 10, 4, 2, 3, 3, 1, 1, 1, P::kIm2col},        // grouped 3x3
+    {2, 6, 9, 10, 4, 2, 3, 3, 1, 1, 1, P::kGrouped},       // grouped 3x3
     {1, 4, 11, 13, 5, 1, 3, 5, 1, 2, 2, P::kIm2col},       // dilated, non-square
     {1, 3, 9, 9, 3, 3, 3, 3, 1, 2, 2, P::kIm2col},         // depthwise, dilated: falls back
     {1, 3, 9, 9, 3, 3, 3, 3, 3, 1, 1, P::kIm2col},         // depthwise, stride 3
@@ -119,7 +122,27 @@ const ConvCase kCases[] = {
     {1, 6, 1, 10, 4, 2, 1, 3, 1, 1, 1, P::kIm2col, true},  // 1-D grouped
     {2, 3, 1, 17, 5, 1, 1, 1, 1, 0, 1, P::kPointwise, true},
     {2, 12, 5, 5, 8, 4, 1, 1, 1, 0, 1, P::kPointwise},  // grouped 1x1, batch
-    {2, 48, 7, 7, 48, 3, 3, 3, 1, 1, 1, P::kIm2col},    // RegNet-like groups of 16
+    {2, 48, 7, 7, 48, 3, 3, 3, 1, 1, 1, P::kGrouped},   // RegNet-like groups of 16
+    // depthwise over channel blocks: channels past a whole block, batches, strips of rows
+    {2, 37, 9, 11, 37, 37, 3, 3, 1, 1, 1, P::kDepthwise},
+    {1, 20, 15, 13, 20, 20, 5, 5, 2, 2, 1, P::kDepthwise},
+    {1, 17, 31, 29, 17, 17, 3, 3, 1, 1, 1, P::kDepthwise},  // large 3x3 plane
+    {1, 18, 60, 70, 18, 18, 5, 5, 1, 2, 1, P::kDepthwise},  // several strips
+    {2, 19, 40, 41, 19, 19, 3, 3, 2, 0, 1, P::kDepthwise},
+    {1, 16, 7, 7, 16, 16, 3, 3, 2, 1, 1, P::kDepthwise},    // one whole block, 4x4 out
+    // grouped direct (groups of 16 / 32 channels), strides, strips, 5x5
+    {1, 32, 11, 13, 32, 2, 3, 3, 1, 1, 1, P::kGrouped},
+    {2, 64, 9, 9, 32, 2, 3, 3, 2, 1, 1, P::kGrouped},
+    {1, 48, 30, 31, 48, 3, 3, 3, 1, 1, 1, P::kGrouped},
+    {1, 32, 8, 6, 64, 2, 5, 5, 1, 2, 1, P::kGrouped},
+    // Winograd F(2x2, 3x3): odd sizes (partial tiles), no pad, 1x1 planes, several chunks, batches
+    {1, 32, 9, 11, 32, 1, 3, 3, 1, 1, 1, P::kWinograd},
+    {2, 37, 7, 6, 33, 1, 3, 3, 1, 1, 1, P::kWinograd},
+    {1, 32, 12, 13, 35, 1, 3, 3, 1, 0, 1, P::kWinograd},
+    {1, 32, 1, 1, 32, 1, 3, 3, 1, 1, 1, P::kWinograd},
+    {1, 40, 40, 37, 48, 1, 3, 3, 1, 1, 1, P::kWinograd},
+    {1, 32, 9, 9, 32, 1, 3, 3, 1, 2, 1, P::kWinograd},  // pad 2: output larger than input
+    {1, 16, 9, 9, 64, 1, 3, 3, 1, 1, 1, P::kIm2col},    // too few input channels for Winograd
 };
 
 TEST_P(FastConvTest, MatchesReference) {
@@ -147,7 +170,8 @@ TEST_P(FastConvTest, FusedEpilogues) {
       {GemmActivation::kGelu, 0, 0},      {GemmActivation::kTanh, 0, 0},
   };
   // One case per path.
-  const ConvCase cases[] = {kCases[2], kCases[6], kCases[8], kCases[14], kCases[23], kCases[24]};
+  const ConvCase cases[] = {kCases[2],  kCases[6],  kCases[8],  kCases[14], kCases[23],
+                            kCases[24], kCases[25], kCases[28], kCases[31], kCases[32], kCases[34], kCases[37]};
   int i = 0;
   for (const ConvCase& cc : cases)
     for (const FusedActivation& a : acts)

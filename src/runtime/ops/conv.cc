@@ -53,13 +53,16 @@ Result<ConvBinding> read_binding(const KernelCreateInfo& info, bool transpose) {
   return b;
 }
 
-// Resolves pads and checks that y has the shape the attributes give for these inputs.
-Status resolve(const ConvBinding& b, const Tensor& x, const Tensor& w, const Tensor& y, ref::ConvParams* p) {
+// Resolves pads and checks that y has the shape the attributes give for these inputs. `a` is
+// scratch for the window with W's kernel size; reused objects keep their vectors' capacity, so a
+// kernel that resolves into per-thread objects allocates nothing after its first run.
+Status resolve_into(const ConvBinding& b, const Tensor& x, const Tensor& w, const Tensor& y, ir::WindowAttrs& a,
+                    ref::ConvParams* p) {
   const size_t spatial = b.window.spatial();
   if (x.rank() != static_cast<int64_t>(spatial) + 2 || w.rank() != x.rank())
     return core::invalid_argument(
         str_cat("X ", x.type_string(), " and W ", w.type_string(), " must have rank ", spatial + 2));
-  ir::WindowAttrs a = b.window;
+  a = b.window;
   for (size_t i = 0; i < spatial; ++i) {
     int64_t k = w.dim(static_cast<int64_t>(i) + 2);
     if (b.kernel_from_w) {
@@ -90,6 +93,22 @@ Status resolve(const ConvBinding& b, const Tensor& x, const Tensor& w, const Ten
   return Status::ok();
 }
 
+Status resolve(const ConvBinding& b, const Tensor& x, const Tensor& w, const Tensor& y, ref::ConvParams* p) {
+  ir::WindowAttrs a;
+  return resolve_into(b, x, w, y, a, p);
+}
+
+// The fast kernels' run: params resolved into per-thread objects (no allocation in steady state).
+Status run_fast(const ConvBinding& b, const cpu::FastConv& c, KernelContext& ctx, const Tensor* z) {
+  struct Scratch {
+    ir::WindowAttrs window;
+    ref::ConvParams params;
+  };
+  thread_local Scratch s;
+  KESTREL_RETURN_IF_ERROR(resolve_into(b, ctx.input(0), ctx.input(1), ctx.output(0), s.window, &s.params));
+  return c.run(s.params, ctx.input(0), ctx.input_or_null(2), z, ctx.output(0), ctx.pool());
+}
+
 // The fast kernel applies to f32 Conv with constant 1-D / 2-D weights; null when it does not.
 Result<std::optional<cpu::FastConv>> make_fast_conv(const KernelCreateInfo& info, const ConvBinding& b,
                                                     cpu::FusedActivation act) {
@@ -111,9 +130,7 @@ Result<std::unique_ptr<OpKernel>> make_conv(const KernelCreateInfo& info, bool t
     const char* name = fast->name();
     return make_kernel(
         [b = std::move(b), c = std::move(*fast)](KernelContext& ctx) -> Status {
-          ref::ConvParams p;
-          KESTREL_RETURN_IF_ERROR(resolve(b, ctx.input(0), ctx.input(1), ctx.output(0), &p));
-          return c.run(p, ctx.input(0), ctx.input_or_null(2), nullptr, ctx.output(0), ctx.pool());
+          return run_fast(b, c, ctx, nullptr);
         },
         name);
   }
@@ -134,9 +151,7 @@ Result<std::unique_ptr<OpKernel>> make_fast_fused_conv(const KernelCreateInfo& i
   const char* name = fast->name();
   return make_kernel(
       [b = std::move(b), c = std::move(*fast)](KernelContext& ctx) -> Status {
-        ref::ConvParams p;
-        KESTREL_RETURN_IF_ERROR(resolve(b, ctx.input(0), ctx.input(1), ctx.output(0), &p));
-        return c.run(p, ctx.input(0), ctx.input_or_null(2), ctx.input_or_null(3), ctx.output(0), ctx.pool());
+        return run_fast(b, c, ctx, ctx.input_or_null(3));
       },
       name);
 }

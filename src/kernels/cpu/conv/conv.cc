@@ -14,26 +14,43 @@ using core::str_cat;
 
 namespace conv_detail {
 
-int64_t depthwise_scratch_floats(int64_t oh, int64_t ow, int k, int stride) {
-  const int64_t reach = (k - 1) / stride, r = oh + reach, l = ow + reach;
-  return int64_t{stride} * stride * r * l + 64 + oh * l + 64;
+int64_t depthwise_block_scratch_floats(int64_t rows_out, int64_t ow, int k, int stride, int width, int64_t channels) {
+  const int64_t lp = (ow - 1) * stride + k, rows_in = (rows_out - 1) * stride + k;
+  return rows_in * lp * channels + (rows_out * ow + width) * width + 64;
 }
 
-DepthwiseFn depthwise_fn(core::Isa isa) {
+DepthwiseBlocked depthwise_blocked(core::Isa isa) {
   switch (isa) {
     case core::Isa::kScalar:
-      return depthwise_fn_scalar();
+      return depthwise_blocked_scalar();
 #if defined(__x86_64__) || defined(_M_X64)
     case core::Isa::kAvx2:
-      return depthwise_fn_avx2();
+      return depthwise_blocked_avx2();
     case core::Isa::kAvx512:
-      return depthwise_fn_avx512();
+      return depthwise_blocked_avx512();
 #else
     default:
-      return nullptr;
+      return {};
 #endif
   }
-  return nullptr;
+  return {};
+}
+
+WinogradKernels winograd_kernels(core::Isa isa) {
+  switch (isa) {
+    case core::Isa::kScalar:
+      return winograd_kernels_scalar();
+#if defined(__x86_64__) || defined(_M_X64)
+    case core::Isa::kAvx2:
+      return winograd_kernels_avx2();
+    case core::Isa::kAvx512:
+      return winograd_kernels_avx512();
+#else
+    default:
+      return {};
+#endif
+  }
+  return {};
 }
 
 Im2colFn im2col_fn(core::Isa isa) {
@@ -76,12 +93,14 @@ namespace {
 
 // Per-thread scratch that grows to the largest request and is then reused (no allocation in
 // steady state, no zero-initialization cost).
-float* thread_scratch(int64_t floats) {
+// Slot 1 is a second buffer for work that runs while slot 0 is in use on the same thread.
+float* thread_scratch(int64_t floats, int slot = 0) {
   struct Buf {
     std::unique_ptr<float[]> p;
     int64_t size = 0;
   };
-  thread_local Buf buf;
+  thread_local Buf bufs[2];
+  Buf& buf = bufs[slot];
   if (buf.size < floats) {
     buf.p.reset(new (std::nothrow) float[static_cast<size_t>(floats)]);
     buf.size = buf.p ? floats : 0;
@@ -108,12 +127,13 @@ struct FastConv::Geometry {
   int64_t sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pl = 0;
 };
 
-Result<FastConv> FastConv::create(const Tensor& w, int64_t group, FusedActivation act, core::Isa isa) {
+Result<FastConv> FastConv::create(const Tensor& w, int64_t group, FusedActivation act, core::Isa isa,
+                                  bool allow_winograd) {
   if (w.dtype() != core::DType::kF32 || (w.rank() != 3 && w.rank() != 4))
     return core::unsupported(str_cat("fast conv: weights must be f32 of rank 3 or 4, are ", w.type_string()));
   if (group < 1 || w.dim(0) % group != 0)
     return core::invalid_argument(str_cat("conv: ", w.dim(0), " output channels not divisible by group ", group));
-  if (isa > core::detected_isa() || !conv_detail::depthwise_fn(isa))
+  if (isa > core::detected_isa() || !conv_detail::depthwise_blocked(isa).fn)
     return core::unsupported(str_cat("fast conv: ", core::isa_name(isa), " not available"));
   FastConv c;
   c.isa_ = isa;
@@ -128,6 +148,59 @@ Result<FastConv> FastConv::create(const Tensor& w, int64_t group, FusedActivatio
   const int64_t mg = c.m_ / group, kdim = c.cg_ * c.kh_ * c.kw_;
   const bool depthwise_shaped = c.cg_ == 1 && mg == 1 && c.kh_ == c.kw_ && (c.kh_ == 3 || c.kh_ == 5);
   c.depthwise_shaped_ = depthwise_shaped;
+  if (depthwise_shaped) {
+    // One vector of weights per tap and block of channels (zero lanes past the last channel).
+    const int width = conv_detail::depthwise_blocked(isa).width;
+    const int64_t taps = c.kh_ * c.kw_, blocks = (c.m_ + width - 1) / width;
+    auto packed = std::make_shared<std::vector<float>>(static_cast<size_t>(blocks * taps * width), 0.f);
+    for (int64_t ch = 0; ch < c.m_; ++ch)
+      for (int64_t t = 0; t < taps; ++t)
+        (*packed)[static_cast<size_t>(((ch / width) * taps + t) * width + ch % width)] = (*c.w_)[ch * taps + t];
+    c.dw_width_ = width;
+    c.dw_packed_ = std::move(packed);
+  }
+  // Winograd F(2x2, 3x3) for dense 3x3 convs with enough channels that the 16 GEMMs (K = C)
+  // stay efficient: U = G g G^T per (m, c), one pre-packed [M, C] GEMM operand per element.
+  if (allow_winograd && group == 1 && c.rank_ == 4 && c.kh_ == 3 && c.kw_ == 3 && c.cg_ >= kWinogradMinChannels &&
+      c.m_ >= kWinogradMinChannels && conv_detail::winograd_kernels(isa).input) {
+    const int64_t cm = c.m_ * c.cg_;
+    std::vector<float> u(static_cast<size_t>(16 * cm));
+    for (int64_t mc = 0; mc < cm; ++mc) {
+      const float* g = c.w_->data() + mc * 9;
+      float t[4][3];  // G g
+      for (int j = 0; j < 3; ++j) {
+        t[0][j] = g[j];
+        t[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
+        t[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
+        t[3][j] = g[6 + j];
+      }
+      for (int i = 0; i < 4; ++i) {  // (G g) G^T
+        u[static_cast<size_t>((i * 4 + 0) * cm + mc)] = t[i][0];
+        u[static_cast<size_t>((i * 4 + 1) * cm + mc)] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
+        u[static_cast<size_t>((i * 4 + 2) * cm + mc)] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
+        u[static_cast<size_t>((i * 4 + 3) * cm + mc)] = t[i][2];
+      }
+    }
+    for (int xi = 0; xi < 16; ++xi) {
+      KESTREL_ASSIGN_OR_RETURN(PackedA a, pack_a(c.m_, c.cg_, u.data() + xi * cm, c.cg_, false, isa));
+      c.winograd_.push_back(std::move(a));
+    }
+  }
+  // Grouped k x k with group widths that are whole vectors (RegNet's 16): direct conv over the
+  // group's channel-interleaved input, weights [M / W][k * k][cg][W].
+  const int width = conv_detail::depthwise_blocked(isa).width;
+  if (group > 1 && c.rank_ == 4 && c.kh_ == c.kw_ && c.kh_ > 1 && c.kh_ <= 7 && c.cg_ * mg > 1 &&
+      c.cg_ % width == 0 && mg % width == 0 && c.cg_ <= 256) {
+    const int64_t taps = c.kh_ * c.kw_;
+    auto packed = std::make_shared<std::vector<float>>(static_cast<size_t>(c.m_ * taps * c.cg_), 0.f);
+    for (int64_t m = 0; m < c.m_; ++m)
+      for (int64_t ci = 0; ci < c.cg_; ++ci)
+        for (int64_t t = 0; t < taps; ++t)
+          (*packed)[static_cast<size_t>((((m / width) * taps + t) * c.cg_ + ci) * width + m % width)] =
+              (*c.w_)[(m * c.cg_ + ci) * taps + t];
+    c.gp_width_ = width;
+    c.gp_packed_ = std::move(packed);
+  }
   // Grouped weights stay row-major: the groups run as one batched GEMM with strided A.
   if (group == 1) {
     KESTREL_ASSIGN_OR_RETURN(PackedA a, pack_a(mg, kdim, c.w_->data(), kdim, false, isa));
@@ -148,7 +221,25 @@ FastConv::Path FastConv::path_for(const ref::ConvParams& p) const {
   if (depthwise_shaped_ && rank_ == 4 && sh == sw && (sh == 1 || sh == 2) && dh == 1 && dw == 1)
     return Path::kDepthwise;
   if (kh_ == 1 && kw_ == 1 && sh == 1 && sw == 1 && pt == 0 && pl == 0) return Path::kPointwise;
+  if (!winograd_.empty() && sh == 1 && sw == 1 && dh == 1 && dw == 1) return Path::kWinograd;
+  if (gp_packed_ && sh == sw && dh == 1 && dw == 1) return Path::kGrouped;
   return Path::kIm2col;
+}
+
+const char* FastConv::path_name(const ref::ConvParams& p) const {
+  switch (path_for(p)) {
+    case Path::kPointwise:
+      return "pointwise";
+    case Path::kDepthwise:
+      return "depthwise";
+    case Path::kIm2col:
+      return "im2col";
+    case Path::kGrouped:
+      return "grouped";
+    case Path::kWinograd:
+      return "winograd";
+  }
+  return "?";
 }
 
 Status FastConv::run(const ref::ConvParams& p, const Tensor& x, const Tensor* bias, const Tensor* z, Tensor& y,
@@ -198,6 +289,12 @@ Status FastConv::run(const ref::ConvParams& p, const Tensor& x, const Tensor* bi
     case Path::kPointwise:
       if (g.oh == g.ih && g.ow == g.iw) return run_pointwise(g, x.data<float>(), bd, zd, y.data<float>(), pool);
       break;
+    case Path::kGrouped:
+      if (conv_detail::depthwise_blocked(isa_).width == gp_width_)
+        return run_grouped(g, x.data<float>(), bd, zd, y.data<float>(), pool);
+      break;
+    case Path::kWinograd:
+      return run_winograd(g, x.data<float>(), bd, zd, y.data<float>(), pool);
     case Path::kIm2col:
       break;
   }
@@ -256,10 +353,17 @@ Status FastConv::run_pointwise(const Geometry& g, const float* x, const float* b
 
 Status FastConv::run_depthwise(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
                                core::ThreadPool* pool) const {
-  const conv_detail::DepthwiseFn fn = conv_detail::depthwise_fn(isa_);
-  const int k = static_cast<int>(kh_), s = static_cast<int>(g.sh);
-  const int64_t scratch = conv_detail::depthwise_scratch_floats(g.oh, g.ow, k, s);
-  const int64_t planes = g.n * g.c, ihw = g.ih * g.iw, ohw = g.oh * g.ow;
+  const conv_detail::DepthwiseBlockFn fn = conv_detail::depthwise_blocked(isa_).fn;
+  const int k = static_cast<int>(kh_), s = static_cast<int>(g.sh), width = dw_width_;
+  const int64_t lp = (g.ow - 1) * s + k;
+  // Strips of output rows whose interleaved input (rows x lp x width) stays near 64 KiB, so the
+  // strip is still in L2 when the taps read it.
+  const int64_t row_floats = s * lp * width;
+  const int64_t rows_per_strip = std::clamp<int64_t>(16384 / std::max<int64_t>(row_floats, 1), 1, g.oh);
+  const int64_t strips = (g.oh + rows_per_strip - 1) / rows_per_strip;
+  const int64_t blocks = (g.c + width - 1) / width, tasks = g.n * blocks * strips;
+  const int64_t scratch = conv_detail::depthwise_block_scratch_floats(rows_per_strip, g.ow, k, s, width, width);
+  const int64_t ihw = g.ih * g.iw, ohw = g.oh * g.ow;
   std::atomic<bool> oom{false};
   auto task = [&](int64_t i) {
     float* buf = thread_scratch(scratch);
@@ -267,33 +371,154 @@ Status FastConv::run_depthwise(const Geometry& g, const float* x, const float* b
       oom.store(true);
       return;
     }
-    const int64_t c = i % g.c;
-    conv_detail::DepthwisePlane pl;
-    pl.x = x + i * ihw;
-    pl.ih = g.ih;
-    pl.iw = g.iw;
-    pl.w = w_->data() + c * k * k;
-    pl.k = k;
-    pl.stride = s;
-    pl.pad_top = g.pt;
-    pl.pad_left = g.pl;
-    pl.bias = bias ? bias[c] : 0.f;
-    pl.residual = z ? z + i * ohw : nullptr;
-    pl.y = y + i * ohw;
-    pl.oh = g.oh;
-    pl.ow = g.ow;
-    pl.activation = act_.kind;
-    pl.act_alpha = act_.alpha;
-    pl.act_beta = act_.beta;
-    pl.scratch = buf;
-    fn(pl);
+    const int64_t strip = i % strips, block = i / strips % blocks, n = i / strips / blocks;
+    conv_detail::DepthwiseBlockArgs a;
+    a.x = x + n * g.c * ihw;
+    a.c = g.c;
+    a.ih = g.ih;
+    a.iw = g.iw;
+    a.oh = g.oh;
+    a.ow = g.ow;
+    a.k = k;
+    a.stride = s;
+    a.pad_top = g.pt;
+    a.pad_left = g.pl;
+    a.w = dw_packed_->data();
+    a.bias = bias;
+    a.residual = z ? z + n * g.c * ohw : nullptr;
+    a.y = y + n * g.c * ohw;
+    a.activation = act_.kind;
+    a.act_alpha = act_.alpha;
+    a.act_beta = act_.beta;
+    a.scratch = buf;
+    const int64_t oy0 = strip * rows_per_strip;
+    fn(a, block, oy0, std::min(g.oh, oy0 + rows_per_strip));
   };
-  if (pool && pool->num_threads() > 1 && planes > 1) {
-    pool->run(planes, task);
+  if (pool && pool->num_threads() > 1 && tasks > 1) {
+    pool->run(tasks, task);
   } else {
-    for (int64_t i = 0; i < planes; ++i) task(i);
+    for (int64_t i = 0; i < tasks; ++i) task(i);
   }
   if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate depthwise scratch");
+  return Status::ok();
+}
+
+Status FastConv::run_grouped(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
+                             core::ThreadPool* pool) const {
+  const conv_detail::DepthwiseBlockFn fn = conv_detail::depthwise_blocked(isa_).grouped;
+  const int k = static_cast<int>(kh_), s = static_cast<int>(g.sh), width = gp_width_;
+  const int64_t lp = (g.ow - 1) * s + k, mg = m_ / group_;
+  // Strips of output rows whose interleaved input (rows x lp x cg) stays near 128 KiB (L2).
+  const int64_t row_floats = s * lp * cg_;
+  const int64_t rows_per_strip = std::clamp<int64_t>(32768 / std::max<int64_t>(row_floats, 1), 1, g.oh);
+  const int64_t strips = (g.oh + rows_per_strip - 1) / rows_per_strip, tasks = g.n * group_ * strips;
+  const int64_t scratch = conv_detail::depthwise_block_scratch_floats(rows_per_strip, g.ow, k, s, width, cg_);
+  const int64_t ihw = g.ih * g.iw, ohw = g.oh * g.ow;
+  std::atomic<bool> oom{false};
+  auto task = [&](int64_t i) {
+    float* buf = thread_scratch(scratch);
+    if (!buf) {
+      oom.store(true);
+      return;
+    }
+    const int64_t strip = i % strips, grp = i / strips % group_, n = i / strips / group_;
+    conv_detail::DepthwiseBlockArgs a;
+    a.x = x + n * g.c * ihw;
+    a.c = g.c;
+    a.ih = g.ih;
+    a.iw = g.iw;
+    a.oh = g.oh;
+    a.ow = g.ow;
+    a.k = k;
+    a.stride = s;
+    a.pad_top = g.pt;
+    a.pad_left = g.pl;
+    a.w = gp_packed_->data();
+    a.bias = bias;
+    a.residual = z ? z + n * m_ * ohw : nullptr;
+    a.y = y + n * m_ * ohw;
+    a.activation = act_.kind;
+    a.act_alpha = act_.alpha;
+    a.act_beta = act_.beta;
+    a.scratch = buf;
+    a.cg = cg_;
+    a.mg = mg;
+    const int64_t oy0 = strip * rows_per_strip;
+    fn(a, grp, oy0, std::min(g.oh, oy0 + rows_per_strip));
+  };
+  if (pool && pool->num_threads() > 1 && tasks > 1) {
+    pool->run(tasks, task);
+  } else {
+    for (int64_t i = 0; i < tasks; ++i) task(i);
+  }
+  if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate grouped conv scratch");
+  return Status::ok();
+}
+
+Status FastConv::run_winograd(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
+                              core::ThreadPool* pool) const {
+  const conv_detail::WinogradKernels wk = conv_detail::winograd_kernels(isa_);
+  const int width = conv_detail::depthwise_blocked(isa_).width;
+  const int64_t tw = (g.ow + 1) / 2, th = (g.oh + 1) / 2;
+  // Chunks of tile rows whose transformed input and GEMM output (16 x (C + M) x tiles) stay near 1 MiB.
+  const int64_t per_row = 16 * (cg_ + m_) * tw;
+  const int64_t rows_per_chunk = std::clamp<int64_t>((int64_t{1} << 18) / std::max<int64_t>(per_row, 1), 1, th);
+  float* buf = thread_scratch(per_row * rows_per_chunk + 64);
+  if (!buf) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate Winograd buffers");
+  const int64_t row_floats = conv_detail::winograd_row_scratch_floats(tw, width);
+  std::atomic<bool> oom{false};
+  for (int64_t n = 0; n < g.n; ++n) {
+    for (int64_t ty0 = 0; ty0 < th; ty0 += rows_per_chunk) {
+      conv_detail::WinogradArgs a;
+      a.x = x + n * g.c * g.ih * g.iw;
+      a.c = cg_;
+      a.m = m_;
+      a.ih = g.ih;
+      a.iw = g.iw;
+      a.oh = g.oh;
+      a.ow = g.ow;
+      a.pad_top = g.pt;
+      a.pad_left = g.pl;
+      a.tw = tw;
+      a.ty0 = ty0;
+      a.ty1 = std::min(th, ty0 + rows_per_chunk);
+      const int64_t nt = (a.ty1 - ty0) * tw;
+      a.v = buf;
+      float* mt = buf + 16 * cg_ * nt;
+      a.mt = mt;
+      a.bias = bias;
+      a.residual = z ? z + n * m_ * g.oh * g.ow : nullptr;
+      a.y = y + n * m_ * g.oh * g.ow;
+      a.activation = act_.kind;
+      a.act_alpha = act_.alpha;
+      a.act_beta = act_.beta;
+      core::parallel_for(pool, cg_, 1, [&](int64_t c0, int64_t c1) {
+        conv_detail::WinogradArgs t = a;
+        t.row_scratch = thread_scratch(row_floats, 1);
+        if (!t.row_scratch) {
+          oom.store(true);
+          return;
+        }
+        wk.input(t, c0, c1);
+      });
+      if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate Winograd buffers");
+      // The 16 GEMMs are independent: with a pool each one is a task on one thread (each is small,
+      // so splitting every GEMM across threads would mostly add synchronization).
+      Status gemm_status[16];
+      auto gemm = [&](int64_t xi) {
+        SgemmContext one{nullptr, isa_};
+        gemm_status[xi] = sgemm(m_, nt, cg_, 1.f, SgemmA(winograd_[static_cast<size_t>(xi)]),
+                                SgemmB(a.v + xi * cg_ * nt, nt), 0.f, mt + xi * m_ * nt, nt, {}, one);
+      };
+      if (pool && pool->num_threads() > 1) {
+        pool->run(16, gemm);
+      } else {
+        for (int64_t xi = 0; xi < 16; ++xi) gemm(xi);
+      }
+      for (const Status& st : gemm_status) KESTREL_RETURN_IF_ERROR(st);
+      core::parallel_for(pool, m_, 1, [&](int64_t m0, int64_t m1) { wk.output(a, m0, m1); });
+    }
+  }
   return Status::ok();
 }
 

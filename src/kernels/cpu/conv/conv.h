@@ -1,6 +1,8 @@
 // Fast f32 convolution, NCHW (1-D and 2-D), weights prepared once at kernel creation:
 //   - 1x1, stride 1, no padding: a GEMM per image and group, W[M,C] x X[C,H*W], no im2col;
-//   - depthwise 3x3 / 5x5, stride 1 or 2, any padding: direct per-plane kernels (depthwise.h);
+//   - depthwise 3x3 / 5x5, stride 1 or 2, any padding: direct, W channels per vector (depthwise.h);
+//   - grouped k x k whose group widths are whole vectors (RegNet): direct, over channel-interleaved input;
+//   - dense 3x3 stride 1 with enough channels: Winograd F(2x2, 3x3), 16 GEMMs on transformed tiles;
 //   - anything else: im2col per image and group, then GEMM with the pre-packed weights.
 // Bias, residual (fused ops' Z) and activation run in the GEMM / depthwise epilogue.
 #pragma once
@@ -21,7 +23,9 @@ namespace kestrel::kernels::cpu {
 class FastConv {
  public:
   // w: [M, C/group, KH, KW] or [M, C/group, KW], f32 (copied / packed here).
-  static Result<FastConv> create(const Tensor& w, int64_t group, FusedActivation act, core::Isa isa);
+  // allow_winograd: false keeps 3x3 stride-1 convs on im2col + GEMM (tests, benchmarks).
+  static Result<FastConv> create(const Tensor& w, int64_t group, FusedActivation act, core::Isa isa,
+                                 bool allow_winograd = true);
 
   // p: strides, dilations, begin pads per spatial axis (the output size is y's). x: [N, C, ...],
   // bias: [M] or null, z: y's shape or null, y: [N, M, ...].
@@ -30,8 +34,12 @@ class FastConv {
   const char* name() const;
 
   // Which path run() takes for these parameters (for tests and profiles).
-  enum class Path { kPointwise, kDepthwise, kIm2col };
+  enum class Path { kPointwise, kDepthwise, kIm2col, kGrouped, kWinograd };
+  // Winograd needs at least this many input and output channels: with C = 16 its 16 GEMMs of depth
+  // C lose to im2col + GEMM; from 32 it wins (7-54% on the shapes in bench/conv_bench.cc).
+  static constexpr int64_t kWinogradMinChannels = 32;
   Path path_for(const ref::ConvParams& p) const;
+  const char* path_name(const ref::ConvParams& p) const;
 
  private:
   struct Geometry;
@@ -39,6 +47,10 @@ class FastConv {
                        core::ThreadPool* pool) const;
   Status run_depthwise(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
                        core::ThreadPool* pool) const;
+  Status run_grouped(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
+                     core::ThreadPool* pool) const;
+  Status run_winograd(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
+                      core::ThreadPool* pool) const;
   Status run_im2col(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
                     core::ThreadPool* pool) const;
 
@@ -48,6 +60,11 @@ class FastConv {
   std::shared_ptr<const std::vector<float>> w_;  // [M, Cg*KH*KW]
   bool depthwise_shaped_ = false;                // one 3x3 / 5x5 filter per channel
   std::vector<PackedA> packed_;                  // group == 1: the weights packed as GEMM A
+  int dw_width_ = 1;                             // depthwise: channels per block of dw_packed_
+  std::shared_ptr<const std::vector<float>> dw_packed_;  // depthwise: [ceil(M / width)][k * k][width]
+  std::vector<PackedA> winograd_;                        // F(2x2, 3x3): the 16 transformed [M, C] weights
+  int gp_width_ = 1;                                     // grouped direct: vector width of gp_packed_
+  std::shared_ptr<const std::vector<float>> gp_packed_;  // grouped direct: [M / width][k * k][cg][width]
 };
 
 }  // namespace kestrel::kernels::cpu

@@ -1,7 +1,5 @@
-// Per-ISA convolution helpers. Direct depthwise convolution of one NCHW plane (one channel of one image), per ISA. The
-// plane is first re-laid into s*s zero-padded "phase" planes (s = stride) so every tap of every output reads a
-// contiguous run; the output is then computed over the flattened plane, whole vectors at a time (small planes waste no
-// lanes on row ends), and the epilogue runs row by row.
+// Per-ISA convolution helpers: direct depthwise and grouped convolution over channel blocks (one
+// pixel of W channels per vector), im2col, and the attention softmax rows.
 #pragma once
 
 #include <cstdint>
@@ -11,32 +9,63 @@
 
 namespace kestrel::kernels::cpu::conv_detail {
 
-struct DepthwisePlane {
-  const float* x = nullptr;  // [ih, iw]
-  int64_t ih = 0, iw = 0;
-  const float* w = nullptr;  // [k, k]
-  int k = 3;                 // 3 or 5
-  int stride = 1;            // 1 or 2
+// Channel-blocked depthwise (depthwise_blocked_inl.h): W channels of one image at a time, output rows
+// [oy0, oy1). Weights packed [ceil(C / W)][k * k][W] (zero lanes past C).
+struct DepthwiseBlockArgs {
+  const float* x = nullptr;  // [C, ih, iw] (one image)
+  int64_t c = 0, ih = 0, iw = 0, oh = 0, ow = 0;
+  int k = 3, stride = 1;  // k 3 or 5, stride 1 or 2
   int64_t pad_top = 0, pad_left = 0;
-  float bias = 0.f;
-  const float* residual = nullptr;  // [oh, ow] or null
-  float* y = nullptr;               // [oh, ow]
-  int64_t oh = 0, ow = 0;
+  const float* w = nullptr;         // packed, see above
+  const float* bias = nullptr;      // [C] or null
+  const float* residual = nullptr;  // [C, oh, ow] or null
+  float* y = nullptr;               // [C, oh, ow]
   GemmActivation activation = GemmActivation::kNone;
   float act_alpha = 0.f, act_beta = 0.f;
-  float* scratch = nullptr;  // depthwise_scratch_floats(...) floats
+  float* scratch = nullptr;  // depthwise_block_scratch_floats(...)
+  int64_t cg = 1, mg = 1;    // grouped: channels per group (multiples of the width), weights
+                             // packed [M / W][k * k][cg][W]
 };
+using DepthwiseBlockFn = void (*)(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, int64_t oy1);
+struct DepthwiseBlocked {
+  int width = 1;  // channels per block (the ISA's vector width)
+  DepthwiseBlockFn fn = nullptr;
+  DepthwiseBlockFn grouped = nullptr;  // (a, group, oy0, oy1)
+};
+// fn null when the ISA is not compiled into this binary.
+DepthwiseBlocked depthwise_blocked(core::Isa isa);
+DepthwiseBlocked depthwise_blocked_scalar();
+DepthwiseBlocked depthwise_blocked_avx2();
+DepthwiseBlocked depthwise_blocked_avx512();
+// Channels: width for depthwise, cg for grouped (the output block is always `width` channels).
+int64_t depthwise_block_scratch_floats(int64_t rows_out, int64_t ow, int k, int stride, int width, int64_t channels);
 
-// Scratch one plane needs (phase planes + the flattened output + slack for whole-vector reads).
-int64_t depthwise_scratch_floats(int64_t oh, int64_t ow, int k, int stride);
-
-using DepthwiseFn = void (*)(const DepthwisePlane& p);
-// Null when the ISA is not compiled into this binary.
-DepthwiseFn depthwise_fn(core::Isa isa);
-
-DepthwiseFn depthwise_fn_scalar();
-DepthwiseFn depthwise_fn_avx2();
-DepthwiseFn depthwise_fn_avx512();
+// Winograd F(2x2, 3x3), stride 1 (winograd_inl.h), one image and a chunk of tile rows [ty0, ty1):
+// input transform into v [16][C][nt], then 16 GEMMs (outside) into mt [16][M][nt], then the output
+// transform with the epilogue. nt = (ty1 - ty0) * tw; tile (ty, tx) covers outputs (2ty.., 2tx..).
+struct WinogradArgs {
+  const float* x = nullptr;  // [C, ih, iw]
+  int64_t c = 0, m = 0, ih = 0, iw = 0, oh = 0, ow = 0, pad_top = 0, pad_left = 0;
+  int64_t tw = 0, ty0 = 0, ty1 = 0;
+  float* v = nullptr;
+  const float* mt = nullptr;
+  float* row_scratch = nullptr;  // per thread: winograd_row_scratch_floats(tw, width)
+  const float* bias = nullptr;
+  const float* residual = nullptr;  // [M, oh, ow] or null
+  float* y = nullptr;               // [M, oh, ow]
+  GemmActivation activation = GemmActivation::kNone;
+  float act_alpha = 0.f, act_beta = 0.f;
+};
+using WinogradFn = void (*)(const WinogradArgs& a, int64_t from, int64_t to);  // channel range
+struct WinogradKernels {
+  WinogradFn input = nullptr;   // input channels
+  WinogradFn output = nullptr;  // output channels
+};
+inline int64_t winograd_row_scratch_floats(int64_t tw, int width) { return 8 * (tw + 1 + width) + 64; }
+WinogradKernels winograd_kernels(core::Isa isa);
+WinogradKernels winograd_kernels_scalar();
+WinogradKernels winograd_kernels_avx2();
+WinogradKernels winograd_kernels_avx512();
 
 // im2col of one image, rows [r0, r1) of col [C*KH*KW, OH*OW]; row (c, ky, kx) holds, per output
 // position, the input element that tap reads (0 in the padding). Lives beside the depthwise kernel

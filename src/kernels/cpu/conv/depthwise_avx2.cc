@@ -1,7 +1,8 @@
 // Depthwise plane kernel for AVX2 + FMA (compiled with AVX2 flags; used only when the CPU has them).
 #include <immintrin.h>
 
-#include "kernels/cpu/conv/depthwise_inl.h"
+#include "kernels/cpu/conv/depthwise_blocked_inl.h"
+#include "kernels/cpu/conv/winograd_inl.h"
 
 namespace kestrel::kernels::cpu::conv_detail {
 namespace {
@@ -11,6 +12,24 @@ struct Avx2Ops {
   static constexpr int kWidth = 8;
   static __m256i mask(int n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  // r[i][j] <- r[j][i] for an 8x8 block.
+  static void transpose(V* r) {
+    V t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+      t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+      u[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+      u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+      u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+      u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int i = 0; i < 4; ++i) {
+      r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+      r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+    }
   }
   static V zero() { return _mm256_setzero_ps(); }
   static V set1(float x) { return _mm256_set1_ps(x); }
@@ -47,8 +66,11 @@ struct Avx2Ops {
 
 }  // namespace
 
-DepthwiseFn depthwise_fn_avx2() {
-  return &depthwise_plane<Avx2Ops>;
+DepthwiseBlocked depthwise_blocked_avx2() {
+  return {Avx2Ops::kWidth, &depthwise_block<Avx2Ops>, &grouped_block<Avx2Ops>};
+}
+WinogradKernels winograd_kernels_avx2() {
+  return {&winograd_input<Avx2Ops>, &winograd_output<Avx2Ops>};
 }
 Im2colFn im2col_fn_avx2() {
   return &im2col_rows<Avx2Ops>;

@@ -1,11 +1,13 @@
 // Depthwise plane kernel for AVX-512F (compiled with AVX-512 flags; used only when the CPU has them).
-// GCC 12 reports -Wmaybe-uninitialized inside its own AVX-512 headers (see sgemm_kernel_avx512.cc).
+// GCC 12 reports -W(maybe-)uninitialized inside its own AVX-512 headers (see sgemm_kernel_avx512.cc).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 #include <immintrin.h>
 
-#include "kernels/cpu/conv/depthwise_inl.h"
+#include "kernels/cpu/conv/depthwise_blocked_inl.h"
+#include "kernels/cpu/conv/winograd_inl.h"
 
 namespace kestrel::kernels::cpu::conv_detail {
 namespace {
@@ -15,6 +17,29 @@ struct Avx512Ops {
   static constexpr int kWidth = 16;
   static __mmask16 mask(int n) {
     return n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1u);
+  }
+  // r[i][j] <- r[j][i] for a 16x16 block: 32-bit, 64-bit, then two 128-bit interleaving stages.
+  static void transpose(V* r) {
+    V t[16];
+    for (int i = 0; i < 16; i += 2) {
+      t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+      r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+      r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+      r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+      r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+    }
+    for (int h = 0; h < 16; h += 8)
+      for (int i = 0; i < 4; ++i) {
+        t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88);
+        t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xdd);
+      }
+    for (int i = 0; i < 8; ++i) {
+      r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+      r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+    }
   }
   static V zero() { return _mm512_setzero_ps(); }
   static V set1(float x) { return _mm512_set1_ps(x); }
@@ -40,8 +65,11 @@ struct Avx512Ops {
 
 }  // namespace
 
-DepthwiseFn depthwise_fn_avx512() {
-  return &depthwise_plane<Avx512Ops>;
+DepthwiseBlocked depthwise_blocked_avx512() {
+  return {Avx512Ops::kWidth, &depthwise_block<Avx512Ops>, &grouped_block<Avx512Ops>};
+}
+WinogradKernels winograd_kernels_avx512() {
+  return {&winograd_input<Avx512Ops>, &winograd_output<Avx512Ops>};
 }
 Im2colFn im2col_fn_avx512() {
   return &im2col_rows<Avx512Ops>;

@@ -3,7 +3,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/cpu/conv/depthwise_inl.h"
+#include "kernels/cpu/conv/depthwise_blocked_inl.h"
+#include "kernels/cpu/conv/winograd_inl.h"
 
 namespace kestrel::kernels::cpu::conv_detail {
 namespace {
@@ -11,6 +12,7 @@ namespace {
 struct ScalarOps {
   using V = float;
   static constexpr int kWidth = 1;
+  static void transpose(V*) {}
   static V zero() { return 0.f; }
   static V set1(float x) { return x; }
   static V load(const float* p) { return *p; }
@@ -39,8 +41,11 @@ struct ScalarOps {
 
 }  // namespace
 
-DepthwiseFn depthwise_fn_scalar() {
-  return &depthwise_plane<ScalarOps>;
+DepthwiseBlocked depthwise_blocked_scalar() {
+  return {ScalarOps::kWidth, &depthwise_block<ScalarOps>, &grouped_block<ScalarOps>};
+}
+WinogradKernels winograd_kernels_scalar() {
+  return {&winograd_input<ScalarOps>, &winograd_output<ScalarOps>};
 }
 Im2colFn im2col_fn_scalar() {
   return &im2col_rows<ScalarOps>;

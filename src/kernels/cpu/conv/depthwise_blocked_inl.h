@@ -1,0 +1,211 @@
+// Channel-blocked depthwise convolution written once over a vector-ops traits type S (depthwise_inl.h's
+// contract plus transpose(V[W]), an in-register W x W transpose). A block of W = S::kWidth channels is transposed into an
+// interleaved, zero-padded strip [row][col][W] so one vector holds one pixel of W channels: every tap is then one
+// full-width FMA whatever the plane size (a 7x7 plane wastes no lanes on row ends), and the weights are one vector
+// per tap. The results are transposed back to NCHW with bias, residual and activation on contiguous plane vectors.
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/conv/depthwise.h"
+#include "kernels/cpu/conv/depthwise_inl.h"
+
+namespace kestrel::kernels::cpu::conv_detail {
+namespace {
+
+template <class S, class F>
+void with_activation(GemmActivation kind, float alpha, float beta, F f) {
+  using V = typename S::V;
+  const V va = S::set1(alpha), vb = S::set1(beta), zero = S::zero(), one = S::set1(1.f);
+  switch (kind) {
+    case GemmActivation::kNone:
+      return f([](V x) { return x; });
+    case GemmActivation::kRelu:
+      return f([=](V x) { return S::max(x, zero); });
+    case GemmActivation::kClip:
+      return f([=](V x) { return S::min(S::max(x, va), vb); });
+    case GemmActivation::kLeakyRelu:
+      return f([=](V x) { return S::fmadd(S::min(x, zero), va, S::max(x, zero)); });
+    case GemmActivation::kSigmoid:
+      return f([](V x) { return vsigmoid<S>(x); });
+    case GemmActivation::kHardSigmoid:
+      return f([=](V x) { return S::min(S::max(S::fmadd(x, va, vb), zero), one); });
+    case GemmActivation::kHardSwish: {
+      const V sixth = S::set1(1.f / 6.f), half = S::set1(0.5f);
+      return f([=](V x) { return S::mul(x, S::min(S::max(S::fmadd(x, sixth, half), zero), one)); });
+    }
+    case GemmActivation::kSilu:
+      return f([](V x) { return S::mul(x, vsigmoid<S>(x)); });
+    case GemmActivation::kGelu:
+      return f([](V x) { return vgelu<S>(x); });
+    case GemmActivation::kTanh:
+      return f([](V x) { return vtanh<S>(x); });
+  }
+}
+
+// Output pixels [ox0, ox0 + NB) of one row: acc_i = sum_t w[t] * strip[tap t of pixel i].
+template <class S, int K, int s, int NB>
+inline void dw_block_pixels(const float* row0, int64_t lp, const float* w, float* out) {
+  using V = typename S::V;
+  constexpr int W = S::kWidth;
+  V acc[NB];
+  for (int i = 0; i < NB; ++i) acc[i] = S::zero();
+  for (int ky = 0; ky < K; ++ky) {
+    const float* r = row0 + ky * lp * W;
+    for (int kx = 0; kx < K; ++kx) {
+      const V wv = S::load(w + (ky * K + kx) * W);
+      for (int i = 0; i < NB; ++i) acc[i] = S::fmadd(wv, S::load(r + (i * s + kx) * W), acc[i]);
+    }
+  }
+  for (int i = 0; i < NB; ++i) S::store(out + i * W, acc[i]);
+}
+
+template <class S, int K, int s>
+void dw_block_compute(const DepthwiseBlockArgs& a, int64_t rows_out, int64_t lp, const float* strip, const float* w,
+                      float* out) {
+  constexpr int W = S::kWidth;
+  constexpr int NB = W == 1 ? 4 : (K == 3 ? 6 : 4);
+  for (int64_t r = 0; r < rows_out; ++r) {
+    const float* row0 = strip + r * s * lp * W;
+    float* o = out + r * a.ow * W;
+    int64_t ox = 0;
+    for (; ox + NB <= a.ow; ox += NB) dw_block_pixels<S, K, s, NB>(row0 + ox * s * W, lp, w, o + ox * W);
+    for (; ox < a.ow; ++ox) dw_block_pixels<S, K, s, 1>(row0 + ox * s * W, lp, w, o + ox * W);
+  }
+}
+
+// Input rows [oy0 * s - pad_top, ...) of channels [c0, c0 + nc) into strip[row][col][ps] at lane
+// offset `lane0` (W lanes; lanes past nc repeat the last channel), zero in the padding.
+template <class S>
+void pack_strip(const DepthwiseBlockArgs& a, int64_t c0, int64_t nc, int64_t oy0, int64_t rows_in, int64_t lp,
+                float* strip, int64_t ps) {
+  using V = typename S::V;
+  constexpr int W = S::kWidth;
+  const int64_t ihw = a.ih * a.iw;
+  int64_t row_off[W];
+  for (int l = 0; l < W; ++l) row_off[l] = std::min<int64_t>(l, nc - 1) * ihw;
+  const float* xb = a.x + c0 * ihw;
+  const int64_t x_lo = std::min(a.pad_left, lp), x_hi = std::clamp(a.pad_left + a.iw, x_lo, lp);
+  V v[W];
+  for (int64_t r = 0; r < rows_in; ++r) {
+    float* d = strip + r * lp * ps;
+    const int64_t iy = oy0 * a.stride + r - a.pad_top;
+    if (iy < 0 || iy >= a.ih) {
+      for (int64_t j = 0; j < lp; ++j) S::store(d + j * ps, S::zero());
+      continue;
+    }
+    const float* xr = xb + iy * a.iw - a.pad_left;
+    for (int64_t j = 0; j < x_lo; ++j) S::store(d + j * ps, S::zero());
+    // W columns of W channels at a time: W row loads, one in-register transpose, W stores.
+    for (int64_t j = x_lo; j < x_hi; j += W) {
+      const int n = x_hi - j < W ? static_cast<int>(x_hi - j) : W;
+      for (int l = 0; l < W; ++l) v[l] = S::load_n(xr + row_off[l] + j, n);
+      S::transpose(v);
+      for (int q = 0; q < n; ++q) S::store(d + (j + q) * ps, v[q]);
+    }
+    for (int64_t j = x_hi; j < lp; ++j) S::store(d + j * ps, S::zero());
+  }
+}
+
+// out[pixel][W] (pixels [0, count) of output rows from oy0) back to NCHW channels [c0, c0 + nc): W pixels of W
+// channels per transpose, then bias, residual and activation on contiguous plane vectors. `out` must hold W pixels
+// past `count` (whole-vector loads).
+template <class S, class F>
+void unpack_out(const DepthwiseBlockArgs& a, const float* out, int64_t count, int64_t c0, int64_t nc, int64_t oy0,
+                F act) {
+  using V = typename S::V;
+  constexpr int W = S::kWidth;
+  const int64_t ohw = a.oh * a.ow;
+  V v[W];
+  for (int64_t p = 0; p < count; p += W) {
+    const int n = count - p < W ? static_cast<int>(count - p) : W;
+    for (int q = 0; q < W; ++q) v[q] = S::load(out + (p + q) * W);
+    S::transpose(v);
+    for (int64_t l = 0; l < nc; ++l) {
+      const int64_t at = (c0 + l) * ohw + oy0 * a.ow + p;
+      V r = a.bias ? S::add(v[l], S::set1(a.bias[c0 + l])) : v[l];
+      if (a.residual) r = S::add(r, S::load_n(a.residual + at, n));
+      S::store_n(a.y + at, act(r), n);
+    }
+  }
+}
+
+template <class S>
+void depthwise_block(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, int64_t oy1) {
+  constexpr int W = S::kWidth;
+  const int k = a.k, s = a.stride;
+  const int64_t c0 = block * W, nc = std::min<int64_t>(W, a.c - c0);
+  const int64_t lp = (a.ow - 1) * s + k, rows_out = oy1 - oy0, rows_in = (rows_out - 1) * s + k;
+  float* strip = a.scratch;
+  float* out = strip + rows_in * lp * W;
+  pack_strip<S>(a, c0, nc, oy0, rows_in, lp, strip, W);
+  const float* w = a.w + block * k * k * W;
+  if (k == 3) {
+    s == 1 ? dw_block_compute<S, 3, 1>(a, rows_out, lp, strip, w, out)
+           : dw_block_compute<S, 3, 2>(a, rows_out, lp, strip, w, out);
+  } else {
+    s == 1 ? dw_block_compute<S, 5, 1>(a, rows_out, lp, strip, w, out)
+           : dw_block_compute<S, 5, 2>(a, rows_out, lp, strip, w, out);
+  }
+  with_activation<S>(a.activation, a.act_alpha, a.act_beta,
+                     [&](auto act) { unpack_out<S>(a, out, rows_out * a.ow, c0, nc, oy0, act); });
+}
+
+// NB output pixels of one output block: acc_i += w[tap][ci] (W output channels) * x[pixel i + tap][ci]; pixel i's
+// window starts at strip + off[i] (pixels run across row ends, so 7-wide rows still fill the register block).
+template <class S, int NB>
+inline void grouped_pixels(const DepthwiseBlockArgs& a, const float* strip, const int64_t* off, int64_t lp,
+                           const float* w, float* out) {
+  using V = typename S::V;
+  constexpr int W = S::kWidth;
+  const int64_t cg = a.cg;
+  const float* px[NB];
+  for (int i = 0; i < NB; ++i) px[i] = strip + off[i];
+  V acc[NB];
+  for (int i = 0; i < NB; ++i) acc[i] = S::zero();
+  for (int ky = 0; ky < a.k; ++ky)
+    for (int kx = 0; kx < a.k; ++kx) {
+      const int64_t tap = (ky * lp + kx) * cg;
+      const float* wt = w + (ky * a.k + kx) * cg * W;
+      for (int64_t ci = 0; ci < cg; ++ci) {
+        const V wv = S::load(wt + ci * W);
+        for (int i = 0; i < NB; ++i) acc[i] = S::fmadd(wv, S::set1(px[i][tap + ci]), acc[i]);
+      }
+    }
+  for (int i = 0; i < NB; ++i) S::store(out + i * W, acc[i]);
+}
+
+// Grouped convolution with cg input and mg output channels per group, both multiples of W: the group's input is
+// packed once per strip ([row][col][cg]), each block of W output channels is a direct conv over it.
+template <class S>
+void grouped_block(const DepthwiseBlockArgs& a, int64_t group, int64_t oy0, int64_t oy1) {
+  constexpr int W = S::kWidth;
+  constexpr int NB = W == 1 ? 4 : 8;
+  const int s = a.stride;
+  const int64_t cg = a.cg, taps = int64_t{a.k} * a.k;
+  const int64_t lp = (a.ow - 1) * s + a.k, rows_out = oy1 - oy0, rows_in = (rows_out - 1) * s + a.k;
+  const int64_t count = rows_out * a.ow;
+  float* strip = a.scratch;
+  float* out = strip + rows_in * lp * cg;
+  for (int64_t sb = 0; sb < cg; sb += W) pack_strip<S>(a, group * cg + sb, W, oy0, rows_in, lp, strip + sb, cg);
+  with_activation<S>(a.activation, a.act_alpha, a.act_beta, [&](auto act) {
+    for (int64_t ob = 0; ob < a.mg; ob += W) {
+      const float* w = a.w + (group * a.mg + ob) * taps * cg;
+      int64_t off[NB];
+      int64_t p = 0;
+      for (; p + NB <= count; p += NB) {
+        for (int i = 0; i < NB; ++i) off[i] = (((p + i) / a.ow) * s * lp + ((p + i) % a.ow) * s) * cg;
+        grouped_pixels<S, NB>(a, strip, off, lp, w, out + p * W);
+      }
+      for (; p < count; ++p) {
+        off[0] = ((p / a.ow) * s * lp + (p % a.ow) * s) * cg;
+        grouped_pixels<S, 1>(a, strip, off, lp, w, out + p * W);
+      }
+      unpack_out<S>(a, out, count, group * a.mg + ob, W, oy0, act);
+    }
+  });
+}
+
+}  // namespace
+}  // namespace kestrel::kernels::cpu::conv_detail
