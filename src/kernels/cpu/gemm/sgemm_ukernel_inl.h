@@ -1,5 +1,6 @@
 // The SGEMM macro-kernel, MR x NR register-blocked micro-kernel and packers, written once over a
-// vector-ops traits type S (see vec_math_inl.h) and instantiated per ISA by sgemm_kernel_*.cc.
+// vector-ops traits type S (the shared kernels/cpu/vec_ops_*_inl.h VecOps, plus kHasTranspose and,
+// when true, transpose_pack) and instantiated per ISA by sgemm_kernel_*.cc.
 //
 // Include only from a kernel .cc; the unnamed namespace keeps each ISA's copy private to its
 // translation unit (they are compiled with different -m flags and must never be merged).
