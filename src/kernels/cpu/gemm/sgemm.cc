@@ -128,6 +128,7 @@ float* scratch_floats(size_t floats) {
 struct Operands {
   const float* a = nullptr;
   const float* b = nullptr;
+  const int8_t* b_i8 = nullptr;  // weight-only int8 B (then b is null)
   float* c = nullptr;
   const float* residual = nullptr;
 };
@@ -141,6 +142,7 @@ struct Problem {
   bool trans_a = false, trans_b = false;
   const PackedA* packed_a = nullptr;
   const PackedB* packed_b = nullptr;
+  const float* b_scale = nullptr;  // int8 B: per-column scale
   const GemmEpilogue* ep = nullptr;
 };
 
@@ -158,7 +160,7 @@ bool run_block(const Problem& p, const Operands& o, int64_t m0, int64_t m1, int6
   // block anyway, and its rows do not alias to a few cache sets (row strides that are multiples of
   // 512 bytes or more, as in power-of-two matrices, thrash L1/L2 when a panel is walked down its
   // rows). Measured faster than packing on the conv shapes, 2-5% slower on square 1024-2048.
-  const bool direct_b = !p.packed_b && !p.trans_b && m1 - m0 <= mc_max && !aliasing_stride(p.ldb);
+  const bool direct_b = !p.packed_b && !o.b_i8 && !p.trans_b && m1 - m0 <= mc_max && !aliasing_stride(p.ldb);
 
   auto round16 = [](size_t x) { return (x + 15) / 16 * 16; };
   const size_t a_floats = p.packed_a ? 0 : round16(static_cast<size_t>((mc_max + mr - 1) / mr * mr * kc_max));
@@ -210,6 +212,11 @@ bool run_block(const Problem& p, const Operands& o, int64_t m0, int64_t m1, int6
         } else if (p.packed_b) {
           t.b = p.packed_b->data() + (jc / nr) * p.k * nr + pc * nr;
           t.b_sliver_stride = p.k * nr;
+          t.b_row_stride = nr;
+        } else if (o.b_i8) {
+          uk.unpack_b_i8(o.b_i8 + pc * p.ldb + jc, p.ldb, p.b_scale + jc, kc, nc, b_buf, kc * nr);
+          t.b = b_buf;
+          t.b_sliver_stride = kc * nr;
           t.b_row_stride = nr;
         } else if (direct_b) {
           t.b = o.b + pc * p.ldb + jc;
@@ -278,7 +285,7 @@ Split choose_split(const Problem& p, int threads) {
       const double tile_n = static_cast<double>((sn + tn - 1) / tn * nr);
       double cycles = tile_m * tile_n * kk / 32.0 + 3000.0;
       if (!p.packed_a) cycles += 0.25 * tile_m * kk;
-      const bool b_in_place = !p.trans_b && tile_m <= static_cast<double>(p.blk.mc) && !aliasing_stride(p.ldb);
+      const bool b_in_place = !p.b_scale && !p.trans_b && tile_m <= static_cast<double>(p.blk.mc) && !aliasing_stride(p.ldb);
       if (!p.packed_b && !b_in_place) cycles += 0.1 * tile_n * kk * std::ceil(tile_m / static_cast<double>(p.blk.mc));
       const double total = std::ceil(static_cast<double>(tasks) / threads) * cycles;
       if (total < best_cost * 0.97) {
@@ -375,8 +382,12 @@ Status sgemm(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA& a, cons
   return sgemm_batched(m, n, k, alpha, a, b, beta, c, ldc, SgemmBatch{}, epilogue, ctx);
 }
 
-Status sgemm_batched(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA& a, const SgemmB& b, float beta,
-                     float* c, int64_t ldc, const SgemmBatch& batch, const GemmEpilogue& ep, const SgemmContext& ctx) {
+namespace {
+
+// sgemm_batched with, when b_i8 is given, that int8 B instead of b (then b is unused).
+Status sgemm_impl(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA& a, const SgemmB& b,
+                  const SgemmBInt8* b_i8, float beta, float* c, int64_t ldc, const SgemmBatch& batch,
+                  const GemmEpilogue& ep, const SgemmContext& ctx) {
   if (m < 0 || n < 0 || k < 0 || batch.count < 0)
     return core::invalid_argument(
         core::str_cat("sgemm: negative size m=", m, " n=", n, " k=", k, " batch=", batch.count));
@@ -399,7 +410,13 @@ Status sgemm_batched(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA&
   } else {
     KESTREL_RETURN_IF_ERROR(check_matrix("a", a.data, a.trans ? k : m, a.trans ? m : k, a.ld, batch.a_ptrs != nullptr));
   }
-  if (b.packed) {
+  if (b_i8) {
+    if (b_i8->ld < n || (k > 0 && n > 0 && (!b_i8->data || !b_i8->scale)))
+      return core::invalid_argument(core::str_cat("sgemm: int8 B needs data, a scale per column and ld >= ", n));
+    if (!fits(k, n, b_i8->ld)) return core::out_of_range("sgemm: b extent overflows");
+    if (batch.count != 1 || batch.b_ptrs || batch.stride_b)
+      return core::invalid_argument("sgemm: int8 B is not batched");
+  } else if (b.packed) {
     if (b.packed->empty() || b.packed->k() != k || b.packed->n() != n)
       return core::invalid_argument(
           core::str_cat("sgemm: packed B is ", b.packed->k(), "x", b.packed->n(), ", the call needs ", k, "x", n));
@@ -432,7 +449,8 @@ Status sgemm_batched(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA&
   p.alpha = alpha;
   p.beta = beta;
   p.lda = a.ld;
-  p.ldb = b.ld;
+  p.ldb = b_i8 ? b_i8->ld : b.ld;
+  p.b_scale = b_i8 ? b_i8->scale : nullptr;
   p.ldc = ldc;
   p.trans_a = a.trans;
   p.trans_b = b.trans;
@@ -454,7 +472,9 @@ Status sgemm_batched(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA&
     const int64_t m0 = std::min(m, sm * tmi / split.tm * uk->mr), m1 = std::min(m, sm * (tmi + 1) / split.tm * uk->mr);
     const int64_t n0 = std::min(n, sn * tni / split.tn * uk->nr), n1 = std::min(n, sn * (tni + 1) / split.tn * uk->nr);
     if (m0 >= m1 || n0 >= n1) return;
-    if (!run_block(p, operands_for(a, b, c, ep, batch, bi), m0, m1, n0, n1)) failed.store(true);
+    Operands o = operands_for(a, b, c, ep, batch, bi);
+    if (b_i8) o.b_i8 = b_i8->data;
+    if (!run_block(p, o, m0, m1, n0, n1)) failed.store(true);
   };
   const int64_t tasks = count * tiles;
   if (ctx.pool && threads > 1 && tasks > 1) {
@@ -464,6 +484,18 @@ Status sgemm_batched(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA&
   }
   if (failed.load()) return Status(core::StatusCode::kOutOfMemory, "sgemm: cannot allocate packing scratch");
   return Status::ok();
+}
+
+}  // namespace
+
+Status sgemm_batched(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA& a, const SgemmB& b, float beta,
+                     float* c, int64_t ldc, const SgemmBatch& batch, const GemmEpilogue& ep, const SgemmContext& ctx) {
+  return sgemm_impl(m, n, k, alpha, a, b, nullptr, beta, c, ldc, batch, ep, ctx);
+}
+
+Status sgemm_b_int8(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA& a, const SgemmBInt8& b, float beta,
+                    float* c, int64_t ldc, const GemmEpilogue& ep, const SgemmContext& ctx) {
+  return sgemm_impl(m, n, k, alpha, a, SgemmB(nullptr, n), &b, beta, c, ldc, SgemmBatch{}, ep, ctx);
 }
 
 }  // namespace kestrel::kernels::cpu

@@ -50,6 +50,9 @@ struct UkernelTable {
   // Packs op(B)[0:kc, 0:nc] into ceil(nc/NR) slivers.
   void (*pack_b)(const float* b, int64_t ldb, bool trans, int64_t kc, int64_t nc, float* dst,
                  int64_t sliver_stride) = nullptr;
+  // Widens op(B)[0:kc, 0:nc] = int8 b (rows ldb apart) * scale[column] into ceil(nc/NR) slivers.
+  void (*unpack_b_i8)(const int8_t* b, int64_t ldb, const float* scale, int64_t kc, int64_t nc, float* dst,
+                      int64_t sliver_stride) = nullptr;
   // In-place activation of an [m, n] block (the passes the micro-kernel does not do in registers).
   void (*activate)(float* c, int64_t ldc, int64_t m, int64_t n, GemmActivation act, float alpha, float beta) = nullptr;
 };

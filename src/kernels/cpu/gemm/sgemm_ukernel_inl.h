@@ -404,12 +404,34 @@ struct SgemmKernel {
     }
   }
 
+  // int8 rows (ldb apart) x per-column scale -> NR-column f32 slivers. Rows are read in order (k
+  // outer) so the int8 source streams; the slivers being written stay in L2.
+  static void unpack_b_i8(const int8_t* b, int64_t ldb, const float* scale, int64_t kc, int64_t nc, float* dst,
+                          int64_t sliver_stride) {
+    const int64_t full = nc / NR * NR;
+    for (int64_t k = 0; k < kc; ++k) {
+      const int8_t* s = b + k * ldb;
+      for (int64_t j0 = 0; j0 < full; j0 += NR) {
+        float* d = dst + (j0 / NR) * sliver_stride + k * NR;
+        KESTREL_GEMM_UNROLL(8)
+        for (int v = 0; v < NV; ++v) S::store(d + v * W, S::mul(S::load_i8(s + j0 + v * W), S::load(scale + j0 + v * W)));
+      }
+      if (full < nc) {
+        const int nb = static_cast<int>(nc - full);
+        float* d = dst + (full / NR) * sliver_stride + k * NR;
+        KESTREL_GEMM_UNROLL(8)
+        for (int v = 0; v < NV; ++v)
+          S::store(d + v * W, S::mul(S::load_i8_n(s + full + v * W, nb - v * W), S::load_n(scale + full + v * W, nb - v * W)));
+      }
+    }
+  }
+
   static void activate(float* c, int64_t ldc, int64_t m, int64_t n, GemmActivation act, float alpha, float beta) {
     activate_rows<S>(c, ldc, m, n, act, alpha, beta);
   }
 
   static const UkernelTable* table(core::Isa isa) {
-    static const UkernelTable t{isa, MR, NR, &macro, &pack_a, &pack_b, &activate};
+    static const UkernelTable t{isa, MR, NR, &macro, &pack_a, &pack_b, &unpack_b_i8, &activate};
     return &t;
   }
 };
