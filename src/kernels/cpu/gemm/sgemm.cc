@@ -82,7 +82,9 @@ const Blocking& blocking_for(const UkernelTable& t) {
 #if defined(__x86_64__) || defined(_M_X64)
   static const Blocking avx2 = default_blocking(*gemm_detail::ukernel_table_avx2());
   static const Blocking avx512 = default_blocking(*gemm_detail::ukernel_table_avx512());
+  static const Blocking avx512_small_m = default_blocking(*gemm_detail::ukernel_table_avx512_small_m());
   if (t.isa == Isa::kAvx2) return avx2;
+  if (&t == gemm_detail::ukernel_table_avx512_small_m()) return avx512_small_m;
   if (t.isa == Isa::kAvx512) return avx512;
 #endif
   return scalar;
@@ -97,10 +99,16 @@ int64_t even_block(int64_t total, int64_t max_block, int64_t unit) {
 }
 
 // True when rows ld floats apart fall into fewer than 16 distinct 64-byte slots of a 4 KiB page
-// (the L1 set index), so a tall, narrow panel read in place would fight over a few sets.
-bool aliasing_stride(int64_t ld) {
+// (the L1 set index) and a block of `rows` rows puts more than 8 of them on one slot, so a tall,
+// narrow panel read in place would fight over a few sets (power-of-two strides, deep K blocks).
+// Shallow blocks (conv GEMMs with K = 16..32, row strides like 12544) stay in place: fewer rows
+// than ways share a set, and packing them cost 35% on MobileNetV2's 32 -> 16 1x1 conv.
+bool aliasing_stride(int64_t ld, int64_t rows) {
   const int64_t bytes = (ld * 4) % 4096;
-  return bytes == 0 || std::gcd<int64_t>(bytes, 4096) > 256;
+  const int64_t g = bytes == 0 ? 4096 : std::gcd<int64_t>(bytes, 4096);
+  if (g <= 256) return false;
+  const int64_t distinct = 4096 / g;
+  return (rows + distinct - 1) / distinct > 8;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -160,7 +168,7 @@ bool run_block(const Problem& p, const Operands& o, int64_t m0, int64_t m1, int6
   // block anyway, and its rows do not alias to a few cache sets (row strides that are multiples of
   // 512 bytes or more, as in power-of-two matrices, thrash L1/L2 when a panel is walked down its
   // rows). Measured faster than packing on the conv shapes, 2-5% slower on square 1024-2048.
-  const bool direct_b = !p.packed_b && !o.b_i8 && !p.trans_b && m1 - m0 <= mc_max && !aliasing_stride(p.ldb);
+  const bool direct_b = !p.packed_b && !o.b_i8 && !p.trans_b && m1 - m0 <= mc_max && !aliasing_stride(p.ldb, kc_max);
 
   auto round16 = [](size_t x) { return (x + 15) / 16 * 16; };
   const size_t a_floats = p.packed_a ? 0 : round16(static_cast<size_t>((mc_max + mr - 1) / mr * mr * kc_max));
@@ -285,7 +293,8 @@ Split choose_split(const Problem& p, int threads) {
       const double tile_n = static_cast<double>((sn + tn - 1) / tn * nr);
       double cycles = tile_m * tile_n * kk / 32.0 + 3000.0;
       if (!p.packed_a) cycles += 0.25 * tile_m * kk;
-      const bool b_in_place = !p.b_scale && !p.trans_b && tile_m <= static_cast<double>(p.blk.mc) && !aliasing_stride(p.ldb);
+      const bool b_in_place = !p.b_scale && !p.trans_b && tile_m <= static_cast<double>(p.blk.mc) &&
+                              !aliasing_stride(p.ldb, std::min(p.k, p.blk.kc));
       if (!p.packed_b && !b_in_place) cycles += 0.1 * tile_n * kk * std::ceil(tile_m / static_cast<double>(p.blk.mc));
       const double total = std::ceil(static_cast<double>(tasks) / threads) * cycles;
       if (total < best_cost * 0.97) {
@@ -402,6 +411,11 @@ Status sgemm_impl(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA& a,
     isa = packed_isa;
   }
   KESTREL_ASSIGN_OR_RETURN(const UkernelTable* uk, resolve(isa));
+#if defined(__x86_64__) || defined(_M_X64)
+  // M = 15..16 fits two 8-row tiles better than 14 + 1..2 rows (packed operands fix the tile).
+  if (uk->isa == Isa::kAvx512 && (m == 15 || m == 16) && !a.packed && !b.packed)
+    uk = gemm_detail::ukernel_table_avx512_small_m();
+#endif
 
   if (a.packed) {
     if (a.packed->empty() || a.packed->m() != m || a.packed->k() != k)

@@ -61,6 +61,8 @@ struct UkernelTable {
 const UkernelTable* ukernel_table_scalar();
 const UkernelTable* ukernel_table_avx2();
 const UkernelTable* ukernel_table_avx512();
+// AVX-512 with 8 x 48 tiles, for M = 15..16 when neither operand is pre-packed (sgemm.cc).
+const UkernelTable* ukernel_table_avx512_small_m();
 
 // Activations done in registers by the micro-kernel (a clamp); the others run as a pass over the
 // tile right after it is stored, while it is in L1.
