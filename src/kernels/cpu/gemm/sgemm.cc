@@ -158,17 +158,24 @@ struct Problem {
 // M blocks (A block packed once), then N panels (B panel packed, sized for L2); inside the
 // macro-kernel each A sliver stays in L1 while the B panel streams past it, so C is written
 // along its rows.
+constexpr int64_t kSinglePanelMc = 128;
+
 bool run_block(const Problem& p, const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   const UkernelTable& uk = *p.uk;
   const int64_t mr = uk.mr, nr = uk.nr;
   const int64_t kc_max = even_block(std::max<int64_t>(p.k, 1), p.blk.kc, 8);
-  const int64_t mc_max = p.packed_a ? m1 - m0 : even_block(m1 - m0, p.blk.mc, mr);
   const int64_t nc_max = even_block(n1 - n0, p.blk.nc, nr);
+  // With a single N panel each packed A block is used once, right after packing: small blocks
+  // keep it in L2 between the two (a 512-row block of a deep K is 1 MiB, past L2).
+  const bool one_panel = n1 - n0 <= nc_max;
+  const int64_t mc_cap = one_panel ? std::min<int64_t>(p.blk.mc, kSinglePanelMc) : p.blk.mc;
+  const int64_t mc_max = p.packed_a ? m1 - m0 : even_block(m1 - m0, std::max<int64_t>(mc_cap / mr * mr, mr), mr);
   // B is read in place (no packing) when it is not transposed, every B panel meets a single A
   // block anyway, and its rows do not alias to a few cache sets (row strides that are multiples of
   // 512 bytes or more, as in power-of-two matrices, thrash L1/L2 when a panel is walked down its
   // rows). Measured faster than packing on the conv shapes, 2-5% slower on square 1024-2048.
-  const bool direct_b = !p.packed_b && !o.b_i8 && !p.trans_b && m1 - m0 <= mc_max && !aliasing_stride(p.ldb, kc_max);
+  const bool direct_b = !p.packed_b && !o.b_i8 && !p.trans_b && (m1 - m0 <= mc_max || one_panel) &&
+                        !aliasing_stride(p.ldb, kc_max);
 
   auto round16 = [](size_t x) { return (x + 15) / 16 * 16; };
   const size_t a_floats = p.packed_a ? 0 : round16(static_cast<size_t>((mc_max + mr - 1) / mr * mr * kc_max));
