@@ -142,6 +142,25 @@ TEST_P(SgemmInt8BTest, EdgesAndCacheBlocks) {
   check_case({.m = 5, .n = 1030, .k = 600, .pad_b = 3}, GetParam(), nullptr, seed++);
 }
 
+TEST_P(SgemmInt8BTest, SmallMWidensInRegisters) {
+  // M <= 4 takes the register-widening path (gemv_b_i8), M = 5 the panel path.
+  core::ThreadPool pool(2);
+  uint32_t seed = 2500;
+  for (int64_t m : {1, 2, 3, 4, 5})
+    for (int64_t n : {1, 63, 64, 65, 200})
+      for (int64_t k : {1, 50, 700}) {
+        Case cs{.m = m, .n = n, .k = k, .ta = (seed & 1) != 0, .pad_b = 2, .pad_c = 1};
+        cs.alpha = (seed & 2) ? 0.5f : 1.f;
+        cs.beta = (seed & 4) ? 0.5f : 0.f;
+        cs.bias = seed & 8;
+        cs.residual = seed & 16;
+        cs.relu = (seed % 3) == 0;
+        cs.sigmoid = (seed % 3) == 1;
+        check_case(cs, GetParam(), (seed & 32) ? &pool : nullptr, seed);
+        ++seed;
+      }
+}
+
 TEST_P(SgemmInt8BTest, TwoThreadPoolAndDegenerate) {
   core::ThreadPool pool(2);
   check_case({.m = 256, .n = 300, .k = 200, .bias = true, .residual = true}, GetParam(), &pool, 3000);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <vector>
 
 #include "core/buffer.h"
 #include "core/str_util.h"
@@ -400,6 +401,48 @@ Status sgemm(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA& a, cons
 
 namespace {
 
+// int8 B with M <= 4 (a classifier head, batch-1 projections): widening a whole panel into scratch
+// for so few rows costs more than the products, so B is widened in registers and read once
+// (gemv_b_i8), into a per-call buffer; then the epilogue. Columns are split over the pool.
+Status small_m_b_int8(const Problem& p, const SgemmA& a, const SgemmBInt8& b, float* c, const GemmEpilogue& ep,
+                      const SgemmContext& ctx) {
+  const UkernelTable& uk = *p.uk;
+  const int64_t m = p.m, n = p.n;
+  thread_local std::vector<float> t_tmp;
+  if (t_tmp.size() < static_cast<size_t>(m * n)) t_tmp.resize(static_cast<size_t>(m * n));
+  float* tmp = t_tmp.data();
+  const int threads = ctx.pool ? ctx.pool->num_threads() : 1;
+  const int64_t tasks = threads > 1 && n * p.k >= (int64_t{1} << 16) ? std::min<int64_t>(2 * threads, (n + 63) / 64) : 1;
+  const bool clamp = gemm_detail::activation_is_clamp(ep.activation);
+  auto run_task = [&](int64_t t) {
+    const int64_t j0 = (n * t / tasks) / 64 * 64, j1 = t + 1 == tasks ? n : (n * (t + 1) / tasks) / 64 * 64;
+    if (j0 >= j1) return;
+    uk.gemv_b_i8(m, j1 - j0, p.k, a.data, a.ld, a.trans, b.data + j0, b.ld, b.scale + j0, tmp + j0, n);
+    for (int64_t i = 0; i < m; ++i) {
+      float* crow = c + i * p.ldc;
+      const float* trow = tmp + i * n;
+      const float* rrow = ep.residual ? ep.residual + i * ep.ldr : nullptr;
+      for (int64_t j = j0; j < j1; ++j) {
+        float x = p.alpha * trow[j];
+        if (p.beta != 0.f) x += p.beta * crow[j];
+        if (ep.bias_kind == GemmBias::kPerColumn) x += ep.bias[j];
+        if (ep.bias_kind == GemmBias::kPerRow) x += ep.bias[i];
+        if (rrow) x += rrow[j];
+        if (ep.activation == GemmActivation::kRelu) x = std::max(x, 0.f);
+        if (ep.activation == GemmActivation::kClip) x = std::min(std::max(x, ep.act_alpha), ep.act_beta);
+        crow[j] = x;
+      }
+      if (!clamp) uk.activate(crow + j0, p.ldc, 1, j1 - j0, ep.activation, ep.act_alpha, ep.act_beta);
+    }
+  };
+  if (tasks > 1) {
+    ctx.pool->run(tasks, run_task);
+  } else {
+    run_task(0);
+  }
+  return Status::ok();
+}
+
 // sgemm_batched with, when b_i8 is given, that int8 B instead of b (then b is unused).
 Status sgemm_impl(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA& a, const SgemmB& b,
                   const SgemmBInt8* b_i8, float beta, float* c, int64_t ldc, const SgemmBatch& batch,
@@ -478,6 +521,7 @@ Status sgemm_impl(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA& a,
   p.packed_a = p.k > 0 ? a.packed : nullptr;
   p.packed_b = p.k > 0 ? b.packed : nullptr;
   p.ep = &ep;
+  if (b_i8 && p.k > 0 && m <= 4 && !a.packed) return small_m_b_int8(p, a, *b_i8, c, ep, ctx);
 
   const int threads = ctx.pool ? ctx.pool->num_threads() : 1;
   const int64_t count = batch.count;

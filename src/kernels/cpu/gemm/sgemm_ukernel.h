@@ -53,6 +53,10 @@ struct UkernelTable {
   // Widens op(B)[0:kc, 0:nc] = int8 b (rows ldb apart) * scale[column] into ceil(nc/NR) slivers.
   void (*unpack_b_i8)(const int8_t* b, int64_t ldb, const float* scale, int64_t kc, int64_t nc, float* dst,
                       int64_t sliver_stride) = nullptr;
+  // Small-M int8 B: y[i, j] = sum_p op(A)[i, p] * b[p * ldb + j] * scale[j] for i < m <= 4 and
+  // j in [0, n), y rows ldy apart; B is widened in registers (no panel), read once for all rows.
+  void (*gemv_b_i8)(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a, const int8_t* b,
+                    int64_t ldb, const float* scale, float* y, int64_t ldy) = nullptr;
   // In-place activation of an [m, n] block (the passes the micro-kernel does not do in registers).
   void (*activate)(float* c, int64_t ldc, int64_t m, int64_t n, GemmActivation act, float alpha, float beta) = nullptr;
 };

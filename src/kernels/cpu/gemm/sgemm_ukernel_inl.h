@@ -426,12 +426,57 @@ struct SgemmKernel {
     }
   }
 
+  // Up to 4 rows of A against int8 B, 4 vectors of columns at a time: 16 accumulators, each B
+  // vector widened once for all rows.
+  static void gemv_b_i8(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a, const int8_t* b,
+                        int64_t ldb, const float* scale, float* y, int64_t ldy) {
+    constexpr int kRows = 4, kVecs = 4, kCols = kVecs * W;
+    const int64_t ar = trans_a ? 1 : lda, ak = trans_a ? lda : 1;  // A(i, p) = a[i * ar + p * ak]
+    for (int64_t j0 = 0; j0 < n; j0 += kCols) {
+      const int nb = static_cast<int>(gemm_min<int64_t>(kCols, n - j0));
+      V acc[kRows][kVecs];
+      KESTREL_GEMM_UNROLL(4)
+      for (int i = 0; i < kRows; ++i) {
+        KESTREL_GEMM_UNROLL(4)
+        for (int v = 0; v < kVecs; ++v) acc[i][v] = S::zero();
+      }
+      for (int64_t p = 0; p < k; ++p) {
+        const int8_t* bp = b + p * ldb + j0;
+        V bv[kVecs];
+        if (nb == kCols) {
+          KESTREL_GEMM_UNROLL(4)
+          for (int v = 0; v < kVecs; ++v) bv[v] = S::load_i8(bp + v * W);
+        } else {
+          KESTREL_GEMM_UNROLL(4)
+          for (int v = 0; v < kVecs; ++v) bv[v] = S::load_i8_n(bp + v * W, nb - v * W);
+        }
+        KESTREL_GEMM_UNROLL(4)
+        for (int i = 0; i < kRows; ++i) {
+          if (i >= m) break;
+          const V av = S::set1(a[i * ar + p * ak]);
+          KESTREL_GEMM_UNROLL(4)
+          for (int v = 0; v < kVecs; ++v) acc[i][v] = S::fmadd(av, bv[v], acc[i][v]);
+        }
+      }
+      KESTREL_GEMM_UNROLL(4)
+      for (int i = 0; i < kRows; ++i) {
+        if (i >= m) break;
+        KESTREL_GEMM_UNROLL(4)
+        for (int v = 0; v < kVecs; ++v) {
+          const int nv = nb - v * W;
+          if (nv <= 0) break;
+          S::store_n(y + i * ldy + j0 + v * W, S::mul(acc[i][v], S::load_n(scale + j0 + v * W, nv)), nv);
+        }
+      }
+    }
+  }
+
   static void activate(float* c, int64_t ldc, int64_t m, int64_t n, GemmActivation act, float alpha, float beta) {
     activate_rows<S>(c, ldc, m, n, act, alpha, beta);
   }
 
   static const UkernelTable* table(core::Isa isa) {
-    static const UkernelTable t{isa, MR, NR, &macro, &pack_a, &pack_b, &unpack_b_i8, &activate};
+    static const UkernelTable t{isa, MR, NR, &macro, &pack_a, &pack_b, &unpack_b_i8, &gemv_b_i8, &activate};
     return &t;
   }
 };
