@@ -65,8 +65,8 @@ void check_case(const Case& cs, Isa isa, core::ThreadPool* pool, uint32_t seed) 
   if (cs.relu) ep.activation = GemmActivation::kRelu;
   if (cs.sigmoid) ep.activation = GemmActivation::kSigmoid;
   SgemmContext ctx{pool, isa};
-  core::Status st = sgemm_b_int8(m, n, k, cs.alpha, SgemmA(a.data(), lda, cs.ta), SgemmBInt8{b.data(), ldb, scale.data()},
-                                 cs.beta, c.data(), ldc, ep, ctx);
+  core::Status st = sgemm_b_int8(m, n, k, cs.alpha, SgemmA(a.data(), lda, cs.ta),
+                                 SgemmBInt8{b.data(), ldb, scale.data()}, cs.beta, c.data(), ldc, ep, ctx);
   ASSERT_TRUE(st.is_ok()) << st.to_string();
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
@@ -185,10 +185,10 @@ TEST(SgemmInt8BArgs, RejectsBadArguments) {
                    .is_ok());  // no scale
   EXPECT_FALSE(sgemm_b_int8(4, 4, 4, 1.f, SgemmA(a.data(), 4), SgemmBInt8{nullptr, 4, s.data()}, 0.f, c.data(), 4)
                    .is_ok());  // no data
-  EXPECT_FALSE(sgemm_b_int8(-1, 4, 4, 1.f, SgemmA(a.data(), 4), SgemmBInt8{b.data(), 4, s.data()}, 0.f, c.data(), 4)
-                   .is_ok());
-  EXPECT_TRUE(sgemm_b_int8(4, 4, 4, 1.f, SgemmA(a.data(), 4), SgemmBInt8{b.data(), 4, s.data()}, 0.f, c.data(), 4)
-                  .is_ok());
+  EXPECT_FALSE(
+      sgemm_b_int8(-1, 4, 4, 1.f, SgemmA(a.data(), 4), SgemmBInt8{b.data(), 4, s.data()}, 0.f, c.data(), 4).is_ok());
+  EXPECT_TRUE(
+      sgemm_b_int8(4, 4, 4, 1.f, SgemmA(a.data(), 4), SgemmBInt8{b.data(), 4, s.data()}, 0.f, c.data(), 4).is_ok());
   EXPECT_FLOAT_EQ(c[0], 4.f);
 }
 

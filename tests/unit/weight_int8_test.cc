@@ -8,8 +8,8 @@
 #include <cmath>
 #include <map>
 #include <random>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/cpu_features.h"
@@ -214,9 +214,15 @@ TEST_P(WeightInt8Test, MatMulRandomShapes) {
     const int64_t k = sizes[rng() % std::size(sizes)];
     cs.n = sizes[rng() % std::size(sizes)];
     switch (iter % 3) {
-      case 0: cs.a_dims = {k}; break;
-      case 1: cs.a_dims = {sizes[rng() % std::size(sizes)], k}; break;
-      default: cs.a_dims = {2, sizes[rng() % std::size(sizes)], k}; break;
+      case 0:
+        cs.a_dims = {k};
+        break;
+      case 1:
+        cs.a_dims = {sizes[rng() % std::size(sizes)], k};
+        break;
+      default:
+        cs.a_dims = {2, sizes[rng() % std::size(sizes)], k};
+        break;
     }
     cs.per_tensor = iter % 4 == 3;
     cs.zero_point = iter % 5 == 4 ? 0 : -1;  // an explicit all-zero zero point is still symmetric
@@ -246,7 +252,12 @@ TEST_P(WeightInt8Test, GemmAlphaBetaTransB) {
     check_lowered({.op = "Gemm", .a_dims = {13, 50}, .n = 70, .trans_b = tb}, seed++);
     check_lowered({.op = "Gemm", .a_dims = {13, 50}, .n = 70, .trans_b = tb, .alpha = 0.5f, .beta = -2.f, .c = true},
                   seed++);
-    check_lowered({.op = "FusedGemm", .a_dims = {1, 200}, .n = 1000, .trans_b = tb, .alpha = 1.5f, .c = true,
+    check_lowered({.op = "FusedGemm",
+                   .a_dims = {1, 200},
+                   .n = 1000,
+                   .trans_b = tb,
+                   .alpha = 1.5f,
+                   .c = true,
                    .activation = "Relu"},
                   seed++);
   }
@@ -261,8 +272,8 @@ INSTANTIATE_TEST_SUITE_P(AllIsas, WeightInt8Test, ::testing::Values(Isa::kScalar
 TEST(WeightInt8Lowering, LeavesOtherPatternsAlone) {
   uint32_t seed = 400;
   const Case cases[] = {
-      {.a_dims = {4, 16}, .n = 8, .zero_point = 3},                      // asymmetric weight
-      {.a_dims = {4, 16}, .n = 8, .a_from_dq = true},                    // QDQ activation too
+      {.a_dims = {4, 16}, .n = 8, .zero_point = 3},                        // asymmetric weight
+      {.a_dims = {4, 16}, .n = 8, .a_from_dq = true},                      // QDQ activation too
       {.op = "Gemm", .a_dims = {4, 16}, .n = 8, .beta = 0.5f, .c = true},  // C is [N]: lowered (control)
   };
   for (size_t i = 0; i < std::size(cases); ++i) {
@@ -280,8 +291,9 @@ TEST(WeightInt8Schema, RejectsBadScale) {
   std::mt19937 rng(1);
   auto g = std::make_unique<ir::Graph>("test");
   ir::Value* a = g->add_input("a", {DType::kF32, ir::Shape(core::Dims{2, 4})});
-  ir::Node* n = g->add_node("MatMulWeightInt8", {a, g->add_constant("w", i8({4, 3}, rng)), g->add_constant("s", f32({5}, rng))},
-                            {"y"}, "bad", ir::kKestrelDomain);
+  ir::Node* n =
+      g->add_node("MatMulWeightInt8", {a, g->add_constant("w", i8({4, 3}, rng)), g->add_constant("s", f32({5}, rng))},
+                  {"y"}, "bad", ir::kKestrelDomain);
   g->add_output(n->output(0));
   runtime::LoadedModel m;
   m.graph = std::move(g);
@@ -296,8 +308,8 @@ TEST(QuantizeWeightsInt8, PerOutputChannelSymmetric) {
   auto g = std::make_unique<ir::Graph>("test");
   ir::Value* a = g->add_input("a", {DType::kF32, ir::Shape(core::Dims{3, 64})});
   Tensor w1 = f32({64, 32}, rng);
-  Tensor w2 = f32({16, 32}, rng);  // Gemm transB = 1: [N, K], channels on axis 0
-  Tensor small = f32({32, 4}, rng);  // below min_elements: stays f32
+  Tensor w2 = f32({16, 32}, rng);                                       // Gemm transB = 1: [N, K], channels on axis 0
+  Tensor small = f32({32, 4}, rng);                                     // below min_elements: stays f32
   for (int64_t i = 0; i < 64; ++i) w1.data<float>()[i * 32 + 5] = 0.f;  // an all-zero channel
   ir::Value* w1v = g->add_constant("w1", w1);
   ir::Node* mm = g->add_node("MatMul", {a, w1v}, {"h"}, "mm");
@@ -347,7 +359,8 @@ TEST(QuantizeWeightsInt8, PerOutputChannelSymmetric) {
       double acc = 0;
       for (int64_t p = 0; p < 32; ++p) {
         double h = 0;
-        for (int64_t q = 0; q < 64; ++q) h += static_cast<double>(x.data<float>()[r * 64 + q]) * w1.data<float>()[q * 32 + p];
+        for (int64_t q = 0; q < 64; ++q)
+          h += static_cast<double>(x.data<float>()[r * 64 + q]) * w1.data<float>()[q * 32 + p];
         acc += h * w2.data<float>()[j * 32 + p];
       }
       want[static_cast<size_t>(r * 16 + j)] = acc;

@@ -40,7 +40,8 @@ Status infer_matmul_weight_int8(InferContext& ctx) {
   }
   const Dim& ka = as[as.rank() - 1];
   if (ka.known() && k.known() && ka.value != k.value)
-    return ctx.fail("inner dimensions differ: A ", as.to_string(), " and W ", ws.to_string(), tb ? " (transposed)" : "");
+    return ctx.fail("inner dimensions differ: A ", as.to_string(), " and W ", ws.to_string(),
+                    tb ? " (transposed)" : "");
   std::vector<Dim> out(as.dims->begin(), as.dims->end() - 1);
   out.push_back(n);
   const Shape ys(std::move(out));

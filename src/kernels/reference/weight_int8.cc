@@ -23,7 +23,8 @@ Status matmul_weight_int8(const Tensor& a, const Tensor& w, const Tensor& scale,
     return core::invalid_argument(
         str_cat("MatMulWeightInt8: inner dims differ: ", a.type_string(), ", ", w.type_string()));
   if (scale.num_elements() != n)
-    return core::invalid_argument(str_cat("MatMulWeightInt8: scale ", scale.type_string(), " must have ", n, " elements"));
+    return core::invalid_argument(
+        str_cat("MatMulWeightInt8: scale ", scale.type_string(), " must have ", n, " elements"));
   const int64_t rows = k > 0 ? a.num_elements() / k : (n > 0 ? y.num_elements() / n : 0);
   if (y.num_elements() != rows * n)
     return core::invalid_argument(str_cat("MatMulWeightInt8: output ", y.type_string(), " has the wrong size"));

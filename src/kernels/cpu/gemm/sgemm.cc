@@ -412,7 +412,8 @@ Status small_m_b_int8(const Problem& p, const SgemmA& a, const SgemmBInt8& b, fl
   if (t_tmp.size() < static_cast<size_t>(m * n)) t_tmp.resize(static_cast<size_t>(m * n));
   float* tmp = t_tmp.data();
   const int threads = ctx.pool ? ctx.pool->num_threads() : 1;
-  const int64_t tasks = threads > 1 && n * p.k >= (int64_t{1} << 16) ? std::min<int64_t>(2 * threads, (n + 63) / 64) : 1;
+  const int64_t tasks =
+      threads > 1 && n * p.k >= (int64_t{1} << 16) ? std::min<int64_t>(2 * threads, (n + 63) / 64) : 1;
   const bool clamp = gemm_detail::activation_is_clamp(ep.activation);
   auto run_task = [&](int64_t t) {
     const int64_t j0 = (n * t / tasks) / 64 * 64, j1 = t + 1 == tasks ? n : (n * (t + 1) / tasks) / 64 * 64;

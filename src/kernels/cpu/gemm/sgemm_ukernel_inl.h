@@ -414,14 +414,16 @@ struct SgemmKernel {
       for (int64_t j0 = 0; j0 < full; j0 += NR) {
         float* d = dst + (j0 / NR) * sliver_stride + k * NR;
         KESTREL_GEMM_UNROLL(8)
-        for (int v = 0; v < NV; ++v) S::store(d + v * W, S::mul(S::load_i8(s + j0 + v * W), S::load(scale + j0 + v * W)));
+        for (int v = 0; v < NV; ++v)
+          S::store(d + v * W, S::mul(S::load_i8(s + j0 + v * W), S::load(scale + j0 + v * W)));
       }
       if (full < nc) {
         const int nb = static_cast<int>(nc - full);
         float* d = dst + (full / NR) * sliver_stride + k * NR;
         KESTREL_GEMM_UNROLL(8)
         for (int v = 0; v < NV; ++v)
-          S::store(d + v * W, S::mul(S::load_i8_n(s + full + v * W, nb - v * W), S::load_n(scale + full + v * W, nb - v * W)));
+          S::store(d + v * W,
+                   S::mul(S::load_i8_n(s + full + v * W, nb - v * W), S::load_n(scale + full + v * W, nb - v * W)));
       }
     }
   }
