@@ -143,6 +143,43 @@ void bm_dnnl(benchmark::State& st, Shape s, int threads) {
 }
 #endif
 
+// Weight-only int8 B (sgemm_b_int8, B int8 [K, N] + per-column scale) against f32 B pre-packed
+// (what FastMatMul does with a constant f32 weight), on transformer projection shapes.
+const Shape kInt8Shapes[] = {
+    {"vit_qkv_197x192to576", 197, 576, 192},
+    {"vit_mlp_197x192to768", 197, 768, 192},
+    {"vit_mlp_197x768to192", 197, 192, 768},
+    {"bert_64x128to512", 64, 512, 128},
+    {"head_1x192to1000", 1, 1000, 192},
+    {"square1024", 1024, 1024, 1024},
+};
+
+void bm_int8w(benchmark::State& st, Shape s, bool int8) {
+  Data d(s);
+  std::vector<int8_t> q(d.b.size());
+  for (size_t i = 0; i < q.size(); ++i) q[i] = static_cast<int8_t>(static_cast<int>(d.b[i] * 127.f));
+  std::vector<float> scale(static_cast<size_t>(s.n), 1.f / 127.f);
+  auto pb = kernels::cpu::pack_b(s.k, s.n, d.b.data(), s.n, false);
+  if (!pb) {
+    st.SkipWithError(pb.status().to_string().c_str());
+    return;
+  }
+  const double t0 = thread_cpu_seconds();
+  for (auto _ : st) {
+    auto status = int8 ? kernels::cpu::sgemm_b_int8(s.m, s.n, s.k, 1.f, SgemmA(d.a.data(), s.k),
+                                                    kernels::cpu::SgemmBInt8{q.data(), s.n, scale.data()}, 0.f,
+                                                    d.c.data(), s.n)
+                       : kernels::cpu::sgemm(s.m, s.n, s.k, 1.f, SgemmA(d.a.data(), s.k), SgemmB(*pb), 0.f,
+                                             d.c.data(), s.n);
+    if (!status.is_ok()) {
+      st.SkipWithError(status.to_string().c_str());
+      return;
+    }
+    benchmark::ClobberMemory();
+  }
+  set_counters(st, s, thread_cpu_seconds() - t0);
+}
+
 void bm_fma_peak(benchmark::State& st) {
   if (core::detected_isa() < core::Isa::kAvx512) {
     st.SkipWithError("no AVX-512");
@@ -162,6 +199,13 @@ void bm_fma_peak(benchmark::State& st) {
 
 int register_all() {
   benchmark::RegisterBenchmark("fma_peak/avx512/t1", bm_fma_peak)->UseRealTime()->MinTime(0.3);
+  for (const Shape& s : kInt8Shapes) {
+    benchmark::RegisterBenchmark(("sgemm_int8w/int8/" + std::string(s.name) + "/t1").c_str(), bm_int8w, s, true)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("sgemm_int8w/f32_packed/" + std::string(s.name) + "/t1").c_str(), bm_int8w, s,
+                                 false)
+        ->UseRealTime();
+  }
   for (const Shape& s : kShapes) {
     for (int threads : {1, 2}) {
       const std::string suffix = std::string(s.name) + "/t" + std::to_string(threads);

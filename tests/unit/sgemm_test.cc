@@ -291,6 +291,26 @@ TEST_P(SgemmIsaTest, EdgeTilesAroundTheRegisterBlock) {
     }
 }
 
+TEST_P(SgemmIsaTest, MEqual15And16) {
+  // AVX-512 runs M = 15..16 with its 8 x 48 tiles (unless an operand is pre-packed).
+  uint32_t seed = 170;
+  for (int64_t m : {15, 16})
+    for (int64_t n : {47, 48, 49, 300})
+      for (int64_t k : {1, 32, 600}) {
+        Case cs;
+        cs.m = m;
+        cs.n = n;
+        cs.k = k;
+        cs.beta = (seed & 1) ? 0.5f : 0.f;
+        cs.pad_c = 3;
+        cs.bias = (seed & 2) ? GemmBias::kPerRow : GemmBias::kPerColumn;
+        cs.residual = seed & 4;
+        cs.act = (seed & 8) ? GemmActivation::kRelu : GemmActivation::kSigmoid;
+        cs.pack_a = k == 600 && n == 300;
+        check_case(cs, GetParam(), nullptr, seed++);
+      }
+}
+
 TEST_P(SgemmIsaTest, LargeShapesCrossCacheBlocks) {
   // Deep K crosses KC (with beta and the epilogue only on the right block), tall M crosses MC,
   // wide N crosses NC.
@@ -319,14 +339,16 @@ TEST_P(SgemmIsaTest, LargeShapesCrossCacheBlocks) {
 }
 
 TEST_P(SgemmIsaTest, BPackedWhenItsStrideAliases) {
-  // ldb = 128 or 1024 floats: B is packed on the fly instead of read in place.
+  // ldb = 128 or 1024 floats: B is packed on the fly instead of read in place when more than 8 rows
+  // of a K block share a cache-set slot (ldb 1024; ldb 128 with K = 100), else read in place.
   uint32_t seed = 150;
   for (int64_t ldb : {128, 1024})
+    for (int64_t k : {45, 100})
     for (bool ta : {false, true}) {
       Case cs;
       cs.m = 37;
       cs.n = 100;
-      cs.k = 45;
+      cs.k = k;
       cs.ta = ta;
       cs.pad_b = ldb - cs.n;
       cs.beta = 0.5f;

@@ -65,7 +65,7 @@ double op_flops(std::string_view op, const std::vector<std::vector<int64_t>>& in
     if (!a || y.size() != 2 || y[0] <= 0) return 0;
     return 2 * numel(y) * (numel(*a) / static_cast<double>(y[0]));
   }
-  if (ends_with(op, "MatMul") || op == "MatMulInteger") {
+  if (ends_with(op, "MatMul") || op == "MatMulInteger" || op == "MatMulWeightInt8") {
     const auto* a = input(0);
     return a ? 2 * numel(y) * static_cast<double>(a->back()) : 0;
   }

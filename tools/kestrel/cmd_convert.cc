@@ -16,8 +16,10 @@
 #include "core/str_util.h"
 #include "format/kst_writer.h"
 #include "ir/graph.h"
+#include "ir/op_schema.h"
 #include "model_file.h"
 #include "passes/pass.h"
+#include "passes/weight_only_int8.h"
 #include "runtime/kernel.h"
 #include "runtime/session.h"
 
@@ -31,6 +33,7 @@ struct ConvertOptions {
   std::string input, output;
   int opt_level = 2;
   bool fp16_weights = false;
+  bool int8_weights = false;
   std::vector<std::string> input_shapes;
   bool quiet = false;
 };
@@ -112,6 +115,14 @@ void convert(const ConvertOptions& o) {
   if (tty) std::fprintf(stderr, "\r\033[K");
   api::throw_if_error(st);
   const double opt_ms = ms_since(t_opt);
+  passes::WeightInt8Stats int8_stats;
+  if (o.int8_weights) {
+    // After the fusions (they match on constant f32 weights); the runtime lowers the result.
+    auto r = passes::quantize_weights_int8(g);
+    api::throw_if_error(r.status());
+    int8_stats = *r;
+    api::throw_if_error(ir::infer_graph(g, &ev));
+  }
   Totals after;
   totals(g, after);
 
@@ -119,6 +130,7 @@ void convert(const ConvertOptions& o) {
   wo.fp16_weights = o.fp16_weights;
   wo.metadata["convert.opt_level"] = std::to_string(level);
   wo.metadata["convert.fp16_weights"] = o.fp16_weights ? "1" : "0";
+  if (o.int8_weights) wo.metadata["convert.int8_weights"] = "1";
   std::string shapes;
   for (const std::string& s : o.input_shapes) shapes += str_cat(shapes.empty() ? "" : " ", s);
   if (!shapes.empty()) wo.metadata["convert.input_shapes"] = shapes;
@@ -130,7 +142,8 @@ void convert(const ConvertOptions& o) {
   const double write_ms = ms_since(t_write);
 
   if (o.quiet) return;
-  std::printf("%s -> %s (-O%d%s)\n", o.input.c_str(), o.output.c_str(), level, o.fp16_weights ? ", fp16 weights" : "");
+  std::printf("%s -> %s (-O%d%s%s)\n", o.input.c_str(), o.output.c_str(), level, o.fp16_weights ? ", fp16 weights" : "",
+              o.int8_weights ? ", int8 MatMul/Gemm weights" : "");
   std::printf("loaded in %.1f ms: %lld nodes, %s of weights\n", load_ms, static_cast<long long>(before.nodes),
               format_bytes(before.weight_bytes).c_str());
   if (!reports.empty()) {
@@ -142,6 +155,9 @@ void convert(const ConvertOptions& o) {
   std::printf("optimized in %.1f ms: nodes %lld -> %lld, weights %s -> %s\n", opt_ms,
               static_cast<long long>(before.nodes), static_cast<long long>(after.nodes),
               format_bytes(before.weight_bytes).c_str(), format_bytes(after.weight_bytes).c_str());
+  if (o.int8_weights)
+    std::printf("int8 weights: %d weights of %d MatMul/Gemm nodes, %s -> %s\n", int8_stats.weights, int8_stats.nodes,
+                format_bytes(int8_stats.f32_bytes).c_str(), format_bytes(int8_stats.int8_bytes).c_str());
   std::string ops;
   for (const auto& [op, n] : after.ops) ops += str_cat(ops.empty() ? "" : ", ", op, " ", n);
   std::printf("ops after: %s\n", ops.c_str());
@@ -162,6 +178,9 @@ void add_convert_command(CLI::App& app) {
       ->check(CLI::Range(0, 2))
       ->default_val(2);
   sub->add_flag("--fp16-weights", o->fp16_weights, "Store float32 weights as float16 (widened back at load)");
+  sub->add_flag("--int8-weights", o->int8_weights,
+                "Store MatMul/Gemm weights as int8 with a float scale per output channel (weight-only; math stays "
+                "float32)");
   sub->add_option("--input-shape", o->input_shapes, "Fix an input's shape: NAME=1x3x224x224 (repeatable)");
   sub->add_flag("-q,--quiet", o->quiet, "Print nothing on success");
   sub->callback([o] { convert(*o); });

@@ -26,6 +26,7 @@ void register_linalg_ops(OpRegistry& r);
 void register_misc_ops(OpRegistry& r);
 void register_training_ops(OpRegistry& r);
 void register_attention_ops(OpRegistry& r);
+void register_weight_int8_ops(OpRegistry& r);
 
 void register_all_ops(OpRegistry& r) {
   register_control_flow_ops(r);
@@ -51,6 +52,7 @@ void register_all_ops(OpRegistry& r) {
   register_misc_ops(r);
   register_training_ops(r);
   register_attention_ops(r);
+  register_weight_int8_ops(r);
 }
 
 }  // namespace kestrel::ir

@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 
 #define KESTREL_VEC_INLINE inline __attribute__((always_inline))
 
@@ -64,6 +65,16 @@ struct VecOps {
     s = _mm_max_ps(s, _mm_movehl_ps(s, s));
     s = _mm_max_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
+  }
+  // kWidth int8 values widened to float (load_i8_n: the first n, the rest 0; reads only n bytes).
+  static KESTREL_VEC_INLINE V load_i8(const int8_t* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
+  static KESTREL_VEC_INLINE V load_i8_n(const int8_t* p, int n) {
+    if (n >= 8) return load_i8(p);
+    int64_t bits = 0;
+    if (n > 0) std::memcpy(&bits, p, static_cast<size_t>(n));
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(bits)));
   }
 };
 

@@ -50,6 +50,13 @@ struct VecOps {
   }
   static KESTREL_VEC_INLINE float reduce_add(V a) { return _mm512_reduce_add_ps(a); }
   static KESTREL_VEC_INLINE float reduce_max(V a) { return _mm512_reduce_max_ps(a); }
+  // kWidth int8 values widened to float (load_i8_n: the first n, the rest 0; reads only n bytes).
+  static KESTREL_VEC_INLINE V load_i8(const int8_t* p) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
+  static KESTREL_VEC_INLINE V load_i8_n(const int8_t* p, int n) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(mask(n), p)));
+  }
 };
 
 }  // namespace

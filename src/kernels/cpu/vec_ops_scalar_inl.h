@@ -44,6 +44,9 @@ struct VecOps {
   static KESTREL_VEC_INLINE V select_gt(V a, V b, V x, V y) { return a > b ? x : y; }
   static KESTREL_VEC_INLINE float reduce_add(V a) { return a; }
   static KESTREL_VEC_INLINE float reduce_max(V a) { return a; }
+  // kWidth int8 values widened to float (load_i8_n: the first n, the rest 0; reads only n bytes).
+  static KESTREL_VEC_INLINE V load_i8(const int8_t* p) { return static_cast<float>(*p); }
+  static KESTREL_VEC_INLINE V load_i8_n(const int8_t* p, int n) { return n > 0 ? static_cast<float>(*p) : 0.f; }
 };
 
 }  // namespace

@@ -27,6 +27,7 @@ void register_misc_kernels(KernelRegistry& r);
 void register_training_kernels(KernelRegistry& r);
 void register_fused_kernels(KernelRegistry& r);
 void register_attention_kernels(KernelRegistry& r);
+void register_weight_int8_kernels(KernelRegistry& r);
 
 void register_all_kernels(KernelRegistry& r) {
   register_control_flow_kernels(r);
@@ -53,6 +54,7 @@ void register_all_kernels(KernelRegistry& r) {
   register_training_kernels(r);
   register_fused_kernels(r);
   register_attention_kernels(r);
+  register_weight_int8_kernels(r);
 }
 
 }  // namespace kestrel::runtime

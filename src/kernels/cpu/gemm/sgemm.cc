@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <vector>
 
 #include "core/buffer.h"
 #include "core/str_util.h"
@@ -82,7 +83,9 @@ const Blocking& blocking_for(const UkernelTable& t) {
 #if defined(__x86_64__) || defined(_M_X64)
   static const Blocking avx2 = default_blocking(*gemm_detail::ukernel_table_avx2());
   static const Blocking avx512 = default_blocking(*gemm_detail::ukernel_table_avx512());
+  static const Blocking avx512_small_m = default_blocking(*gemm_detail::ukernel_table_avx512_small_m());
   if (t.isa == Isa::kAvx2) return avx2;
+  if (&t == gemm_detail::ukernel_table_avx512_small_m()) return avx512_small_m;
   if (t.isa == Isa::kAvx512) return avx512;
 #endif
   return scalar;
@@ -97,10 +100,16 @@ int64_t even_block(int64_t total, int64_t max_block, int64_t unit) {
 }
 
 // True when rows ld floats apart fall into fewer than 16 distinct 64-byte slots of a 4 KiB page
-// (the L1 set index), so a tall, narrow panel read in place would fight over a few sets.
-bool aliasing_stride(int64_t ld) {
+// (the L1 set index) and a block of `rows` rows puts more than 8 of them on one slot, so a tall,
+// narrow panel read in place would fight over a few sets (power-of-two strides, deep K blocks).
+// Shallow blocks (conv GEMMs with K = 16..32, row strides like 12544) stay in place: fewer rows
+// than ways share a set, and packing them cost 35% on MobileNetV2's 32 -> 16 1x1 conv.
+bool aliasing_stride(int64_t ld, int64_t rows) {
   const int64_t bytes = (ld * 4) % 4096;
-  return bytes == 0 || std::gcd<int64_t>(bytes, 4096) > 256;
+  const int64_t g = bytes == 0 ? 4096 : std::gcd<int64_t>(bytes, 4096);
+  if (g <= 256) return false;
+  const int64_t distinct = 4096 / g;
+  return (rows + distinct - 1) / distinct > 8;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -128,6 +137,7 @@ float* scratch_floats(size_t floats) {
 struct Operands {
   const float* a = nullptr;
   const float* b = nullptr;
+  const int8_t* b_i8 = nullptr;  // weight-only int8 B (then b is null)
   float* c = nullptr;
   const float* residual = nullptr;
 };
@@ -141,6 +151,7 @@ struct Problem {
   bool trans_a = false, trans_b = false;
   const PackedA* packed_a = nullptr;
   const PackedB* packed_b = nullptr;
+  const float* b_scale = nullptr;  // int8 B: per-column scale
   const GemmEpilogue* ep = nullptr;
 };
 
@@ -148,17 +159,24 @@ struct Problem {
 // M blocks (A block packed once), then N panels (B panel packed, sized for L2); inside the
 // macro-kernel each A sliver stays in L1 while the B panel streams past it, so C is written
 // along its rows.
+constexpr int64_t kSinglePanelMc = 128;
+
 bool run_block(const Problem& p, const Operands& o, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   const UkernelTable& uk = *p.uk;
   const int64_t mr = uk.mr, nr = uk.nr;
   const int64_t kc_max = even_block(std::max<int64_t>(p.k, 1), p.blk.kc, 8);
-  const int64_t mc_max = p.packed_a ? m1 - m0 : even_block(m1 - m0, p.blk.mc, mr);
   const int64_t nc_max = even_block(n1 - n0, p.blk.nc, nr);
+  // With a single N panel each packed A block is used once, right after packing: small blocks
+  // keep it in L2 between the two (a 512-row block of a deep K is 1 MiB, past L2).
+  const bool one_panel = n1 - n0 <= nc_max;
+  const int64_t mc_cap = one_panel ? std::min<int64_t>(p.blk.mc, kSinglePanelMc) : p.blk.mc;
+  const int64_t mc_max = p.packed_a ? m1 - m0 : even_block(m1 - m0, std::max<int64_t>(mc_cap / mr * mr, mr), mr);
   // B is read in place (no packing) when it is not transposed, every B panel meets a single A
   // block anyway, and its rows do not alias to a few cache sets (row strides that are multiples of
   // 512 bytes or more, as in power-of-two matrices, thrash L1/L2 when a panel is walked down its
   // rows). Measured faster than packing on the conv shapes, 2-5% slower on square 1024-2048.
-  const bool direct_b = !p.packed_b && !p.trans_b && m1 - m0 <= mc_max && !aliasing_stride(p.ldb);
+  const bool direct_b = !p.packed_b && !o.b_i8 && !p.trans_b && (m1 - m0 <= mc_max || one_panel) &&
+                        !aliasing_stride(p.ldb, kc_max);
 
   auto round16 = [](size_t x) { return (x + 15) / 16 * 16; };
   const size_t a_floats = p.packed_a ? 0 : round16(static_cast<size_t>((mc_max + mr - 1) / mr * mr * kc_max));
@@ -210,6 +228,11 @@ bool run_block(const Problem& p, const Operands& o, int64_t m0, int64_t m1, int6
         } else if (p.packed_b) {
           t.b = p.packed_b->data() + (jc / nr) * p.k * nr + pc * nr;
           t.b_sliver_stride = p.k * nr;
+          t.b_row_stride = nr;
+        } else if (o.b_i8) {
+          uk.unpack_b_i8(o.b_i8 + pc * p.ldb + jc, p.ldb, p.b_scale + jc, kc, nc, b_buf, kc * nr);
+          t.b = b_buf;
+          t.b_sliver_stride = kc * nr;
           t.b_row_stride = nr;
         } else if (direct_b) {
           t.b = o.b + pc * p.ldb + jc;
@@ -278,7 +301,8 @@ Split choose_split(const Problem& p, int threads) {
       const double tile_n = static_cast<double>((sn + tn - 1) / tn * nr);
       double cycles = tile_m * tile_n * kk / 32.0 + 3000.0;
       if (!p.packed_a) cycles += 0.25 * tile_m * kk;
-      const bool b_in_place = !p.trans_b && tile_m <= static_cast<double>(p.blk.mc) && !aliasing_stride(p.ldb);
+      const bool b_in_place = !p.b_scale && !p.trans_b && tile_m <= static_cast<double>(p.blk.mc) &&
+                              !aliasing_stride(p.ldb, std::min(p.k, p.blk.kc));
       if (!p.packed_b && !b_in_place) cycles += 0.1 * tile_n * kk * std::ceil(tile_m / static_cast<double>(p.blk.mc));
       const double total = std::ceil(static_cast<double>(tasks) / threads) * cycles;
       if (total < best_cost * 0.97) {
@@ -375,8 +399,55 @@ Status sgemm(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA& a, cons
   return sgemm_batched(m, n, k, alpha, a, b, beta, c, ldc, SgemmBatch{}, epilogue, ctx);
 }
 
-Status sgemm_batched(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA& a, const SgemmB& b, float beta,
-                     float* c, int64_t ldc, const SgemmBatch& batch, const GemmEpilogue& ep, const SgemmContext& ctx) {
+namespace {
+
+// int8 B with M <= 4 (a classifier head, batch-1 projections): widening a whole panel into scratch
+// for so few rows costs more than the products, so B is widened in registers and read once
+// (gemv_b_i8), into a per-call buffer; then the epilogue. Columns are split over the pool.
+Status small_m_b_int8(const Problem& p, const SgemmA& a, const SgemmBInt8& b, float* c, const GemmEpilogue& ep,
+                      const SgemmContext& ctx) {
+  const UkernelTable& uk = *p.uk;
+  const int64_t m = p.m, n = p.n;
+  thread_local std::vector<float> t_tmp;
+  if (t_tmp.size() < static_cast<size_t>(m * n)) t_tmp.resize(static_cast<size_t>(m * n));
+  float* tmp = t_tmp.data();
+  const int threads = ctx.pool ? ctx.pool->num_threads() : 1;
+  const int64_t tasks =
+      threads > 1 && n * p.k >= (int64_t{1} << 16) ? std::min<int64_t>(2 * threads, (n + 63) / 64) : 1;
+  const bool clamp = gemm_detail::activation_is_clamp(ep.activation);
+  auto run_task = [&](int64_t t) {
+    const int64_t j0 = (n * t / tasks) / 64 * 64, j1 = t + 1 == tasks ? n : (n * (t + 1) / tasks) / 64 * 64;
+    if (j0 >= j1) return;
+    uk.gemv_b_i8(m, j1 - j0, p.k, a.data, a.ld, a.trans, b.data + j0, b.ld, b.scale + j0, tmp + j0, n);
+    for (int64_t i = 0; i < m; ++i) {
+      float* crow = c + i * p.ldc;
+      const float* trow = tmp + i * n;
+      const float* rrow = ep.residual ? ep.residual + i * ep.ldr : nullptr;
+      for (int64_t j = j0; j < j1; ++j) {
+        float x = p.alpha * trow[j];
+        if (p.beta != 0.f) x += p.beta * crow[j];
+        if (ep.bias_kind == GemmBias::kPerColumn) x += ep.bias[j];
+        if (ep.bias_kind == GemmBias::kPerRow) x += ep.bias[i];
+        if (rrow) x += rrow[j];
+        if (ep.activation == GemmActivation::kRelu) x = std::max(x, 0.f);
+        if (ep.activation == GemmActivation::kClip) x = std::min(std::max(x, ep.act_alpha), ep.act_beta);
+        crow[j] = x;
+      }
+      if (!clamp) uk.activate(crow + j0, p.ldc, 1, j1 - j0, ep.activation, ep.act_alpha, ep.act_beta);
+    }
+  };
+  if (tasks > 1) {
+    ctx.pool->run(tasks, run_task);
+  } else {
+    run_task(0);
+  }
+  return Status::ok();
+}
+
+// sgemm_batched with, when b_i8 is given, that int8 B instead of b (then b is unused).
+Status sgemm_impl(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA& a, const SgemmB& b,
+                  const SgemmBInt8* b_i8, float beta, float* c, int64_t ldc, const SgemmBatch& batch,
+                  const GemmEpilogue& ep, const SgemmContext& ctx) {
   if (m < 0 || n < 0 || k < 0 || batch.count < 0)
     return core::invalid_argument(
         core::str_cat("sgemm: negative size m=", m, " n=", n, " k=", k, " batch=", batch.count));
@@ -391,6 +462,11 @@ Status sgemm_batched(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA&
     isa = packed_isa;
   }
   KESTREL_ASSIGN_OR_RETURN(const UkernelTable* uk, resolve(isa));
+#if defined(__x86_64__) || defined(_M_X64)
+  // M = 15..16 fits two 8-row tiles better than 14 + 1..2 rows (packed operands fix the tile).
+  if (uk->isa == Isa::kAvx512 && (m == 15 || m == 16) && !a.packed && !b.packed)
+    uk = gemm_detail::ukernel_table_avx512_small_m();
+#endif
 
   if (a.packed) {
     if (a.packed->empty() || a.packed->m() != m || a.packed->k() != k)
@@ -399,7 +475,13 @@ Status sgemm_batched(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA&
   } else {
     KESTREL_RETURN_IF_ERROR(check_matrix("a", a.data, a.trans ? k : m, a.trans ? m : k, a.ld, batch.a_ptrs != nullptr));
   }
-  if (b.packed) {
+  if (b_i8) {
+    if (b_i8->ld < n || (k > 0 && n > 0 && (!b_i8->data || !b_i8->scale)))
+      return core::invalid_argument(core::str_cat("sgemm: int8 B needs data, a scale per column and ld >= ", n));
+    if (!fits(k, n, b_i8->ld)) return core::out_of_range("sgemm: b extent overflows");
+    if (batch.count != 1 || batch.b_ptrs || batch.stride_b)
+      return core::invalid_argument("sgemm: int8 B is not batched");
+  } else if (b.packed) {
     if (b.packed->empty() || b.packed->k() != k || b.packed->n() != n)
       return core::invalid_argument(
           core::str_cat("sgemm: packed B is ", b.packed->k(), "x", b.packed->n(), ", the call needs ", k, "x", n));
@@ -432,13 +514,15 @@ Status sgemm_batched(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA&
   p.alpha = alpha;
   p.beta = beta;
   p.lda = a.ld;
-  p.ldb = b.ld;
+  p.ldb = b_i8 ? b_i8->ld : b.ld;
+  p.b_scale = b_i8 ? b_i8->scale : nullptr;
   p.ldc = ldc;
   p.trans_a = a.trans;
   p.trans_b = b.trans;
   p.packed_a = p.k > 0 ? a.packed : nullptr;
   p.packed_b = p.k > 0 ? b.packed : nullptr;
   p.ep = &ep;
+  if (b_i8 && p.k > 0 && m <= 4 && !a.packed) return small_m_b_int8(p, a, *b_i8, c, ep, ctx);
 
   const int threads = ctx.pool ? ctx.pool->num_threads() : 1;
   const int64_t count = batch.count;
@@ -454,7 +538,9 @@ Status sgemm_batched(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA&
     const int64_t m0 = std::min(m, sm * tmi / split.tm * uk->mr), m1 = std::min(m, sm * (tmi + 1) / split.tm * uk->mr);
     const int64_t n0 = std::min(n, sn * tni / split.tn * uk->nr), n1 = std::min(n, sn * (tni + 1) / split.tn * uk->nr);
     if (m0 >= m1 || n0 >= n1) return;
-    if (!run_block(p, operands_for(a, b, c, ep, batch, bi), m0, m1, n0, n1)) failed.store(true);
+    Operands o = operands_for(a, b, c, ep, batch, bi);
+    if (b_i8) o.b_i8 = b_i8->data;
+    if (!run_block(p, o, m0, m1, n0, n1)) failed.store(true);
   };
   const int64_t tasks = count * tiles;
   if (ctx.pool && threads > 1 && tasks > 1) {
@@ -464,6 +550,18 @@ Status sgemm_batched(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA&
   }
   if (failed.load()) return Status(core::StatusCode::kOutOfMemory, "sgemm: cannot allocate packing scratch");
   return Status::ok();
+}
+
+}  // namespace
+
+Status sgemm_batched(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA& a, const SgemmB& b, float beta,
+                     float* c, int64_t ldc, const SgemmBatch& batch, const GemmEpilogue& ep, const SgemmContext& ctx) {
+  return sgemm_impl(m, n, k, alpha, a, b, nullptr, beta, c, ldc, batch, ep, ctx);
+}
+
+Status sgemm_b_int8(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA& a, const SgemmBInt8& b, float beta,
+                    float* c, int64_t ldc, const GemmEpilogue& ep, const SgemmContext& ctx) {
+  return sgemm_impl(m, n, k, alpha, a, SgemmB(nullptr, n), &b, beta, c, ldc, SgemmBatch{}, ep, ctx);
 }
 
 }  // namespace kestrel::kernels::cpu

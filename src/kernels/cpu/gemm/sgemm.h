@@ -155,6 +155,20 @@ Status sgemm_batched(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA&
                      float* c, int64_t ldc, const SgemmBatch& batch, const GemmEpilogue& epilogue = {},
                      const SgemmContext& ctx = {});
 
+// Weight-only int8 B: op(B)[k, n] = data[k * ld + n] * scale[n], an int8 [K, N] row-major matrix
+// with one f32 scale per column (output channel). B stays int8 in memory: each K x N panel is
+// widened and scaled into the per-thread packing scratch right before the micro-kernel uses it,
+// so the f32 weights never exist as a whole.
+struct SgemmBInt8 {
+  const int8_t* data = nullptr;
+  int64_t ld = 0;
+  const float* scale = nullptr;  // [N]
+};
+
+// C = act(alpha * op(A) * B + beta * C + bias + residual) with an int8 B (same contract as sgemm).
+Status sgemm_b_int8(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA& a, const SgemmBInt8& b, float beta,
+                    float* c, int64_t ldc, const GemmEpilogue& epilogue = {}, const SgemmContext& ctx = {});
+
 // Register block (MR x NR) of an instruction set's micro-kernel; for tests that want edge tiles.
 struct SgemmTileShape {
   int mr = 0, nr = 0;

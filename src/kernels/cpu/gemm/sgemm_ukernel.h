@@ -50,6 +50,13 @@ struct UkernelTable {
   // Packs op(B)[0:kc, 0:nc] into ceil(nc/NR) slivers.
   void (*pack_b)(const float* b, int64_t ldb, bool trans, int64_t kc, int64_t nc, float* dst,
                  int64_t sliver_stride) = nullptr;
+  // Widens op(B)[0:kc, 0:nc] = int8 b (rows ldb apart) * scale[column] into ceil(nc/NR) slivers.
+  void (*unpack_b_i8)(const int8_t* b, int64_t ldb, const float* scale, int64_t kc, int64_t nc, float* dst,
+                      int64_t sliver_stride) = nullptr;
+  // Small-M int8 B: y[i, j] = sum_p op(A)[i, p] * b[p * ldb + j] * scale[j] for i < m <= 4 and
+  // j in [0, n), y rows ldy apart; B is widened in registers (no panel), read once for all rows.
+  void (*gemv_b_i8)(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a, const int8_t* b,
+                    int64_t ldb, const float* scale, float* y, int64_t ldy) = nullptr;
   // In-place activation of an [m, n] block (the passes the micro-kernel does not do in registers).
   void (*activate)(float* c, int64_t ldc, int64_t m, int64_t n, GemmActivation act, float alpha, float beta) = nullptr;
 };
@@ -58,6 +65,8 @@ struct UkernelTable {
 const UkernelTable* ukernel_table_scalar();
 const UkernelTable* ukernel_table_avx2();
 const UkernelTable* ukernel_table_avx512();
+// AVX-512 with 8 x 48 tiles, for M = 15..16 when neither operand is pre-packed (sgemm.cc).
+const UkernelTable* ukernel_table_avx512_small_m();
 
 // Activations done in registers by the micro-kernel (a clamp); the others run as a pass over the
 // tile right after it is stored, while it is in L1.

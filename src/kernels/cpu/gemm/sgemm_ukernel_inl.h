@@ -1,5 +1,6 @@
 // The SGEMM macro-kernel, MR x NR register-blocked micro-kernel and packers, written once over a
-// vector-ops traits type S (see vec_math_inl.h) and instantiated per ISA by sgemm_kernel_*.cc.
+// vector-ops traits type S (the shared kernels/cpu/vec_ops_*_inl.h VecOps, plus kHasTranspose and,
+// when true, transpose_pack) and instantiated per ISA by sgemm_kernel_*.cc.
 //
 // Include only from a kernel .cc; the unnamed namespace keeps each ISA's copy private to its
 // translation unit (they are compiled with different -m flags and must never be merged).
@@ -403,12 +404,81 @@ struct SgemmKernel {
     }
   }
 
+  // int8 rows (ldb apart) x per-column scale -> NR-column f32 slivers. Rows are read in order (k
+  // outer) so the int8 source streams; the slivers being written stay in L2.
+  static void unpack_b_i8(const int8_t* b, int64_t ldb, const float* scale, int64_t kc, int64_t nc, float* dst,
+                          int64_t sliver_stride) {
+    const int64_t full = nc / NR * NR;
+    for (int64_t k = 0; k < kc; ++k) {
+      const int8_t* s = b + k * ldb;
+      for (int64_t j0 = 0; j0 < full; j0 += NR) {
+        float* d = dst + (j0 / NR) * sliver_stride + k * NR;
+        KESTREL_GEMM_UNROLL(8)
+        for (int v = 0; v < NV; ++v)
+          S::store(d + v * W, S::mul(S::load_i8(s + j0 + v * W), S::load(scale + j0 + v * W)));
+      }
+      if (full < nc) {
+        const int nb = static_cast<int>(nc - full);
+        float* d = dst + (full / NR) * sliver_stride + k * NR;
+        KESTREL_GEMM_UNROLL(8)
+        for (int v = 0; v < NV; ++v)
+          S::store(d + v * W,
+                   S::mul(S::load_i8_n(s + full + v * W, nb - v * W), S::load_n(scale + full + v * W, nb - v * W)));
+      }
+    }
+  }
+
+  // Up to 4 rows of A against int8 B, 4 vectors of columns at a time: 16 accumulators, each B
+  // vector widened once for all rows.
+  static void gemv_b_i8(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a, const int8_t* b,
+                        int64_t ldb, const float* scale, float* y, int64_t ldy) {
+    constexpr int kRows = 4, kVecs = 4, kCols = kVecs * W;
+    const int64_t ar = trans_a ? 1 : lda, ak = trans_a ? lda : 1;  // A(i, p) = a[i * ar + p * ak]
+    for (int64_t j0 = 0; j0 < n; j0 += kCols) {
+      const int nb = static_cast<int>(gemm_min<int64_t>(kCols, n - j0));
+      V acc[kRows][kVecs];
+      KESTREL_GEMM_UNROLL(4)
+      for (int i = 0; i < kRows; ++i) {
+        KESTREL_GEMM_UNROLL(4)
+        for (int v = 0; v < kVecs; ++v) acc[i][v] = S::zero();
+      }
+      for (int64_t p = 0; p < k; ++p) {
+        const int8_t* bp = b + p * ldb + j0;
+        V bv[kVecs];
+        if (nb == kCols) {
+          KESTREL_GEMM_UNROLL(4)
+          for (int v = 0; v < kVecs; ++v) bv[v] = S::load_i8(bp + v * W);
+        } else {
+          KESTREL_GEMM_UNROLL(4)
+          for (int v = 0; v < kVecs; ++v) bv[v] = S::load_i8_n(bp + v * W, nb - v * W);
+        }
+        KESTREL_GEMM_UNROLL(4)
+        for (int i = 0; i < kRows; ++i) {
+          if (i >= m) break;
+          const V av = S::set1(a[i * ar + p * ak]);
+          KESTREL_GEMM_UNROLL(4)
+          for (int v = 0; v < kVecs; ++v) acc[i][v] = S::fmadd(av, bv[v], acc[i][v]);
+        }
+      }
+      KESTREL_GEMM_UNROLL(4)
+      for (int i = 0; i < kRows; ++i) {
+        if (i >= m) break;
+        KESTREL_GEMM_UNROLL(4)
+        for (int v = 0; v < kVecs; ++v) {
+          const int nv = nb - v * W;
+          if (nv <= 0) break;
+          S::store_n(y + i * ldy + j0 + v * W, S::mul(acc[i][v], S::load_n(scale + j0 + v * W, nv)), nv);
+        }
+      }
+    }
+  }
+
   static void activate(float* c, int64_t ldc, int64_t m, int64_t n, GemmActivation act, float alpha, float beta) {
     activate_rows<S>(c, ldc, m, n, act, alpha, beta);
   }
 
   static const UkernelTable* table(core::Isa isa) {
-    static const UkernelTable t{isa, MR, NR, &macro, &pack_a, &pack_b, &activate};
+    static const UkernelTable t{isa, MR, NR, &macro, &pack_a, &pack_b, &unpack_b_i8, &gemv_b_i8, &activate};
     return &t;
   }
 };
