@@ -1,0 +1,201 @@
+// Int8 element-wise and pooling kernels (see qops.h).
+#include "kernels/cpu/qops/qops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/str_util.h"
+
+namespace kestrel::kernels::cpu {
+
+using core::Status;
+
+namespace {
+
+// round_half_even for |f| < 2^22 without a rounding instruction (SSE2 baseline vectorizes it).
+inline float round_even(float f) {
+  constexpr float kMagic = 12582912.f;  // 1.5 * 2^23
+  return (f + kMagic) - kMagic;
+}
+
+constexpr int64_t kGrain = 1 << 14;
+
+void run_ranges(core::ThreadPool* pool, int64_t n, int64_t grain, core::FunctionRef<void(int64_t, int64_t)> fn) {
+  if (pool && pool->num_threads() > 1 && n >= 2 * grain)
+    pool->parallel_for(n, grain, fn);
+  else
+    fn(0, n);
+}
+
+template <int SA, int SB>
+void binary_row(const QBinaryParams& p, const uint8_t* a, const uint8_t* b, uint8_t* y, int64_t n) {
+  const float lo = static_cast<float>(p.lo - p.y_zp), hi = static_cast<float>(p.hi - p.y_zp);
+  const int32_t zy = p.y_zp;
+  if (p.op == QBinaryOp::kAdd) {
+    const float ka = p.a_scale / p.y_scale, kb = p.b_scale / p.y_scale;
+    const float c0 = -(static_cast<float>(p.a_zp) * ka + static_cast<float>(p.b_zp) * kb);
+    for (int64_t i = 0; i < n; ++i) {
+      float f = static_cast<float>(a[i * SA]) * ka + static_cast<float>(b[i * SB]) * kb + c0;
+      f = f > lo ? f : lo;
+      f = f < hi ? f : hi;
+      y[i] = static_cast<uint8_t>(static_cast<int32_t>(round_even(f)) + zy);
+    }
+  } else {
+    const float k = p.a_scale * p.b_scale / p.y_scale;
+    const float za = static_cast<float>(p.a_zp), zb = static_cast<float>(p.b_zp);
+    for (int64_t i = 0; i < n; ++i) {
+      float f = (static_cast<float>(a[i * SA]) - za) * (static_cast<float>(b[i * SB]) - zb) * k;
+      f = f > lo ? f : lo;
+      f = f < hi ? f : hi;
+      y[i] = static_cast<uint8_t>(static_cast<int32_t>(round_even(f)) + zy);
+    }
+  }
+}
+
+}  // namespace
+
+Status qbinary_u8(const QBinaryParams& p, const uint8_t* a, std::span<const int64_t> a_dims, const uint8_t* b,
+                  std::span<const int64_t> b_dims, uint8_t* y, std::span<const int64_t> y_dims,
+                  core::ThreadPool* pool) {
+  const size_t r = y_dims.size();
+  if (r > kQMaxRank || a_dims.size() > r || b_dims.size() > r)
+    return core::unsupported(core::str_cat("qbinary: rank above ", kQMaxRank, " or inputs of higher rank than y"));
+  if (!(p.y_scale > 0.f) || !std::isfinite(p.a_scale) || !std::isfinite(p.b_scale) || !std::isfinite(p.y_scale))
+    return core::invalid_argument("qbinary: scales must be finite and y_scale > 0");
+  // Output dims with per-operand element strides (0 where broadcast), then merged runs.
+  int64_t dims[kQMaxRank], sa[kQMaxRank], sb[kQMaxRank];
+  int64_t acc_a = 1, acc_b = 1, total = 1;
+  for (size_t i = r; i-- > 0;) {
+    const int64_t d = y_dims[i];
+    const size_t off_a = r - a_dims.size(), off_b = r - b_dims.size();
+    const int64_t da = i >= off_a ? a_dims[i - off_a] : 1, db = i >= off_b ? b_dims[i - off_b] : 1;
+    if ((da != d && da != 1) || (db != d && db != 1) || d < 0)
+      return core::invalid_argument("qbinary: input shapes do not broadcast to the output");
+    dims[i] = d;
+    sa[i] = da == 1 ? 0 : acc_a;
+    sb[i] = db == 1 ? 0 : acc_b;
+    acc_a *= da;
+    acc_b *= db;
+    total *= d;
+  }
+  if (total == 0) return Status::ok();
+  // Merge dims i-1 into i where both operands continue contiguously (or stay broadcast).
+  int64_t md[kQMaxRank], ma[kQMaxRank], mb[kQMaxRank];
+  size_t m = 0;
+  for (size_t i = 0; i < r; ++i) {
+    if (dims[i] == 1) continue;
+    if (m > 0 && ma[m - 1] == sa[i] * dims[i] && mb[m - 1] == sb[i] * dims[i]) {
+      md[m - 1] *= dims[i];
+      ma[m - 1] = sa[i];
+      mb[m - 1] = sb[i];
+      continue;
+    }
+    md[m] = dims[i];
+    ma[m] = sa[i];
+    mb[m] = sb[i];
+    ++m;
+  }
+  if (m == 0) {
+    md[0] = 1;
+    ma[0] = mb[0] = 0;
+    m = 1;
+  }
+  const int64_t inner = md[m - 1], ia = ma[m - 1], ib = mb[m - 1];
+  const int64_t rows = total / inner;
+  auto do_rows = [&](int64_t r0, int64_t r1) {
+    for (int64_t row = r0; row < r1; ++row) {
+      int64_t rem = row, oa = 0, ob = 0;
+      for (size_t d = m - 1; d-- > 0;) {
+        const int64_t idx = rem % md[d];
+        rem /= md[d];
+        oa += idx * ma[d];
+        ob += idx * mb[d];
+      }
+      uint8_t* yr = y + row * inner;
+      if (ia == 1 && ib == 1)
+        binary_row<1, 1>(p, a + oa, b + ob, yr, inner);
+      else if (ia == 1)
+        binary_row<1, 0>(p, a + oa, b + ob, yr, inner);
+      else if (ib == 1)
+        binary_row<0, 1>(p, a + oa, b + ob, yr, inner);
+      else
+        binary_row<0, 0>(p, a + oa, b + ob, yr, inner);
+    }
+  };
+  const int64_t grain_rows = std::max<int64_t>(1, kGrain / std::max<int64_t>(inner, 1));
+  run_ranges(pool, rows, grain_rows, do_rows);
+  return Status::ok();
+}
+
+void qlookup_u8(const uint8_t* table, const uint8_t* x, uint8_t* y, int64_t n, core::ThreadPool* pool) {
+  run_ranges(pool, n, kGrain, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) y[i] = table[x[i]];
+  });
+}
+
+void qrequant_table(double xs, int32_t xz, double ys, int32_t yz, int32_t lo, int32_t hi, uint8_t table[256]) {
+  lo = std::max(lo, 0);
+  hi = std::min(hi, 255);
+  for (int v = 0; v < 256; ++v) {
+    double q = std::nearbyint((v - xz) * xs / ys) + yz;
+    q = std::min<double>(std::max<double>(q, lo), hi);
+    table[v] = static_cast<uint8_t>(q);
+  }
+}
+
+Status qglobal_avg_pool_u8(const uint8_t* x, int64_t nc, int64_t hw, float x_scale, int32_t x_zp, float y_scale,
+                           int32_t y_zp, uint8_t* y, core::ThreadPool* pool) {
+  if (hw <= 0 || hw > (int64_t{1} << 23)) return core::invalid_argument("qglobal_avg_pool: plane size out of range");
+  if (!(y_scale > 0.f)) return core::invalid_argument("qglobal_avg_pool: y_scale must be > 0");
+  const double k = static_cast<double>(x_scale) / static_cast<double>(y_scale) / static_cast<double>(hw);
+  run_ranges(pool, nc, std::max<int64_t>(1, kGrain / hw), [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      const uint8_t* p = x + c * hw;
+      uint32_t s = 0;
+      for (int64_t i = 0; i < hw; ++i) s += p[i];
+      const double f = (static_cast<double>(s) - static_cast<double>(x_zp) * static_cast<double>(hw)) * k;
+      const double q = std::nearbyint(f) + y_zp;
+      y[c] = static_cast<uint8_t>(std::min(255.0, std::max(0.0, q)));
+    }
+  });
+  return Status::ok();
+}
+
+Status qmax_pool_u8(const QMaxPoolShape& s, const uint8_t* x, uint8_t* y, core::ThreadPool* pool) {
+  if (s.kh < 1 || s.kw < 1 || s.sh < 1 || s.sw < 1 || s.dh < 1 || s.dw < 1 || s.oh < 0 || s.ow < 0)
+    return core::invalid_argument("qmax_pool: bad window");
+  const int64_t plane_in = s.ih * s.iw, plane_out = s.oh * s.ow;
+  run_ranges(pool, s.planes, std::max<int64_t>(1, kGrain / std::max<int64_t>(plane_in, 1)), [&](int64_t p0, int64_t p1) {
+    for (int64_t pl = p0; pl < p1; ++pl) {
+      const uint8_t* xp = x + pl * plane_in;
+      uint8_t* yp = y + pl * plane_out;
+      for (int64_t oy = 0; oy < s.oh; ++oy) {
+        const int64_t iy0 = oy * s.sh - s.pad_top;
+        uint8_t* yr = yp + oy * s.ow;
+        for (int64_t ox = 0; ox < s.ow; ++ox) yr[ox] = 0;
+        for (int64_t ky = 0; ky < s.kh; ++ky) {
+          const int64_t iy = iy0 + ky * s.dh;
+          if (iy < 0 || iy >= s.ih) continue;
+          const uint8_t* xr = xp + iy * s.iw;
+          for (int64_t kx = 0; kx < s.kw; ++kx) {
+            const int64_t off = kx * s.dw - s.pad_left;
+            // Outputs whose tap ix = ox * sw + off lies inside [0, iw).
+            int64_t lo = off >= 0 ? 0 : (-off + s.sw - 1) / s.sw;
+            int64_t hi = s.iw - off <= 0 ? 0 : (s.iw - off - 1) / s.sw + 1;
+            hi = std::min(hi, s.ow);
+            if (s.sw == 1) {
+              const uint8_t* src = xr + off;
+              for (int64_t ox = lo; ox < hi; ++ox) yr[ox] = std::max(yr[ox], src[ox]);
+            } else {
+              for (int64_t ox = lo; ox < hi; ++ox) yr[ox] = std::max(yr[ox], xr[ox * s.sw + off]);
+            }
+          }
+        }
+      }
+    }
+  });
+  return Status::ok();
+}
+
+}  // namespace kestrel::kernels::cpu
