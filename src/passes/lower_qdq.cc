@@ -81,7 +81,7 @@ std::optional<ActQ> q_params(const ir::Node* n) {
 
 // Quantized value of the real x with (s, z), saturated to u8 (the QuantizeLinear rule).
 int32_t quantize_u8(double x, const ActQ& p) {
-  return static_cast<int32_t>(kernels::ref::quantize_value(x, p.z, 0, 255));
+  return static_cast<int32_t>(kernels::ref::quantize_value(x / p.s, p.z, 0, 255));
 }
 
 // Symmetric int8 weights: DequantizeLinear(i8 constant, f32 scale [1 or n along `axis`], zp absent or 0).
