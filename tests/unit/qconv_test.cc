@@ -13,6 +13,7 @@
 #include "core/thread_pool.h"
 #include "kernels/cpu/qconv/qconv.h"
 #include "kernels/cpu/qops/qops.h"
+#include "kernels/reference/quantize.h"
 
 namespace kestrel {
 namespace {
@@ -316,6 +317,32 @@ TEST(QOps, MaxPoolMatchesNaive) {
             }
           ASSERT_EQ(y[static_cast<size_t>((p * s.oh + oy) * s.ow + ox)], want) << p << " " << oy << " " << ox;
         }
+  }
+}
+
+TEST(QOps, QuantizeDequantizeMatchReference) {
+  std::mt19937 rng(11);
+  const int64_t n = 1000;
+  core::Tensor x = core::Tensor::allocate(core::DType::kF32, {n}).value();
+  for (int64_t i = 0; i < n; ++i) x.data<float>()[i] = std::uniform_real_distribution<float>(-3.f, 3.f)(rng);
+  x.data<float>()[0] = std::nanf("");
+  x.data<float>()[1] = INFINITY;
+  x.data<float>()[2] = -INFINITY;
+  x.data<float>()[3] = 1e30f;
+  x.data<float>()[4] = 0.5f * 0.02f;  // a tie
+  core::Tensor s = core::Tensor::scalar<float>(0.02f), z = core::Tensor::scalar<uint8_t>(117);
+  core::Tensor want = core::Tensor::allocate(core::DType::kU8, {n}).value();
+  core::Tensor back = core::Tensor::allocate(core::DType::kF32, {n}).value();
+  ASSERT_TRUE(kernels::ref::quantize_linear({0, 0}, x, s, &z, want).is_ok());
+  ASSERT_TRUE(kernels::ref::dequantize_linear({0, 0}, want, s, &z, back).is_ok());
+  std::vector<uint8_t> got(n);
+  std::vector<float> got_back(n);
+  core::ThreadPool pool(2);
+  kernels::cpu::quantize_f32_u8(x.data<float>(), n, 0.02f, 117, got.data(), &pool);
+  kernels::cpu::dequantize_u8_f32(got.data(), n, 0.02f, 117, got_back.data(), nullptr);
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(got[static_cast<size_t>(i)], want.data<uint8_t>()[i]) << "element " << i << " x " << x.data<float>()[i];
+    ASSERT_EQ(got_back[static_cast<size_t>(i)], back.data<float>()[i]) << "element " << i;
   }
 }
 

@@ -124,6 +124,12 @@ void clamp_u8(Tensor& y, const OutClamp& c) {
     p[i] = static_cast<uint8_t>(std::min<int32_t>(std::max<int32_t>(p[i], c.lo), c.hi));
 }
 
+// One scale, and a u8 zero point (or none) for a u8 quantized tensor: the fast Q / DQ loops.
+bool per_tensor_u8(const Tensor& scale, const Tensor* zp, core::DType qtype) {
+  return qtype == core::DType::kU8 && scale.num_elements() == 1 &&
+         (!zp || (zp->dtype() == core::DType::kU8 && zp->num_elements() == 1));
+}
+
 // Input positions of the integer convolutions.
 struct IntConvSlots {
   size_t x = 0, x_scale = 1, x_zp = 2, w = 3, w_scale = 4, w_zp = 5, y_scale = 6, y_zp = 7, bias = 8;
@@ -145,9 +151,9 @@ class FastQConvKernel final : public OpKernel {
                                                   x.type_string()));
     if (x.dims() != last_x_) KESTREL_RETURN_IF_ERROR(plan(x));
     const bool one_d = kernel_.size() == 1;
-    core::Dims want{x.dim(0), m_, one_d ? shape_.ow : shape_.oh};
-    if (!one_d) want.push_back(shape_.ow);
-    if (y.dims().size() != want.size() || !std::equal(want.begin(), want.end(), y.dims().begin()))
+    const int64_t want[4] = {x.dim(0), m_, one_d ? shape_.ow : shape_.oh, shape_.ow};
+    const size_t rank = one_d ? 3 : 4;
+    if (y.dims().size() != rank || !std::equal(want, want + rank, y.dims().begin()))
       return core::invalid_argument(core::str_cat("int8 conv: output ", y.type_string(), " does not match the geometry"));
     return conv_->run(shape_, x.data<uint8_t>(), y.data<uint8_t>(), ctx.pool());
   }
@@ -532,12 +538,30 @@ void register_quantize_kernels(KernelRegistry& r) {
   r.add("QuantizeLinear", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
     KESTREL_ASSIGN_OR_RETURN(ref::QuantAxisParams p, axis_params(info));
     return make_kernel([p](KernelContext& ctx) {
+      if (per_tensor_u8(ctx.input(1), ctx.input_or_null(2), ctx.output(0).dtype()) && ctx.input(0).dtype() == core::DType::kF32 &&
+          ctx.input(1).dtype() == core::DType::kF32) {
+        const float s = ctx.input(1).data<float>()[0];
+        if (s != 0.f && std::isfinite(s)) {
+          kernels::cpu::quantize_f32_u8(ctx.input(0).data<float>(), ctx.input(0).num_elements(), s,
+                                        ctx.has_input(2) ? ctx.input(2).data<uint8_t>()[0] : 0,
+                                        ctx.output(0).data<uint8_t>(), ctx.pool());
+          return Status::ok();
+        }
+      }
       return ref::quantize_linear(p, ctx.input(0), ctx.input(1), ctx.input_or_null(2), ctx.output(0));
     });
   });
   r.add("DequantizeLinear", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
     KESTREL_ASSIGN_OR_RETURN(ref::QuantAxisParams p, axis_params(info));
     return make_kernel([p](KernelContext& ctx) {
+      if (per_tensor_u8(ctx.input(1), ctx.input_or_null(2), ctx.input(0).dtype()) &&
+          ctx.input(1).dtype() == core::DType::kF32 && ctx.output(0).dtype() == core::DType::kF32) {
+        kernels::cpu::dequantize_u8_f32(ctx.input(0).data<uint8_t>(), ctx.input(0).num_elements(),
+                                        ctx.input(1).data<float>()[0],
+                                        ctx.has_input(2) ? ctx.input(2).data<uint8_t>()[0] : 0,
+                                        ctx.output(0).data<float>(), ctx.pool());
+        return Status::ok();
+      }
       return ref::dequantize_linear(p, ctx.input(0), ctx.input(1), ctx.input_or_null(2), ctx.output(0));
     });
   });

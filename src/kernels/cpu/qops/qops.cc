@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "core/str_util.h"
 
@@ -163,39 +164,68 @@ Status qglobal_avg_pool_u8(const uint8_t* x, int64_t nc, int64_t hw, float x_sca
 }
 
 Status qmax_pool_u8(const QMaxPoolShape& s, const uint8_t* x, uint8_t* y, core::ThreadPool* pool) {
-  if (s.kh < 1 || s.kw < 1 || s.sh < 1 || s.sw < 1 || s.dh < 1 || s.dw < 1 || s.oh < 0 || s.ow < 0)
+  if (s.kh < 1 || s.kw < 1 || s.sh < 1 || s.sw < 1 || s.dh < 1 || s.dw < 1 || s.oh < 0 || s.ow < 0 || s.pad_top < 0 ||
+      s.pad_left < 0)
     return core::invalid_argument("qmax_pool: bad window");
+  if (s.oh == 0 || s.ow == 0 || s.planes == 0) return Status::ok();
   const int64_t plane_in = s.ih * s.iw, plane_out = s.oh * s.ow;
+  // Padded row of vertical maxima: column c holds input column c - pad_left (0, the identity of
+  // max on u8, outside the input).
+  const int64_t width = (s.ow - 1) * s.sw + (s.kw - 1) * s.dw + 1;
+  const int64_t c0 = std::min(s.pad_left, width), c1 = std::max(c0, std::min(width, s.pad_left + s.iw));
   run_ranges(pool, s.planes, std::max<int64_t>(1, kGrain / std::max<int64_t>(plane_in, 1)), [&](int64_t p0, int64_t p1) {
+    thread_local std::vector<uint8_t> row_buf;
+    if (static_cast<int64_t>(row_buf.size()) < width) row_buf.resize(static_cast<size_t>(width));
+    uint8_t* tmp = row_buf.data();
     for (int64_t pl = p0; pl < p1; ++pl) {
       const uint8_t* xp = x + pl * plane_in;
       uint8_t* yp = y + pl * plane_out;
       for (int64_t oy = 0; oy < s.oh; ++oy) {
+        std::memset(tmp, 0, static_cast<size_t>(width));
         const int64_t iy0 = oy * s.sh - s.pad_top;
-        uint8_t* yr = yp + oy * s.ow;
-        for (int64_t ox = 0; ox < s.ow; ++ox) yr[ox] = 0;
         for (int64_t ky = 0; ky < s.kh; ++ky) {
           const int64_t iy = iy0 + ky * s.dh;
           if (iy < 0 || iy >= s.ih) continue;
-          const uint8_t* xr = xp + iy * s.iw;
-          for (int64_t kx = 0; kx < s.kw; ++kx) {
-            const int64_t off = kx * s.dw - s.pad_left;
-            // Outputs whose tap ix = ox * sw + off lies inside [0, iw).
-            int64_t lo = off >= 0 ? 0 : (-off + s.sw - 1) / s.sw;
-            int64_t hi = s.iw - off <= 0 ? 0 : (s.iw - off - 1) / s.sw + 1;
-            hi = std::min(hi, s.ow);
-            if (s.sw == 1) {
-              const uint8_t* src = xr + off;
-              for (int64_t ox = lo; ox < hi; ++ox) yr[ox] = std::max(yr[ox], src[ox]);
-            } else {
-              for (int64_t ox = lo; ox < hi; ++ox) yr[ox] = std::max(yr[ox], xr[ox * s.sw + off]);
-            }
+          const uint8_t* src = xp + iy * s.iw + (c0 - s.pad_left);
+          uint8_t* dst = tmp + c0;
+          for (int64_t c = 0; c < c1 - c0; ++c) dst[c] = std::max(dst[c], src[c]);
+        }
+        uint8_t* yr = yp + oy * s.ow;
+        if (s.sw == 1 && s.dw == 1) {
+          for (int64_t ox = 0; ox < s.ow; ++ox) yr[ox] = tmp[ox];
+          for (int64_t kx = 1; kx < s.kw; ++kx)
+            for (int64_t ox = 0; ox < s.ow; ++ox) yr[ox] = std::max(yr[ox], tmp[ox + kx]);
+        } else {
+          for (int64_t ox = 0; ox < s.ow; ++ox) {
+            const uint8_t* t = tmp + ox * s.sw;
+            uint8_t m = t[0];
+            for (int64_t kx = 1; kx < s.kw; ++kx) m = std::max(m, t[kx * s.dw]);
+            yr[ox] = m;
           }
         }
       }
     }
   });
   return Status::ok();
+}
+
+void quantize_f32_u8(const float* x, int64_t n, float scale, int32_t zp, uint8_t* y, core::ThreadPool* pool) {
+  const float lo = static_cast<float>(-zp), hi = static_cast<float>(255 - zp);
+  run_ranges(pool, n, kGrain, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      float v = x[i] / scale;
+      v = v == v ? v : 0.f;  // NaN -> the zero point
+      v = v > lo ? v : lo;
+      v = v < hi ? v : hi;
+      y[i] = static_cast<uint8_t>(static_cast<int32_t>(round_even(v)) + zp);
+    }
+  });
+}
+
+void dequantize_u8_f32(const uint8_t* x, int64_t n, float scale, int32_t zp, float* y, core::ThreadPool* pool) {
+  run_ranges(pool, n, kGrain, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) y[i] = static_cast<float>(static_cast<int32_t>(x[i]) - zp) * scale;
+  });
 }
 
 }  // namespace kestrel::kernels::cpu

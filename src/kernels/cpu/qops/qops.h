@@ -49,4 +49,9 @@ struct QMaxPoolShape {
 };
 core::Status qmax_pool_u8(const QMaxPoolShape& s, const uint8_t* x, uint8_t* y, core::ThreadPool* pool);
 
+// Per-tensor QuantizeLinear to u8: saturate(round_half_even(x / scale) + zp) (the division in float,
+// as the reference; NaN gives the zero point), and DequantizeLinear from u8: (x - zp) * scale.
+void quantize_f32_u8(const float* x, int64_t n, float scale, int32_t zp, uint8_t* y, core::ThreadPool* pool);
+void dequantize_u8_f32(const uint8_t* x, int64_t n, float scale, int32_t zp, float* y, core::ThreadPool* pool);
+
 }  // namespace kestrel::kernels::cpu
