@@ -35,50 +35,58 @@ namespace {
 
 using core::Status;
 
-// [C, P] -> [P, C], in 16 x 16 blocks (the 1x1 convolution's A operand).
-void transpose_u8(const uint8_t* src, int64_t c, int64_t p, uint8_t* dst) {
+// [rows, cols] (row stride src_ld) -> [cols, rows] (row stride dst_ld), in 16 x 16 blocks: the
+// NCHW -> HWC transposition behind both gemm paths.
+void transpose_u8(const uint8_t* src, int64_t rows, int64_t cols, int64_t src_ld, uint8_t* dst, int64_t dst_ld) {
   constexpr int64_t kB = 16;
-  for (int64_t p0 = 0; p0 < p; p0 += kB) {
-    const int64_t p1 = std::min(p, p0 + kB);
-    for (int64_t c0 = 0; c0 < c; c0 += kB) {
-      const int64_t c1 = std::min(c, c0 + kB);
-      for (int64_t i = p0; i < p1; ++i)
-        for (int64_t j = c0; j < c1; ++j) dst[i * c + j] = src[j * p + i];
+  for (int64_t j0 = 0; j0 < cols; j0 += kB) {
+    const int64_t j1 = std::min(cols, j0 + kB);
+    for (int64_t i0 = 0; i0 < rows; i0 += kB) {
+      const int64_t i1 = std::min(rows, i0 + kB);
+      for (int64_t j = j0; j < j1; ++j) {
+        uint8_t* d = dst + j * dst_ld;
+        for (int64_t i = i0; i < i1; ++i) d[i] = src[i * src_ld + j];
+      }
     }
   }
 }
 
-// Patches of one group of one image: row (oy, ox) holds, for (c, ky, kx), the input the tap
-// reads, or the zero point in the padding (so that it contributes 0 after the zp correction).
-void im2col_u8(const uint8_t* x, int64_t cg, const QConvShape& s, int64_t kh, int64_t kw, uint8_t zp, uint8_t* col) {
-  const int64_t k = cg * kh * kw;
-  for (int64_t oy = 0; oy < s.oh; ++oy) {
-    const int64_t iy0 = oy * s.sh - s.pad_top;
-    for (int64_t ox = 0; ox < s.ow; ++ox) {
-      uint8_t* dst = col + (oy * s.ow + ox) * k;
-      const int64_t ix0 = ox * s.sw - s.pad_left;
-      const bool inside_x = ix0 >= 0 && ix0 + (kw - 1) * s.dw < s.iw;
-      for (int64_t c = 0; c < cg; ++c) {
-        const uint8_t* plane = x + c * s.ih * s.iw;
-        for (int64_t ky = 0; ky < kh; ++ky, dst += kw) {
-          const int64_t iy = iy0 + ky * s.dh;
-          if (iy < 0 || iy >= s.ih) {
-            std::memset(dst, zp, static_cast<size_t>(kw));
-            continue;
-          }
-          const uint8_t* row = plane + iy * s.iw;
-          if (inside_x) {
-            for (int64_t kx = 0; kx < kw; ++kx) dst[kx] = row[ix0 + kx * s.dw];
-          } else {
-            for (int64_t kx = 0; kx < kw; ++kx) {
-              const int64_t ix = ix0 + kx * s.dw;
-              dst[kx] = ix >= 0 && ix < s.iw ? row[ix] : zp;
-            }
-          }
+// The padded HWC copy of one group of one image: rows [0, ph) x columns [0, pw) of the window's
+// reach, input (r - pad_top, q - pad_left) or the zero point in the padding (which then adds 0).
+void pad_hwc_u8(const uint8_t* x, int64_t cg, const QConvShape& s, int64_t ph, int64_t pw, uint8_t zp, uint8_t* hwc) {
+  const int64_t ih = s.ih, iw = s.iw, pt = s.pad_top, pl = s.pad_left;
+  const int64_t q0 = std::min(pl, pw), q1 = std::max(q0, std::min(pw, pl + iw));
+  for (int64_t r = 0; r < ph; ++r) {
+    uint8_t* row = hwc + r * pw * cg;
+    const int64_t iy = r - pt;
+    if (iy < 0 || iy >= ih) {
+      std::memset(row, zp, static_cast<size_t>(pw * cg));
+      continue;
+    }
+    std::memset(row, zp, static_cast<size_t>(q0 * cg));
+    transpose_u8(x + iy * iw + (q0 - pl), cg, q1 - q0, ih * iw, row + q0 * cg, cg);
+    std::memset(row + q1 * cg, zp, static_cast<size_t>((pw - q1) * cg));
+  }
+}
+
+// Patches [pixels, kh * kw * cg] in (ky, kx, c) order from the padded HWC image: one contiguous
+// run of kw * cg bytes per (pixel, ky) when the dilation is 1.
+void patches_u8(const uint8_t* hwc, int64_t cg, const QConvShape& s, int64_t kh, int64_t kw, int64_t pw, uint8_t* col) {
+  const int64_t k = kh * kw * cg, oh = s.oh, ow = s.ow, sh = s.sh, sw = s.sw, dh = s.dh, dw = s.dw;
+  const size_t run = static_cast<size_t>(kw * cg), one = static_cast<size_t>(cg);
+  for (int64_t oy = 0; oy < oh; ++oy)
+    for (int64_t ox = 0; ox < ow; ++ox) {
+      uint8_t* dst = col + (oy * ow + ox) * k;
+      for (int64_t ky = 0; ky < kh; ++ky) {
+        const uint8_t* src = hwc + ((oy * sh + ky * dh) * pw + ox * sw) * cg;
+        if (dw == 1) {
+          std::memcpy(dst, src, run);
+          dst += run;
+        } else {
+          for (int64_t kx = 0; kx < kw; ++kx, dst += cg) std::memcpy(dst, src + kx * dw * cg, one);
         }
       }
     }
-  }
 }
 
 thread_local std::vector<float> t_dw_scratch;
@@ -114,8 +122,15 @@ core::Result<std::unique_ptr<QConv>> QConv::create(const QConvSpec& spec) {
                                                       : "qconv.dw.scalar";
     return conv;
   }
+  // Weights [M, C/g, kh, kw] -> [M, kh, kw, C/g]: the (ky, kx, c) order of the HWC patches.
+  const int64_t taps = spec.kh * spec.kw;
+  std::vector<int8_t> w_hwc(static_cast<size_t>(spec.m * k));
+  for (int64_t m = 0; m < spec.m; ++m)
+    for (int64_t c = 0; c < spec.c_per_group; ++c)
+      for (int64_t t = 0; t < taps; ++t)
+        w_hwc[static_cast<size_t>((m * taps + t) * spec.c_per_group + c)] = spec.w[(m * spec.c_per_group + c) * taps + t];
   for (int64_t g = 0; g < spec.group; ++g) {
-    KESTREL_ASSIGN_OR_RETURN(PackedBS8 p, pack_b_s8(k, mg, spec.w + g * mg * k, k, true, spec.qgemm_isa));
+    KESTREL_ASSIGN_OR_RETURN(PackedBS8 p, pack_b_s8(k, mg, w_hwc.data() + g * mg * k, k, true, spec.qgemm_isa));
     conv->packed_.push_back(std::move(p));
   }
   switch (conv->packed_[0].isa()) {
@@ -187,8 +202,10 @@ Status QConv::run(const QConvShape& s, const uint8_t* x, void* y, core::ThreadPo
   const int64_t mg = sp.m / sp.group, cg = sp.c_per_group, k = cg * sp.kh * sp.kw;
   const bool pointwise = sp.kh == 1 && sp.kw == 1 && s.sh == 1 && s.sw == 1 && s.pad_top == 0 && s.pad_left == 0 &&
                          s.oh == s.ih && s.ow == s.iw;
-  const size_t col_bytes = static_cast<size_t>(p * k);
+  const int64_t ph = (s.oh - 1) * s.sh + (sp.kh - 1) * s.dh + 1, pw = (s.ow - 1) * s.sw + (sp.kw - 1) * s.dw + 1;
+  const size_t col_bytes = static_cast<size_t>(p * k), hwc_bytes = pointwise ? 0 : static_cast<size_t>(ph * pw * cg);
   if (col_.size() < col_bytes) col_.resize(col_bytes);
+  if (hwc_.size() < hwc_bytes) hwc_.resize(hwc_bytes);
   QgemmEpilogue ep;
   ep.transpose_c = true;
   ep.per_column = true;
@@ -205,10 +222,12 @@ Status QConv::run(const QConvShape& s, const uint8_t* x, void* y, core::ThreadPo
   for (int64_t n = 0; n < s.n; ++n) {
     for (int64_t g = 0; g < sp.group; ++g) {
       const uint8_t* xg = x + (n * s.c + g * cg) * s.ih * s.iw;
-      if (pointwise)
-        transpose_u8(xg, cg, p, col_.data());
-      else
-        im2col_u8(xg, cg, s, sp.kh, sp.kw, sp.x_zp, col_.data());
+      if (pointwise) {
+        transpose_u8(xg, cg, p, p, col_.data(), cg);
+      } else {
+        pad_hwc_u8(xg, cg, s, ph, pw, sp.x_zp, hwc_.data());
+        patches_u8(hwc_.data(), cg, s, sp.kh, sp.kw, pw, col_.data());
+      }
       ep.bias = sp.bias.empty() ? nullptr : sp.bias.data() + g * mg;
       ep.scale = sp.out == QOut::kU8 ? sp.scale.data() + g * mg : nullptr;
       void* yg = static_cast<uint8_t*>(y) + static_cast<size_t>((n * sp.m + g * mg) * p) * esize;

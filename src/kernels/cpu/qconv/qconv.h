@@ -54,7 +54,8 @@ class QConv {
   std::vector<PackedBS8> packed_;  // one per group (gemm path)
   std::vector<float> dw_w_;        // depthwise weights as floats [M, kh*kw]
   qconv_detail::QDwFn dw_fn_ = nullptr;
-  std::vector<uint8_t> col_;       // im2col / transposed input scratch
+  std::vector<uint8_t> col_;       // patches [pixels, K] (or the transposed input of a 1x1 conv)
+  std::vector<uint8_t> hwc_;       // padded HWC copy of one group of one image
   std::vector<float> dw_scratch_;  // one plane's scratch per thread
   const char* impl_name_ = "qconv";
 };

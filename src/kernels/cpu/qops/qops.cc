@@ -174,32 +174,40 @@ Status qmax_pool_u8(const QMaxPoolShape& s, const uint8_t* x, uint8_t* y, core::
   const int64_t width = (s.ow - 1) * s.sw + (s.kw - 1) * s.dw + 1;
   const int64_t c0 = std::min(s.pad_left, width), c1 = std::max(c0, std::min(width, s.pad_left + s.iw));
   run_ranges(pool, s.planes, std::max<int64_t>(1, kGrain / std::max<int64_t>(plane_in, 1)), [&](int64_t p0, int64_t p1) {
+    // u8 stores may alias anything: keep every bound in a local so loops vectorize.
+    const int64_t ih = s.ih, iw = s.iw, oh = s.oh, ow = s.ow, kh = s.kh, kw = s.kw, sh = s.sh, sw = s.sw, dh = s.dh,
+                  dw = s.dw, pt = s.pad_top, run = c1 - c0, lead = c0 - s.pad_left, w = width;
     thread_local std::vector<uint8_t> row_buf;
     if (static_cast<int64_t>(row_buf.size()) < width) row_buf.resize(static_cast<size_t>(width));
     uint8_t* tmp = row_buf.data();
     for (int64_t pl = p0; pl < p1; ++pl) {
       const uint8_t* xp = x + pl * plane_in;
       uint8_t* yp = y + pl * plane_out;
-      for (int64_t oy = 0; oy < s.oh; ++oy) {
-        std::memset(tmp, 0, static_cast<size_t>(width));
-        const int64_t iy0 = oy * s.sh - s.pad_top;
-        for (int64_t ky = 0; ky < s.kh; ++ky) {
-          const int64_t iy = iy0 + ky * s.dh;
-          if (iy < 0 || iy >= s.ih) continue;
-          const uint8_t* src = xp + iy * s.iw + (c0 - s.pad_left);
-          uint8_t* dst = tmp + c0;
-          for (int64_t c = 0; c < c1 - c0; ++c) dst[c] = std::max(dst[c], src[c]);
+      for (int64_t oy = 0; oy < oh; ++oy) {
+        std::memset(tmp, 0, static_cast<size_t>(w));
+        const int64_t iy0 = oy * sh - pt;
+        uint8_t* dst = tmp + c0;
+        for (int64_t ky = 0; ky < kh; ++ky) {
+          const int64_t iy = iy0 + ky * dh;
+          if (iy < 0 || iy >= ih) continue;
+          const uint8_t* src = xp + iy * iw + lead;
+          for (int64_t c = 0; c < run; ++c) dst[c] = std::max(dst[c], src[c]);
         }
-        uint8_t* yr = yp + oy * s.ow;
-        if (s.sw == 1 && s.dw == 1) {
-          for (int64_t ox = 0; ox < s.ow; ++ox) yr[ox] = tmp[ox];
-          for (int64_t kx = 1; kx < s.kw; ++kx)
-            for (int64_t ox = 0; ox < s.ow; ++ox) yr[ox] = std::max(yr[ox], tmp[ox + kx]);
+        uint8_t* yr = yp + oy * ow;
+        if (sw == 1 && dw == 1) {
+          for (int64_t ox = 0; ox < ow; ++ox) yr[ox] = tmp[ox];
+          for (int64_t kx = 1; kx < kw; ++kx)
+            for (int64_t ox = 0; ox < ow; ++ox) yr[ox] = std::max(yr[ox], tmp[ox + kx]);
+        } else if (kw == 3 && dw == 1) {
+          for (int64_t ox = 0; ox < ow; ++ox) {
+            const uint8_t* t = tmp + ox * sw;
+            yr[ox] = std::max(std::max(t[0], t[1]), t[2]);
+          }
         } else {
-          for (int64_t ox = 0; ox < s.ow; ++ox) {
-            const uint8_t* t = tmp + ox * s.sw;
+          for (int64_t ox = 0; ox < ow; ++ox) {
+            const uint8_t* t = tmp + ox * sw;
             uint8_t m = t[0];
-            for (int64_t kx = 1; kx < s.kw; ++kx) m = std::max(m, t[kx * s.dw]);
+            for (int64_t kx = 1; kx < kw; ++kx) m = std::max(m, t[kx * dw]);
             yr[ox] = m;
           }
         }
