@@ -5,6 +5,7 @@
 // per-ISA units only.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -12,6 +13,9 @@
 
 namespace kestrel::kernels::cpu::qconv_detail {
 namespace {
+
+// Outputs computed per block: whole vectors on AVX-512, two on AVX2.
+constexpr int kBlock = 16;
 
 struct DwLayout {
   int64_t ph, pw, len;  // padded rows, padded columns, length of one phase row
@@ -23,6 +27,15 @@ inline DwLayout dw_layout(int64_t oh, int64_t ow, int kh, int kw, int sh, int sw
   l.pw = (ow - 1) * sw + (kw - 1) * dw + 1;
   l.len = (l.pw + sw - 1) / sw;
   return l;
+}
+
+// dst[i] = src[i] - zp as floats, in fixed blocks of kBlock so the compiler emits whole vectors
+// (a variable-length loop got a 64-byte main loop and a long scalar tail on 112-wide rows).
+inline void u8_to_f32(const uint8_t* src, int64_t n, float zp, float* dst) {
+  int64_t i = 0;
+  for (; i + kBlock <= n; i += kBlock)
+    for (int j = 0; j < kBlock; ++j) dst[i + j] = static_cast<float>(src[i + j]) - zp;
+  for (; i < n; ++i) dst[i] = static_cast<float>(src[i]) - zp;
 }
 
 // Fills the padded, zero-point-shifted plane: row r, column c at buf[(r * sw + c % sw) * len + c / sw].
@@ -42,15 +55,29 @@ inline void fill_plane(const QDwPlane& p, const DwLayout& l, float* buf) {
       for (int64_t c = 0; c < c0; ++c) row[c] = 0.f;
       const uint8_t* src = xr + (c0 - p.pad_left);
       float* dst = row + c0;
-      const int64_t n = c1 - c0;
-      for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i]) - zp;
+      u8_to_f32(src, c1 - c0, zp, dst);
       for (int64_t c = c1; c < l.len; ++c) row[c] = 0.f;
     } else {
-      for (int64_t i = 0; i < p.sw * l.len; ++i) row[i] = 0.f;
-      for (int64_t c = 0; c < l.pw; ++c) {
-        const int64_t ix = c - p.pad_left;
-        if (ix < 0 || ix >= p.iw) continue;
-        row[(c % p.sw) * l.len + c / p.sw] = static_cast<float>(xr[ix]) - zp;
+      // The contiguous padded row first (vectorized conversion), then its stride phases: phase
+      // ph holds padded columns ph, ph + sw, ...
+      const int64_t sw = p.sw, len = l.len, pw = l.pw;
+      float* full = buf + l.ph * sw * len;  // one padded row of scratch past the plane
+      const int64_t c0 = std::min<int64_t>(std::max<int64_t>(p.pad_left, 0), pw);
+      const int64_t c1 = std::max<int64_t>(std::min<int64_t>(p.pad_left + p.iw, pw), c0);
+      for (int64_t c = 0; c < c0; ++c) full[c] = 0.f;
+      const uint8_t* src = xr + (c0 - p.pad_left);
+      u8_to_f32(src, c1 - c0, zp, full + c0);
+      for (int64_t c = c1; c < sw * len; ++c) full[c] = 0.f;
+      if (sw == 2) {
+        float* __restrict even = row;
+        float* __restrict odd = row + len;
+        for (int64_t j = 0; j < len; ++j) {
+          even[j] = full[2 * j];
+          odd[j] = full[2 * j + 1];
+        }
+      } else {
+        for (int64_t ph = 0; ph < sw; ++ph)
+          for (int64_t j = 0; j < len; ++j) row[ph * len + j] = full[j * sw + ph];
       }
     }
   }
@@ -58,7 +85,7 @@ inline void fill_plane(const QDwPlane& p, const DwLayout& l, float* buf) {
 
 // One output row: acc[ox] = sum over taps of w * plane; K > 0 unrolls a K x K window.
 template <int K>
-inline void dw_row(const QDwPlane& p, const DwLayout& l, const float* buf, int64_t oy, float* acc) {
+inline void dw_row(const QDwPlane& p, const DwLayout& l, const float* buf, int64_t oy, float* __restrict acc) {
   const int kh = K > 0 ? K : p.kh, kw = K > 0 ? K : p.kw;
   const float* ptr[K > 0 ? K * K : 1];
   if constexpr (K > 0) {
@@ -69,10 +96,17 @@ inline void dw_row(const QDwPlane& p, const DwLayout& l, const float* buf, int64
       }
     float w[K * K];
     for (int t = 0; t < K * K; ++t) w[t] = p.w[t];
-    for (int64_t ox = 0; ox < p.ow; ++ox) {
-      float s = 0.f;
-      for (int t = 0; t < K * K; ++t) s += w[t] * ptr[t][ox];
-      acc[ox] = s;
+    // Whole blocks of kBlock outputs (the scratch has slack for the last one), so no scalar tail.
+    const int64_t ow = p.ow;
+    for (int64_t ox0 = 0; ox0 < ow; ox0 += kBlock) {
+      float s[kBlock];
+      for (int i = 0; i < kBlock; ++i) s[i] = 0.f;
+      for (int t = 0; t < K * K; ++t) {
+        const float* src = ptr[t] + ox0;
+        const float wt = w[t];
+        for (int i = 0; i < kBlock; ++i) s[i] += wt * src[i];
+      }
+      for (int i = 0; i < kBlock; ++i) acc[ox0 + i] = s[i];
     }
   } else {
     (void)ptr;
@@ -82,7 +116,9 @@ inline void dw_row(const QDwPlane& p, const DwLayout& l, const float* buf, int64
         const int64_t r = oy * p.sh + ky * p.dh, c = static_cast<int64_t>(kx) * p.dw;
         const float* src = buf + (r * p.sw + c % p.sw) * l.len + c / p.sw;
         const float w = p.w[ky * kw + kx];
-        for (int64_t ox = 0; ox < p.ow; ++ox) acc[ox] += w * src[ox];
+        const int64_t ow = p.ow;
+#pragma GCC ivdep
+        for (int64_t ox = 0; ox < ow; ++ox) acc[ox] += w * src[ox];
       }
   }
 }
@@ -92,26 +128,48 @@ inline void dw_row(const QDwPlane& p, const DwLayout& l, const float* buf, int64
 inline void dw_store(const QDwPlane& p, const float* acc, int64_t oy) {
   if (p.out == QOut::kI32) {
     int32_t* y = static_cast<int32_t*>(p.y) + oy * p.ow;
-    for (int64_t ox = 0; ox < p.ow; ++ox) y[ox] = static_cast<int32_t>(acc[ox]) + p.bias;
+    const int64_t ow = p.ow;
+    const int32_t bias = p.bias;
+    for (int64_t ox = 0; ox < ow; ++ox) y[ox] = static_cast<int32_t>(acc[ox]) + bias;
     return;
   }
   uint8_t* y = static_cast<uint8_t*>(p.y) + oy * p.ow;
   const float lo = static_cast<float>(p.lo - p.y_zp), hi = static_cast<float>(p.hi - p.y_zp);
   const float scale = p.scale;
   const int32_t bias = p.bias, zp = p.y_zp;
-  for (int64_t ox = 0; ox < p.ow; ++ox) {
-    float f = static_cast<float>(static_cast<int32_t>(acc[ox]) + bias) * scale;
+  const int64_t ow = p.ow;
+  // |f| <= 255 after the clamp, so adding and subtracting 1.5 * 2^23 rounds half to even exactly
+  // like nearbyint. Whole blocks (acc has slack; only ow bytes are stored).
+  constexpr float kMagic = 12582912.f;
+  auto q = [=](float a) {
+    a = a > -1e9f ? a : -1e9f;  // slack lanes: keep the int conversion defined
+    a = a < 1e9f ? a : 1e9f;
+    float f = static_cast<float>(static_cast<int32_t>(a) + bias) * scale;
     f = f > lo ? f : lo;
     f = f < hi ? f : hi;
-    y[ox] = static_cast<uint8_t>(static_cast<int32_t>(std::nearbyint(f)) + zp);
+    f = (f + kMagic) - kMagic;
+    return static_cast<uint8_t>(static_cast<int32_t>(f) + zp);
+  };
+  int64_t ox0 = 0;
+  for (; ox0 + kBlock <= ow; ox0 += kBlock)
+    for (int i = 0; i < kBlock; ++i) y[ox0 + i] = q(acc[ox0 + i]);
+  if (ox0 < ow) {
+    uint8_t last[kBlock];
+    for (int i = 0; i < kBlock; ++i) last[i] = q(acc[ox0 + i]);
+    for (int64_t i = 0; i < ow - ox0; ++i) y[ox0 + i] = last[i];
   }
 }
 
 void qdw_plane(const QDwPlane& p) {
   const DwLayout l = dw_layout(p.oh, p.ow, p.kh, p.kw, p.sh, p.sw, p.dh, p.dw);
-  float* buf = p.scratch;
-  float* acc = buf + l.ph * p.sw * l.len;
+  // Scratch: acc (ow + kBlock), the plane, one padded row, slack for the last block's reads.
+  float* acc = p.scratch;
+  float* buf = acc + p.ow + kBlock;
+  for (int64_t i = p.ow; i < p.ow + kBlock; ++i) acc[i] = 0.f;
   fill_plane(p, l, buf);
+  // Reads of the last block run past the plane: keep them finite (no NaN / denormal slow paths).
+  float* tail = buf + l.ph * p.sw * l.len + (p.sw == 1 ? 0 : p.sw * l.len);
+  for (int64_t i = 0, n = (p.sw == 1 ? l.len : 0) + 64; i < n; ++i) tail[i] = 0.f;
   const int k = p.kh == p.kw ? p.kh : 0;
   for (int64_t oy = 0; oy < p.oh; ++oy) {
     if (k == 3)
