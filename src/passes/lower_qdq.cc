@@ -437,16 +437,46 @@ class LowerQdq final : public Pass {
     return true;
   }
 
+  // An int8 op whose only use is (through one DQ) this Concat can requantize straight to the
+  // Concat's output parameters: the Concat then copies bytes (ONNX Runtime does the same).
+  static bool retarget_producer(ir::Graph& g, ActQ& a, ir::Value* dq_out, const ir::Node* concat, const ActQ& out) {
+    ir::Node* p = a.q->producer();
+    if (!p || p->domain() != ir::kKestrelDomain || a.q->is_graph_output() || a.q->uses().size() != 1 ||
+        !only_consumer(dq_out, concat))
+      return false;
+    if (p->op_type() != "QConv" && p->op_type() != "QMatMul" && p->op_type() != "QAdd" && p->op_type() != "QMul")
+      return false;
+    // Single use of dq_out by the concat could still be two concat inputs: only_consumer says one.
+    auto lo = p->attr_int("out_min", 0);
+    auto hi = p->attr_int("out_max", 255);
+    if (!lo.is_ok() || !hi.is_ok()) return false;
+    const int64_t new_lo = *lo <= 0 ? 0 : quantize_u8((static_cast<double>(*lo) - a.z) * a.s, out);
+    const int64_t new_hi = *hi >= 255 ? 255 : quantize_u8((static_cast<double>(*hi) - a.z) * a.s, out);
+    if (new_lo > new_hi) return false;
+    p->set_input(6, out.scale);
+    p->set_input(7, zp_input(g, out));
+    p->set_attr("out_min", new_lo);
+    p->set_attr("out_max", new_hi);
+    a.s = out.s;
+    a.z = out.z;
+    a.scale = out.scale;
+    a.zp = p->input(7);
+    return true;
+  }
+
   core::Result<bool> lower_concat(ir::Graph& g, ir::Node* qn, ir::Node* op, const ActQ& out) {
     std::vector<ActQ> ins;
-    bool all_same = true;
     for (ir::Value* v : op->inputs()) {
       auto a = dq_act(v);
       if (!a) return false;
-      all_same = all_same && same_params(*a, out);
       ins.push_back(*a);
     }
     if (ins.empty()) return false;
+    bool all_same = true;
+    for (size_t i = 0; i < ins.size(); ++i) {
+      if (!same_params(ins[i], out)) retarget_producer(g, ins[i], op->input(i), op, out);
+      all_same = all_same && same_params(ins[i], out);
+    }
     if (all_same) {
       std::vector<ir::Value*> inputs;
       for (const ActQ& a : ins) inputs.push_back(a.q);

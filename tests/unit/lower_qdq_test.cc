@@ -241,6 +241,22 @@ TEST(LowerQdq, ConcatOfEqualParamsIsPlainConcatAndRequantIsLookup) {
       {"QuantizeLinear", "QuantizeLinear", "Concat", "kestrel.QLookup", "DequantizeLinear"}, 0.03f);
 }
 
+TEST(LowerQdq, ConvsFeedingConcatRequantizeToItsParameters) {
+  check(
+      [](ir::Graph& g) {
+        Q q{g};
+        ir::Value* x = q.qdq(q.input({1, 4, 6, 6}), 0.02f, 128);
+        ir::Value* a = conv_node(q, x, q.wdq({3, 4, 1, 1}, 0, 21), nullptr, {0, 0, 0, 0}, {1, 1}, 1)->output(0);
+        ir::Value* b = conv_node(q, x, q.wdq({5, 4, 3, 3}, 0, 22), nullptr, {1, 1, 1, 1}, {1, 1}, 1)->output(0);
+        ir::Value* ar = q.qdq(q.node("Relu", {a}), 0.01f, 0);
+        ir::Value* br = q.qdq(q.node("Relu", {b}), 0.02f, 0);
+        ir::Node* cat = q.raw("Concat", {ar, br});
+        cat->set_attr("axis", int64_t{1});
+        g.add_output(q.qdq(cat->output(0), 0.025f, 0));
+      },
+      {"QuantizeLinear", "kestrel.QConv", "kestrel.QConv", "Concat", "DequantizeLinear"}, 0.025f);
+}
+
 TEST(LowerQdq, OutsideConsumerKeepsFloat) {
   check(
       [](ir::Graph& g) {
