@@ -20,6 +20,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+NOISY = 2  # --noisy: noisy copies of the input added to the calibration set
+PERCENTILE = 100.0  # --percentile: clip activation ranges to this percentile of the calibration values
 PASS_PARAMS = {"MaxPool", "Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze"}
 PRODUCERS_WITH_ACT = {"Conv", "Gemm", "MatMul", "Add"}
 ACTS = {"Relu", "Clip"}
@@ -105,7 +107,7 @@ def calibrate(model, inp_name, x, kestrel):
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "cal.onnx")
         onnx.save(m, path)
-        for k in range(3):
+        for k in range(1 + NOISY):
             xi = x if k == 0 else (x + rng.normal(0, 0.1, x.shape)).astype(np.float32)
             np.save(os.path.join(d, "x.npy"), xi)
             ranges[inp_name][0] = min(ranges[inp_name][0], float(xi.min()))
@@ -120,7 +122,10 @@ def calibrate(model, inp_name, x, kestrel):
                 a = np.load(f)
                 if a.dtype != np.float32 or a.size == 0:
                     continue
-                lo, hi = float(a.min()), float(a.max())
+                if PERCENTILE < 100:
+                    lo, hi = (float(v) for v in np.percentile(a, [100 - PERCENTILE, PERCENTILE]))
+                else:
+                    lo, hi = float(a.min()), float(a.max())
                 if nm in ranges:
                     ranges[nm] = [min(ranges[nm][0], lo), max(ranges[nm][1], hi)]
                 else:
@@ -233,7 +238,13 @@ def main():
     ap.add_argument("input")
     ap.add_argument("out")
     ap.add_argument("--kestrel", default="build/tools/kestrel/kestrel")
+    ap.add_argument("--percentile", type=float, default=100.0)
+    ap.add_argument("--noisy", type=int, default=2)
     a = ap.parse_args()
+    ap_noisy = a.noisy
+    global PERCENTILE, NOISY
+    PERCENTILE = a.percentile
+    NOISY = ap_noisy
     model = onnx.load(a.model)
     constants_to_initializers(model)
     model = fold_bn_model(model)

@@ -141,11 +141,12 @@ inline void dw_store(const QDwPlane& p, const float* acc, int64_t oy) {
   // |f| <= 255 after the clamp, so adding and subtracting 1.5 * 2^23 rounds half to even exactly
   // like nearbyint. Whole blocks (acc has slack; only ow bytes are stored).
   constexpr float kMagic = 12582912.f;
+  // acc is an exact integer below 2^24; acc + bias is exact too unless it passes 2^24, where it
+  // is off by at most one float ulp (the qgemm epilogue adds in int32 first).
+  const float biasf = static_cast<float>(bias);
   auto q = [=](float a) {
-    a = a > -1e9f ? a : -1e9f;  // slack lanes: keep the int conversion defined
-    a = a < 1e9f ? a : 1e9f;
-    float f = static_cast<float>(static_cast<int32_t>(a) + bias) * scale;
-    f = f > lo ? f : lo;
+    float f = (a + biasf) * scale;
+    f = f > lo ? f : lo;  // also maps NaN (slack lanes) to lo
     f = f < hi ? f : hi;
     f = (f + kMagic) - kMagic;
     return static_cast<uint8_t>(static_cast<int32_t>(f) + zp);
