@@ -137,6 +137,9 @@ const Case kCases[] = {
     {1, 3, 10, 9, 3, 7, 1, 3, 1, 1, 1, 1, 3, 0, 3, 0},       // depthwise 7x1 (generic taps)
     {1, 2, 7, 7, 2, 3, 3, 2, 3, 3, 1, 1, 0, 2, 1, 0},        // depthwise stride 3
     {1, 5, 1, 1, 5, 3, 3, 5, 1, 1, 1, 1, 1, 1, 1, 1},        // depthwise 1x1 plane, all padding but the centre
+    {1, 48, 5, 8, 17, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},      // pointwise, 16 x 16 transposed blocks + edges
+    {1, 32, 9, 21, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},      // 3x3 over 32 channels (blocked HWC copy)
+    {2, 34, 6, 18, 4, 3, 3, 2, 2, 1, 1, 2, 0, 2, 1, 3},      // grouped (17 per group), dilated width
 };
 
 TEST_P(QConvTest, MatchesNaiveU8) {
