@@ -19,7 +19,7 @@ int64_t qdw_scratch_floats(int64_t oh, int64_t ow, int kh, int kw, int sh, int s
   const int64_t ph = (oh - 1) * sh + (kh - 1) * dh + 1;
   const int64_t pw = (ow - 1) * sw + (kw - 1) * dw + 1;
   const int64_t len = (pw + sw - 1) / sw;
-  return (ow + 16) + ph * sw * len + sw * len + 64;  // output row, plane, one padded row, slack
+  return std::max(ow, oh * len) + 16 + ph * sw * len + sw * len + 64;  // sums, plane, one padded row, slack
 }
 
 QDwFn qdw_fn(core::Isa isa) {

@@ -161,17 +161,52 @@ inline void dw_store(const QDwPlane& p, const float* acc, int64_t oy) {
   }
 }
 
+// Stride 1, K x K taps: all output rows at once over the flattened plane (output (oy, ox) at
+// oy * len + ox reads the plane at a constant offset per tap), so small planes (7 x 7, 14 x 14)
+// fill whole vectors instead of a part of one per row. Columns ox >= ow are computed and dropped.
+template <int K>
+void dw_flat(const QDwPlane& p, const DwLayout& l, const float* buf, float* __restrict acc) {
+  int64_t off[K * K];
+  float w[K * K];
+  for (int ky = 0; ky < K; ++ky)
+    for (int kx = 0; kx < K; ++kx) {
+      off[ky * K + kx] = static_cast<int64_t>(ky) * p.dh * l.len + static_cast<int64_t>(kx) * p.dw;
+      w[ky * K + kx] = p.w[ky * K + kx];
+    }
+  const int64_t n = (p.oh - 1) * l.len + p.ow;
+  for (int64_t f0 = 0; f0 < n; f0 += kBlock) {
+    float s[kBlock];
+    for (int i = 0; i < kBlock; ++i) s[i] = 0.f;
+    for (int t = 0; t < K * K; ++t) {
+      const float* src = buf + f0 + off[t];
+      const float wt = w[t];
+      for (int i = 0; i < kBlock; ++i) s[i] += wt * src[i];
+    }
+    for (int i = 0; i < kBlock; ++i) acc[f0 + i] = s[i];
+  }
+}
+
 void qdw_plane(const QDwPlane& p) {
   const DwLayout l = dw_layout(p.oh, p.ow, p.kh, p.kw, p.sh, p.sw, p.dh, p.dw);
-  // Scratch: acc (ow + kBlock), the plane, one padded row, slack for the last block's reads.
+  // Scratch: acc (max(ow, oh * len) + kBlock), the plane, one padded row, slack for the last
+  // block's reads.
+  const int64_t acc_len = std::max(p.ow, p.oh * l.len) + kBlock;
   float* acc = p.scratch;
-  float* buf = acc + p.ow + kBlock;
-  for (int64_t i = p.ow; i < p.ow + kBlock; ++i) acc[i] = 0.f;
+  float* buf = acc + acc_len;
+  for (int64_t i = acc_len - kBlock; i < acc_len; ++i) acc[i] = 0.f;
   fill_plane(p, l, buf);
   // Reads of the last block run past the plane: keep them finite (no NaN / denormal slow paths).
   float* tail = buf + l.ph * p.sw * l.len + (p.sw == 1 ? 0 : p.sw * l.len);
   for (int64_t i = 0, n = (p.sw == 1 ? l.len : 0) + 64; i < n; ++i) tail[i] = 0.f;
   const int k = p.kh == p.kw ? p.kh : 0;
+  if (p.sh == 1 && p.sw == 1 && (k == 3 || k == 5)) {
+    if (k == 3)
+      dw_flat<3>(p, l, buf, acc);
+    else
+      dw_flat<5>(p, l, buf, acc);
+    for (int64_t oy = 0; oy < p.oh; ++oy) dw_store(p, acc + oy * l.len, oy);
+    return;
+  }
   for (int64_t oy = 0; oy < p.oh; ++oy) {
     if (k == 3)
       dw_row<3>(p, l, buf, oy, acc);
