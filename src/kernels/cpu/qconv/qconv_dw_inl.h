@@ -101,7 +101,8 @@ inline void dw_row(const QDwPlane& p, const DwLayout& l, const float* buf, int64
     for (int64_t ox0 = 0; ox0 < ow; ox0 += kBlock) {
       float s[kBlock];
       for (int i = 0; i < kBlock; ++i) s[i] = 0.f;
-      for (int t = 0; t < K * K; ++t) {
+  #pragma GCC unroll 25
+    for (int t = 0; t < K * K; ++t) {
         const float* src = ptr[t] + ox0;
         const float wt = w[t];
         for (int i = 0; i < kBlock; ++i) s[i] += wt * src[i];
@@ -177,6 +178,7 @@ void dw_flat(const QDwPlane& p, const DwLayout& l, const float* buf, float* __re
   for (int64_t f0 = 0; f0 < n; f0 += kBlock) {
     float s[kBlock];
     for (int i = 0; i < kBlock; ++i) s[i] = 0.f;
+#pragma GCC unroll 25
     for (int t = 0; t < K * K; ++t) {
       const float* src = buf + f0 + off[t];
       const float wt = w[t];
