@@ -124,42 +124,37 @@ inline void dw_row(const QDwPlane& p, const DwLayout& l, const float* buf, int64
   }
 }
 
-// Requantizes one row like the qgemm epilogue: round_half_even(float(acc + bias) * scale),
-// clamped, plus the zero point.
-inline void dw_store(const QDwPlane& p, const float* acc, int64_t oy) {
+// Requantizes the whole plane's sums (contiguous [oh * ow]) like the qgemm epilogue:
+// round_half_even(float(acc + bias) * scale), clamped, plus the zero point. One pass over the
+// plane, so only its last block is partial (per-row stores left 7- and 14-wide rows scalar).
+inline void dw_store_plane(const QDwPlane& p, const float* acc) {
+  const int64_t n = p.oh * p.ow;
+  const int32_t bias = p.bias;
   if (p.out == QOut::kI32) {
-    int32_t* y = static_cast<int32_t*>(p.y) + oy * p.ow;
-    const int64_t ow = p.ow;
-    const int32_t bias = p.bias;
-    for (int64_t ox = 0; ox < ow; ++ox) y[ox] = static_cast<int32_t>(acc[ox]) + bias;
+    int32_t* y = static_cast<int32_t*>(p.y);
+    for (int64_t i = 0; i < n; ++i) y[i] = static_cast<int32_t>(acc[i]) + bias;
     return;
   }
-  uint8_t* y = static_cast<uint8_t*>(p.y) + oy * p.ow;
+  uint8_t* y = static_cast<uint8_t*>(p.y);
   const float lo = static_cast<float>(p.lo - p.y_zp), hi = static_cast<float>(p.hi - p.y_zp);
   const float scale = p.scale;
-  const int32_t bias = p.bias, zp = p.y_zp;
-  const int64_t ow = p.ow;
+  const int32_t zp = p.y_zp;
   // |f| <= 255 after the clamp, so adding and subtracting 1.5 * 2^23 rounds half to even exactly
-  // like nearbyint. Whole blocks (acc has slack; only ow bytes are stored).
+  // like nearbyint. acc is an exact integer below 2^24; acc + bias is exact too unless it passes
+  // 2^24, where it is off by at most one float ulp (the qgemm epilogue adds in int32 first).
   constexpr float kMagic = 12582912.f;
-  // acc is an exact integer below 2^24; acc + bias is exact too unless it passes 2^24, where it
-  // is off by at most one float ulp (the qgemm epilogue adds in int32 first).
   const float biasf = static_cast<float>(bias);
   auto q = [=](float a) {
     float f = (a + biasf) * scale;
-    f = f > lo ? f : lo;  // also maps NaN (slack lanes) to lo
+    f = f > lo ? f : lo;
     f = f < hi ? f : hi;
     f = (f + kMagic) - kMagic;
     return static_cast<uint8_t>(static_cast<int32_t>(f) + zp);
   };
-  int64_t ox0 = 0;
-  for (; ox0 + kBlock <= ow; ox0 += kBlock)
-    for (int i = 0; i < kBlock; ++i) y[ox0 + i] = q(acc[ox0 + i]);
-  if (ox0 < ow) {
-    uint8_t last[kBlock];
-    for (int i = 0; i < kBlock; ++i) last[i] = q(acc[ox0 + i]);
-    for (int64_t i = 0; i < ow - ox0; ++i) y[ox0 + i] = last[i];
-  }
+  int64_t i0 = 0;
+  for (; i0 + kBlock <= n; i0 += kBlock)
+    for (int i = 0; i < kBlock; ++i) y[i0 + i] = q(acc[i0 + i]);
+  for (; i0 < n; ++i0) y[i0] = q(acc[i0]);
 }
 
 // Stride 1, K x K taps: all output rows at once over the flattened plane (output (oy, ox) at
@@ -206,18 +201,20 @@ void qdw_plane(const QDwPlane& p) {
       dw_flat<3>(p, l, buf, acc);
     else
       dw_flat<5>(p, l, buf, acc);
-    for (int64_t oy = 0; oy < p.oh; ++oy) dw_store(p, acc + oy * l.len, oy);
-    return;
+    // Rows at pitch len -> pitch ow (in place, ascending: destinations never pass sources).
+    for (int64_t oy = 1; oy < p.oh; ++oy) std::memmove(acc + oy * p.ow, acc + oy * l.len, sizeof(float) * p.ow);
+  } else {
+    // Row oy's sums at acc + oy * ow; a row's last block spills into the next row, computed after.
+    for (int64_t oy = 0; oy < p.oh; ++oy) {
+      if (k == 3)
+        dw_row<3>(p, l, buf, oy, acc + oy * p.ow);
+      else if (k == 5)
+        dw_row<5>(p, l, buf, oy, acc + oy * p.ow);
+      else
+        dw_row<0>(p, l, buf, oy, acc + oy * p.ow);
+    }
   }
-  for (int64_t oy = 0; oy < p.oh; ++oy) {
-    if (k == 3)
-      dw_row<3>(p, l, buf, oy, acc);
-    else if (k == 5)
-      dw_row<5>(p, l, buf, oy, acc);
-    else
-      dw_row<0>(p, l, buf, oy, acc);
-    dw_store(p, acc, oy);
-  }
+  dw_store_plane(p, acc);
 }
 
 }  // namespace
