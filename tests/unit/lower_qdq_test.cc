@@ -12,6 +12,7 @@
 #include "ir/graph.h"
 #include "ir/op_schema.h"
 #include "passes/pass.h"
+#include "runtime/executor.h"
 #include "runtime/kernel.h"
 #include "runtime/session.h"
 
@@ -284,6 +285,118 @@ TEST(LowerQdq, PerTensorWeightScaleAndDequantizedInt32Bias) {
         g.add_output(q.qdq(c, 0.05f, 128));
       },
       {"QuantizeLinear", "kestrel.QConv", "DequantizeLinear"}, 0.05f);
+}
+
+// --- ONNX integer ops bound to the fast int8 kernels: fast session == reference session ---
+
+Tensor u8_tensor(core::Dims d, uint32_t seed) {
+  Tensor t = Tensor::allocate(DType::kU8, std::move(d)).value();
+  std::mt19937 rng(seed);
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<uint8_t>()[i] = static_cast<uint8_t>(rng() & 255);
+  return t;
+}
+Tensor i8_tensor(core::Dims d, uint32_t seed) {
+  Tensor t = Tensor::allocate(DType::kI8, std::move(d)).value();
+  std::mt19937 rng(seed);
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<int8_t>()[i] = static_cast<int8_t>(int(rng() % 256) - 128);
+  return t;
+}
+
+// Runs the graph with the fast kernels and with reference kernels only; outputs must agree to
+// within `tol` (integers: exactly when 0).
+void compare_fast_and_reference(const GraphFn& build, const std::vector<Tensor>& feed, double tol, const char* impl) {
+  std::vector<std::vector<Tensor>> outs;
+  for (bool ref : {false, true}) {
+    auto g = std::make_unique<ir::Graph>();
+    build(*g);
+    ASSERT_TRUE(ir::infer_graph(*g, &evaluator()).is_ok());
+    runtime::LoadedModel m;
+    m.graph = std::move(g);
+    runtime::SessionOptions so;
+    so.reference_only = ref;
+    auto s = runtime::Session::from_model(std::move(m), so);
+    ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+    std::vector<const Tensor*> in;
+    for (const Tensor& t : feed) in.push_back(&t);
+    std::vector<Tensor> out;
+    std::vector<std::string> impls;
+    (*s)->executor().set_profiler([&](const runtime::Executor::ProfileEvent& e) { impls.push_back(e.impl); });
+    ASSERT_TRUE((*s)->run(in, out).is_ok());
+    if (!ref) {
+      bool found = false;
+      for (const auto& n : impls) found = found || n.find(impl) != std::string::npos;
+      EXPECT_TRUE(found) << "no kernel named like " << impl << " ran";
+    }
+    outs.push_back(std::move(out));
+  }
+  ASSERT_EQ(outs[0].size(), outs[1].size());
+  for (size_t o = 0; o < outs[0].size(); ++o) {
+    ASSERT_EQ(outs[0][o].dims(), outs[1][o].dims());
+    ASSERT_EQ(outs[0][o].dtype(), outs[1][o].dtype());
+    for (int64_t i = 0; i < outs[0][o].num_elements(); ++i)
+      ASSERT_LE(std::abs(outs[0][o].element_as_double(i) - outs[1][o].element_as_double(i)), tol) << "element " << i;
+  }
+}
+
+TEST(Int8Bindings, QLinearConvAndConvIntegerUseTheFastKernels) {
+  Tensor x = u8_tensor({2, 6, 9, 10}, 1);
+  for (int64_t group : {1, 3, 6}) {
+    for (const char* op : {"QLinearConv", "ConvInteger"}) {
+      const bool ql = std::string(op) == "QLinearConv";
+      compare_fast_and_reference(
+          [&](ir::Graph& g) {
+            Q q{g};
+            ir::Value* xin = g.add_input("x", {DType::kU8, ir::Shape(core::Dims{2, 6, 9, 10})});
+            const int64_t m = group == 6 ? 6 : 4 * (group == 3 ? 3 : 1);
+            ir::Value* w = g.add_constant("w", i8_tensor({m, 6 / group, 3, 3}, 2));
+            Tensor ws = Tensor::allocate(DType::kF32, {m}).value();
+            for (int64_t i = 0; i < m; ++i) ws.data<float>()[i] = 0.001f * static_cast<float>(i + 1);
+            Tensor wz = Tensor::allocate(DType::kI8, {m}).value();
+            for (int64_t i = 0; i < m; ++i) wz.data<int8_t>()[i] = 0;
+            std::vector<ir::Value*> ins;
+            if (ql) {
+              Tensor b = Tensor::allocate(DType::kI32, {m}).value();
+              for (int64_t i = 0; i < m; ++i) b.data<int32_t>()[i] = static_cast<int32_t>(i * 1000 - 2500);
+              ins = {xin, q.cf(0.02f), q.cu8(117), w, g.add_constant("ws", std::move(ws)),
+                     g.add_constant("wz", std::move(wz)), q.cf(0.1f), q.cu8(128), g.add_constant("b", std::move(b))};
+            } else {
+              ins = {xin, w, q.cu8(117), g.add_constant("wz", std::move(wz))};
+            }
+            ir::Node* n = q.raw(op, ins);
+            n->set_attr("pads", std::vector<int64_t>{1, 0, 1, 2});
+            n->set_attr("strides", std::vector<int64_t>{1, 2});
+            n->set_attr("group", group);
+            g.add_output(n->output(0));
+          },
+          {x}, ql ? 1.0 : 0.0, "qconv");
+    }
+  }
+}
+
+TEST(Int8Bindings, QLinearMatMulAndMatMulIntegerUseTheFastKernels) {
+  Tensor a = u8_tensor({2, 5, 37}, 3);
+  for (const char* op : {"QLinearMatMul", "MatMulInteger"}) {
+    const bool ql = std::string(op) == "QLinearMatMul";
+    compare_fast_and_reference(
+        [&](ir::Graph& g) {
+          Q q{g};
+          ir::Value* ain = g.add_input("a", {DType::kU8, ir::Shape(core::Dims{2, 5, 37})});
+          ir::Value* b = g.add_constant("b", i8_tensor({37, 11}, 4));
+          Tensor bz = Tensor::allocate(DType::kI8, {11}).value();
+          for (int64_t i = 0; i < 11; ++i) bz.data<int8_t>()[i] = 0;
+          std::vector<ir::Value*> ins;
+          if (ql) {
+            Tensor bs = Tensor::allocate(DType::kF32, {11}).value();
+            for (int64_t i = 0; i < 11; ++i) bs.data<float>()[i] = 0.002f * static_cast<float>(i + 1);
+            ins = {ain, q.cf(0.03f), q.cu8(100), b, g.add_constant("bs", std::move(bs)),
+                   g.add_constant("bz", std::move(bz)), q.cf(0.2f), q.cu8(120)};
+          } else {
+            ins = {ain, b, q.cu8(100), g.add_constant("bz", std::move(bz))};
+          }
+          g.add_output(q.raw(op, ins)->output(0));
+        },
+        {a}, ql ? 1.0 : 0.0, "qgemm");
+  }
 }
 
 }  // namespace
