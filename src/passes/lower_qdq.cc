@@ -141,7 +141,8 @@ std::optional<std::vector<double>> bias_values(ir::Value* b, int64_t n) {
   if (d->input(2) && !is_constant_all(d->input(2), 0)) return std::nullopt;
   std::vector<double> out(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i)
-    out[static_cast<size_t>(i)] = static_cast<double>(q.data<int32_t>()[i]) * s.data<float>()[s.num_elements() == 1 ? 0 : i];
+    out[static_cast<size_t>(i)] =
+        static_cast<double>(q.data<int32_t>()[i]) * s.data<float>()[s.num_elements() == 1 ? 0 : i];
   return out;
 }
 
@@ -295,14 +296,13 @@ class LowerQdq final : public Pass {
       auto in = dq_act(op->input(0));
       if (!in) return false;
       auto [ys, yz] = out_inputs(g, out);
-      KESTREL_RETURN_IF_ERROR(
-          replace_chain(g, qn, dead, "QGlobalAveragePool", ir::kKestrelDomain, {in->q, in->scale, zp_input(g, *in), ys, yz},
-                        {}, op->name())
-              .status());
+      KESTREL_RETURN_IF_ERROR(replace_chain(g, qn, dead, "QGlobalAveragePool", ir::kKestrelDomain,
+                                            {in->q, in->scale, zp_input(g, *in), ys, yz}, {}, op->name())
+                                  .status());
       return true;
     }
-    if (t == "MaxPool" || t == "Reshape" || t == "Flatten" || t == "Transpose" || t == "Squeeze" ||
-        t == "Unsqueeze" || t == "Identity")
+    if (t == "MaxPool" || t == "Reshape" || t == "Flatten" || t == "Transpose" || t == "Squeeze" || t == "Unsqueeze" ||
+        t == "Identity")
       return lower_monotone(g, qn, op, out);
     if (auto f = unary_function(op)) {
       auto in = dq_act(op->input(0));

@@ -104,7 +104,8 @@ TEST(Int8RunAllocations, LoweredQdqModelAllocatesNothing) {
     ASSERT_EQ(out[0].num_elements(), 16 * 2);
     const uint64_t before = alloc_count();
     for (int i = 0; i < 5; ++i) ASSERT_TRUE((*s)->run(ins, out).is_ok());
-    EXPECT_EQ(alloc_count() - before, 0u) << "heap allocations in 5 runs of the lowered int8 model, threads " << threads;
+    EXPECT_EQ(alloc_count() - before, 0u)
+        << "heap allocations in 5 runs of the lowered int8 model, threads " << threads;
   }
 }
 

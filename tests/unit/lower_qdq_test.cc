@@ -93,9 +93,7 @@ struct Q {
     d->set_attr("axis", axis);
     return d->output(0);
   }
-  ir::Value* input(core::Dims d) {
-    return g.add_input(g.unique_value_name("x"), {DType::kF32, ir::Shape(d)});
-  }
+  ir::Value* input(core::Dims d) { return g.add_input(g.unique_value_name("x"), {DType::kF32, ir::Shape(d)}); }
 };
 
 // Builds the graph twice; runs the -O2 pipeline on one, checks its node list, and compares both on
@@ -132,8 +130,8 @@ void check(const GraphFn& build, const Ops& want_ops, float out_scale, double to
   }
 }
 
-ir::Node* conv_node(Q& q, ir::Value* x, ir::Value* w, ir::Value* b, std::vector<int64_t> pads, std::vector<int64_t> strides,
-                    int64_t group) {
+ir::Node* conv_node(Q& q, ir::Value* x, ir::Value* w, ir::Value* b, std::vector<int64_t> pads,
+                    std::vector<int64_t> strides, int64_t group) {
   std::vector<ir::Value*> ins{x, w};
   if (b) ins.push_back(b);
   ir::Node* n = q.raw("Conv", ins);
@@ -160,9 +158,9 @@ TEST(LowerQdq, DepthwiseClipAndPointwise) {
       [](ir::Graph& g) {
         Q q{g};
         ir::Value* x = q.qdq(q.input({1, 6, 13, 12}), 0.015f, 120);
-        ir::Value* c = conv_node(q, x, q.wdq({6, 1, 3, 3}, 0, 2), g.add_constant("b1", rnd({6}, 4)), {1, 1, 1, 1},
-                                 {2, 2}, 6)
-                           ->output(0);
+        ir::Value* c =
+            conv_node(q, x, q.wdq({6, 1, 3, 3}, 0, 2), g.add_constant("b1", rnd({6}, 4)), {1, 1, 1, 1}, {2, 2}, 6)
+                ->output(0);
         ir::Value* r = q.node("Clip", {c, q.cf(0.f), q.cf(6.f)});
         ir::Value* y = q.qdq(r, 0.025f, 0);
         ir::Value* p = conv_node(q, y, q.wdq({10, 6, 1, 1}, 0, 3, false), nullptr, {0, 0, 0, 0}, {1, 1}, 1)->output(0);
@@ -267,8 +265,7 @@ TEST(LowerQdq, OutsideConsumerKeepsFloat) {
         g.add_output(q.qdq(c, 0.05f, 128));
         g.add_output(c);  // the float conv output is used outside the pattern
       },
-      {"QuantizeLinear", "DequantizeLinear", "DequantizeLinear", "Conv", "QuantizeLinear", "DequantizeLinear"},
-      0.05f);
+      {"QuantizeLinear", "DequantizeLinear", "DequantizeLinear", "Conv", "QuantizeLinear", "DequantizeLinear"}, 0.05f);
 }
 
 TEST(LowerQdq, PerTensorWeightScaleAndDequantizedInt32Bias) {
@@ -357,8 +354,15 @@ TEST(Int8Bindings, QLinearConvAndConvIntegerUseTheFastKernels) {
             if (ql) {
               Tensor b = Tensor::allocate(DType::kI32, {m}).value();
               for (int64_t i = 0; i < m; ++i) b.data<int32_t>()[i] = static_cast<int32_t>(i * 1000 - 2500);
-              ins = {xin, q.cf(0.02f), q.cu8(117), w, g.add_constant("ws", std::move(ws)),
-                     g.add_constant("wz", std::move(wz)), q.cf(0.1f), q.cu8(128), g.add_constant("b", std::move(b))};
+              ins = {xin,
+                     q.cf(0.02f),
+                     q.cu8(117),
+                     w,
+                     g.add_constant("ws", std::move(ws)),
+                     g.add_constant("wz", std::move(wz)),
+                     q.cf(0.1f),
+                     q.cu8(128),
+                     g.add_constant("b", std::move(b))};
             } else {
               ins = {xin, w, q.cu8(117), g.add_constant("wz", std::move(wz))};
             }
@@ -388,8 +392,14 @@ TEST(Int8Bindings, QLinearMatMulAndMatMulIntegerUseTheFastKernels) {
           if (ql) {
             Tensor bs = Tensor::allocate(DType::kF32, {11}).value();
             for (int64_t i = 0; i < 11; ++i) bs.data<float>()[i] = 0.002f * static_cast<float>(i + 1);
-            ins = {ain, q.cf(0.03f), q.cu8(100), b, g.add_constant("bs", std::move(bs)),
-                   g.add_constant("bz", std::move(bz)), q.cf(0.2f), q.cu8(120)};
+            ins = {ain,
+                   q.cf(0.03f),
+                   q.cu8(100),
+                   b,
+                   g.add_constant("bs", std::move(bs)),
+                   g.add_constant("bz", std::move(bz)),
+                   q.cf(0.2f),
+                   q.cu8(120)};
           } else {
             ins = {ain, b, q.cu8(100), g.add_constant("bz", std::move(bz))};
           }

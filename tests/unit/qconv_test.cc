@@ -2,6 +2,8 @@
 // convolution (gemm path: 1x1, im2col, groups; direct depthwise: 3x3 / 5x5 / other sizes, strides,
 // dilations, pads) on every ISA this CPU has, u8 and int32 outputs, and the u8 element-wise,
 // lookup and pooling kernels.
+#include "kernels/cpu/qconv/qconv.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,7 +13,6 @@
 
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
-#include "kernels/cpu/qconv/qconv.h"
 #include "kernels/cpu/qops/qops.h"
 #include "kernels/reference/quantize.h"
 
@@ -122,24 +123,24 @@ void run_case(const Case& cs, const Level& lv, QOut out, bool with_bias, uint32_
 
 const Case kCases[] = {
     // n, c, ih, iw, m, kh, kw, group, sh, sw, dh, dw, pt, pl, pb, pr
-    {1, 16, 7, 9, 24, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},      // pointwise (transposed input)
-    {2, 5, 13, 11, 7, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},      // pointwise, odd sizes
-    {1, 3, 17, 15, 32, 3, 3, 1, 2, 2, 1, 1, 1, 1, 1, 1},     // stem 3x3 s2
-    {1, 8, 10, 12, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},      // 3x3 pad 1
-    {1, 6, 9, 9, 10, 3, 3, 2, 1, 1, 2, 2, 2, 2, 2, 2},       // grouped, dilated
-    {1, 4, 8, 8, 6, 1, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0},        // 1x1 stride 2 (im2col)
-    {1, 7, 6, 5, 3, 2, 3, 1, 1, 2, 1, 1, 0, 1, 1, 0},        // asymmetric kernel and pads
-    {1, 13, 14, 14, 13, 3, 3, 13, 1, 1, 1, 1, 1, 1, 1, 1},   // depthwise 3x3 s1
-    {2, 9, 15, 16, 9, 3, 3, 9, 2, 2, 1, 1, 1, 1, 1, 1},      // depthwise 3x3 s2
-    {1, 5, 11, 13, 5, 5, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2},      // depthwise 5x5 s2
-    {1, 4, 9, 10, 4, 5, 5, 4, 1, 1, 1, 1, 2, 2, 2, 2},       // depthwise 5x5 s1
-    {1, 3, 12, 12, 3, 3, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2},      // depthwise dilated
-    {1, 3, 10, 9, 3, 7, 1, 3, 1, 1, 1, 1, 3, 0, 3, 0},       // depthwise 7x1 (generic taps)
-    {1, 2, 7, 7, 2, 3, 3, 2, 3, 3, 1, 1, 0, 2, 1, 0},        // depthwise stride 3
-    {1, 5, 1, 1, 5, 3, 3, 5, 1, 1, 1, 1, 1, 1, 1, 1},        // depthwise 1x1 plane, all padding but the centre
-    {1, 48, 5, 8, 17, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},      // pointwise, 16 x 16 transposed blocks + edges
-    {1, 32, 9, 21, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},      // 3x3 over 32 channels (blocked HWC copy)
-    {2, 34, 6, 18, 4, 3, 3, 2, 2, 1, 1, 2, 0, 2, 1, 3},      // grouped (17 per group), dilated width
+    {1, 16, 7, 9, 24, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},     // pointwise (transposed input)
+    {2, 5, 13, 11, 7, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},     // pointwise, odd sizes
+    {1, 3, 17, 15, 32, 3, 3, 1, 2, 2, 1, 1, 1, 1, 1, 1},    // stem 3x3 s2
+    {1, 8, 10, 12, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},     // 3x3 pad 1
+    {1, 6, 9, 9, 10, 3, 3, 2, 1, 1, 2, 2, 2, 2, 2, 2},      // grouped, dilated
+    {1, 4, 8, 8, 6, 1, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0},       // 1x1 stride 2 (im2col)
+    {1, 7, 6, 5, 3, 2, 3, 1, 1, 2, 1, 1, 0, 1, 1, 0},       // asymmetric kernel and pads
+    {1, 13, 14, 14, 13, 3, 3, 13, 1, 1, 1, 1, 1, 1, 1, 1},  // depthwise 3x3 s1
+    {2, 9, 15, 16, 9, 3, 3, 9, 2, 2, 1, 1, 1, 1, 1, 1},     // depthwise 3x3 s2
+    {1, 5, 11, 13, 5, 5, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2},     // depthwise 5x5 s2
+    {1, 4, 9, 10, 4, 5, 5, 4, 1, 1, 1, 1, 2, 2, 2, 2},      // depthwise 5x5 s1
+    {1, 3, 12, 12, 3, 3, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2},     // depthwise dilated
+    {1, 3, 10, 9, 3, 7, 1, 3, 1, 1, 1, 1, 3, 0, 3, 0},      // depthwise 7x1 (generic taps)
+    {1, 2, 7, 7, 2, 3, 3, 2, 3, 3, 1, 1, 0, 2, 1, 0},       // depthwise stride 3
+    {1, 5, 1, 1, 5, 3, 3, 5, 1, 1, 1, 1, 1, 1, 1, 1},       // depthwise 1x1 plane, all padding but the centre
+    {1, 48, 5, 8, 17, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},     // pointwise, 16 x 16 transposed blocks + edges
+    {1, 32, 9, 21, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},     // 3x3 over 32 channels (blocked HWC copy)
+    {2, 34, 6, 18, 4, 3, 3, 2, 2, 1, 1, 2, 0, 2, 1, 3},     // grouped (17 per group), dilated width
 };
 
 TEST_P(QConvTest, MatchesNaiveU8) {
@@ -196,9 +197,12 @@ TEST(QOps, BinaryBroadcastMatchesNaive) {
   struct BCase {
     core::Dims a, b, y;
   };
-  const BCase cases[] = {{{2, 3, 4, 5}, {2, 3, 4, 5}, {2, 3, 4, 5}}, {{2, 3, 4, 5}, {1, 3, 1, 1}, {2, 3, 4, 5}},
-                         {{3, 1, 5}, {4, 1}, {3, 4, 5}},               {{7}, {}, {7}},
-                         {{1}, {2, 9}, {2, 9}},                        {{2, 1, 3}, {2, 5, 1}, {2, 5, 3}}};
+  const BCase cases[] = {{{2, 3, 4, 5}, {2, 3, 4, 5}, {2, 3, 4, 5}},
+                         {{2, 3, 4, 5}, {1, 3, 1, 1}, {2, 3, 4, 5}},
+                         {{3, 1, 5}, {4, 1}, {3, 4, 5}},
+                         {{7}, {}, {7}},
+                         {{1}, {2, 9}, {2, 9}},
+                         {{2, 1, 3}, {2, 5, 1}, {2, 5, 3}}};
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> du(0, 255);
   for (const auto op : {kernels::cpu::QBinaryOp::kAdd, kernels::cpu::QBinaryOp::kMul})
@@ -222,31 +226,34 @@ TEST(QOps, BinaryBroadcastMatchesNaive) {
       p.y_zp = 100;
       p.lo = 10;
       p.hi = 240;
-      ASSERT_TRUE(kernels::cpu::qbinary_u8(p, a.data(), bc.a, b.data(), bc.b, y.data(), bc.y, nullptr).is_ok());
-      // Naive: index every output element, broadcast by coordinates.
-      const size_t r = bc.y.size();
-      for (int64_t i = 0; i < numel(bc.y); ++i) {
-        int64_t rem = i, ia = 0, ib = 0, sa = 1, sb = 1;
-        for (size_t d = r; d-- > 0;) {
-          const int64_t idx = rem % bc.y[d];
-          rem /= bc.y[d];
-          const size_t oa = r - bc.a.size(), ob = r - bc.b.size();
-          if (d >= oa) {
-            const int64_t da = bc.a[d - oa];
-            ia += (da == 1 ? 0 : idx) * sa;
-            sa *= da;
+      for (core::Isa isa : {core::Isa::kScalar, core::Isa::kAvx2, core::Isa::kAvx512}) {
+        if (isa > core::detected_isa()) continue;
+        ASSERT_TRUE(kernels::cpu::qbinary_u8(p, a.data(), bc.a, b.data(), bc.b, y.data(), bc.y, nullptr, isa).is_ok());
+        // Naive: index every output element, broadcast by coordinates.
+        const size_t r = bc.y.size();
+        for (int64_t i = 0; i < numel(bc.y); ++i) {
+          int64_t rem = i, ia = 0, ib = 0, sa = 1, sb = 1;
+          for (size_t d = r; d-- > 0;) {
+            const int64_t idx = rem % bc.y[d];
+            rem /= bc.y[d];
+            const size_t oa = r - bc.a.size(), ob = r - bc.b.size();
+            if (d >= oa) {
+              const int64_t da = bc.a[d - oa];
+              ia += (da == 1 ? 0 : idx) * sa;
+              sa *= da;
+            }
+            if (d >= ob) {
+              const int64_t db = bc.b[d - ob];
+              ib += (db == 1 ? 0 : idx) * sb;
+              sb *= db;
+            }
           }
-          if (d >= ob) {
-            const int64_t db = bc.b[d - ob];
-            ib += (db == 1 ? 0 : idx) * sb;
-            sb *= db;
-          }
+          const double ra = p.a_scale * (a[static_cast<size_t>(ia)] - p.a_zp);
+          const double rb = p.b_scale * (b[static_cast<size_t>(ib)] - p.b_zp);
+          const double f = (op == kernels::cpu::QBinaryOp::kAdd ? ra + rb : ra * rb) / p.y_scale;
+          const double want = std::clamp<double>(std::nearbyint(f) + p.y_zp, p.lo, p.hi);
+          ASSERT_LE(std::abs(y[static_cast<size_t>(i)] - want), 1) << "element " << i << " isa " << core::isa_name(isa);
         }
-        const double ra = p.a_scale * (a[static_cast<size_t>(ia)] - p.a_zp);
-        const double rb = p.b_scale * (b[static_cast<size_t>(ib)] - p.b_zp);
-        const double f = (op == kernels::cpu::QBinaryOp::kAdd ? ra + rb : ra * rb) / p.y_scale;
-        const double want = std::clamp<double>(std::nearbyint(f) + p.y_zp, p.lo, p.hi);
-        ASSERT_LE(std::abs(y[static_cast<size_t>(i)] - want), 1) << "element " << i;
       }
     }
 }
@@ -307,19 +314,23 @@ TEST(QOps, MaxPoolMatchesNaive) {
     s.ow = (pc.iw + 2 * pc.pad - ((pc.k - 1) * pc.d + 1)) / pc.s + 1;
     std::vector<uint8_t> x(static_cast<size_t>(3 * pc.ih * pc.iw)), y(static_cast<size_t>(3 * s.oh * s.ow));
     for (auto& v : x) v = static_cast<uint8_t>(rng() & 255);
-    ASSERT_TRUE(kernels::cpu::qmax_pool_u8(s, x.data(), y.data(), nullptr).is_ok());
-    for (int64_t p = 0; p < 3; ++p)
-      for (int64_t oy = 0; oy < s.oh; ++oy)
-        for (int64_t ox = 0; ox < s.ow; ++ox) {
-          int want = 0;
-          for (int64_t ky = 0; ky < pc.k; ++ky)
-            for (int64_t kx = 0; kx < pc.k; ++kx) {
-              const int64_t iy = oy * pc.s - pc.pad + ky * pc.d, ix = ox * pc.s - pc.pad + kx * pc.d;
-              if (iy >= 0 && iy < pc.ih && ix >= 0 && ix < pc.iw)
-                want = std::max<int>(want, x[static_cast<size_t>((p * pc.ih + iy) * pc.iw + ix)]);
-            }
-          ASSERT_EQ(y[static_cast<size_t>((p * s.oh + oy) * s.ow + ox)], want) << p << " " << oy << " " << ox;
-        }
+    for (core::Isa isa : {core::Isa::kScalar, core::Isa::kAvx2, core::Isa::kAvx512}) {
+      if (isa > core::detected_isa()) continue;
+      std::fill(y.begin(), y.end(), uint8_t{7});
+      ASSERT_TRUE(kernels::cpu::qmax_pool_u8(s, x.data(), y.data(), nullptr, isa).is_ok());
+      for (int64_t p = 0; p < 3; ++p)
+        for (int64_t oy = 0; oy < s.oh; ++oy)
+          for (int64_t ox = 0; ox < s.ow; ++ox) {
+            int want = 0;
+            for (int64_t ky = 0; ky < pc.k; ++ky)
+              for (int64_t kx = 0; kx < pc.k; ++kx) {
+                const int64_t iy = oy * pc.s - pc.pad + ky * pc.d, ix = ox * pc.s - pc.pad + kx * pc.d;
+                if (iy >= 0 && iy < pc.ih && ix >= 0 && ix < pc.iw)
+                  want = std::max<int>(want, x[static_cast<size_t>((p * pc.ih + iy) * pc.iw + ix)]);
+              }
+            ASSERT_EQ(y[static_cast<size_t>((p * s.oh + oy) * s.ow + ox)], want) << p << " " << oy << " " << ox;
+          }
+    }
   }
 }
 
@@ -341,11 +352,14 @@ TEST(QOps, QuantizeDequantizeMatchReference) {
   std::vector<uint8_t> got(n);
   std::vector<float> got_back(n);
   core::ThreadPool pool(2);
-  kernels::cpu::quantize_f32_u8(x.data<float>(), n, 0.02f, 117, got.data(), &pool);
-  kernels::cpu::dequantize_u8_f32(got.data(), n, 0.02f, 117, got_back.data(), nullptr);
-  for (int64_t i = 0; i < n; ++i) {
-    ASSERT_EQ(got[static_cast<size_t>(i)], want.data<uint8_t>()[i]) << "element " << i << " x " << x.data<float>()[i];
-    ASSERT_EQ(got_back[static_cast<size_t>(i)], back.data<float>()[i]) << "element " << i;
+  for (core::Isa isa : {core::Isa::kScalar, core::Isa::kAvx2, core::Isa::kAvx512}) {
+    if (isa > core::detected_isa()) continue;
+    kernels::cpu::quantize_f32_u8(x.data<float>(), n, 0.02f, 117, got.data(), &pool, isa);
+    kernels::cpu::dequantize_u8_f32(got.data(), n, 0.02f, 117, got_back.data(), nullptr);
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(got[static_cast<size_t>(i)], want.data<uint8_t>()[i]) << "element " << i << " x " << x.data<float>()[i];
+      ASSERT_EQ(got_back[static_cast<size_t>(i)], back.data<float>()[i]) << "element " << i;
+    }
   }
 }
 

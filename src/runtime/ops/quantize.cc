@@ -416,8 +416,9 @@ void register_int8_kernels(KernelRegistry& r) {
     const auto kind = std::string(op) == "QAdd" ? kernels::cpu::QBinaryOp::kAdd : kernels::cpu::QBinaryOp::kMul;
     r.add(ir::kKestrelDomain, op, [kind](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
       KESTREL_ASSIGN_OR_RETURN(OutClamp clamp, read_out_clamp(info));
+      const core::Isa isa = info.options.isa;
       return make_kernel(
-          [kind, clamp](KernelContext& ctx) -> Status {
+          [kind, clamp, isa](KernelContext& ctx) -> Status {
             kernels::cpu::QBinaryParams p;
             p.op = kind;
             KESTREL_RETURN_IF_ERROR(read_q_param(ctx.input(1), ctx.input(2), &p.a_scale, &p.a_zp));
@@ -431,7 +432,7 @@ void register_int8_kernels(KernelRegistry& r) {
             if (a.dtype() != core::DType::kU8 || b.dtype() != core::DType::kU8)
               return core::invalid_argument("QAdd / QMul: a and b must be u8");
             return kernels::cpu::qbinary_u8(p, a.data<uint8_t>(), a.dims(), b.data<uint8_t>(), b.dims(),
-                                            y.data<uint8_t>(), y.dims(), ctx.pool());
+                                            y.data<uint8_t>(), y.dims(), ctx.pool(), isa);
           },
           "qops.binary");
     });
@@ -520,12 +521,13 @@ void register_int8_kernels(KernelRegistry& r) {
     KESTREL_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, info.node.attr_ints("kernel_shape"));
     if (kernel.size() != 2) return info.fail("kernel_shape must have 2 values");
     KESTREL_ASSIGN_OR_RETURN(ir::WindowAttrs a, ir::read_window_attrs(info.node, kernel, true));
+    const core::Isa isa = info.options.isa;
     return make_kernel(
-        [a](KernelContext& ctx) -> Status {
+        [a, isa](KernelContext& ctx) -> Status {
           KESTREL_ASSIGN_OR_RETURN(kernels::cpu::QMaxPoolShape s, qmaxpool_shape(a, ctx.input(0)));
           Tensor& y = ctx.output(0);
           if (y.num_elements() != s.planes * s.oh * s.ow) return core::invalid_argument("QMaxPool: output does not match");
-          return kernels::cpu::qmax_pool_u8(s, ctx.input(0).data<uint8_t>(), y.data<uint8_t>(), ctx.pool());
+          return kernels::cpu::qmax_pool_u8(s, ctx.input(0).data<uint8_t>(), y.data<uint8_t>(), ctx.pool(), isa);
         },
         "qops.maxpool");
   });
@@ -537,14 +539,15 @@ void register_quantize_kernels(KernelRegistry& r) {
   register_int8_kernels(r);
   r.add("QuantizeLinear", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
     KESTREL_ASSIGN_OR_RETURN(ref::QuantAxisParams p, axis_params(info));
-    return make_kernel([p](KernelContext& ctx) {
+    const core::Isa isa = info.options.isa;
+    return make_kernel([p, isa](KernelContext& ctx) {
       if (per_tensor_u8(ctx.input(1), ctx.input_or_null(2), ctx.output(0).dtype()) && ctx.input(0).dtype() == core::DType::kF32 &&
           ctx.input(1).dtype() == core::DType::kF32) {
         const float s = ctx.input(1).data<float>()[0];
         if (s != 0.f && std::isfinite(s)) {
           kernels::cpu::quantize_f32_u8(ctx.input(0).data<float>(), ctx.input(0).num_elements(), s,
                                         ctx.has_input(2) ? ctx.input(2).data<uint8_t>()[0] : 0,
-                                        ctx.output(0).data<uint8_t>(), ctx.pool());
+                                        ctx.output(0).data<uint8_t>(), ctx.pool(), isa);
           return Status::ok();
         }
       }

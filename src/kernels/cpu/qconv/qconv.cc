@@ -138,12 +138,12 @@ core::Result<std::unique_ptr<QConv>> QConv::create(const QConvSpec& spec) {
                                                 " kernel ", spec.kh, "x", spec.kw, " group ", spec.group));
   if (!spec.w) return core::invalid_argument("qconv: no weights");
   if (spec.out == QOut::kU8 && static_cast<int64_t>(spec.scale.size()) != spec.m)
-    return core::invalid_argument(core::str_cat("qconv: need ", spec.m, " requantization scales, have ",
-                                                spec.scale.size()));
+    return core::invalid_argument(
+        core::str_cat("qconv: need ", spec.m, " requantization scales, have ", spec.scale.size()));
   if (!spec.bias.empty() && static_cast<int64_t>(spec.bias.size()) != spec.m)
     return core::invalid_argument(core::str_cat("qconv: bias has ", spec.bias.size(), " values, need ", spec.m));
-  if (spec.out == QOut::kU8 && (spec.y_zp < 0 || spec.y_zp > 255 || spec.out_min > spec.out_max ||
-                                spec.out_max < 0 || spec.out_min > 255))
+  if (spec.out == QOut::kU8 &&
+      (spec.y_zp < 0 || spec.y_zp > 255 || spec.out_min > spec.out_max || spec.out_max < 0 || spec.out_min > 255))
     return core::invalid_argument("qconv: output zero point or clamp range outside u8");
   const int64_t k = spec.c_per_group * spec.kh * spec.kw;
   if (k > 65536) return core::unsupported(core::str_cat("qconv: K = ", k, " exceeds 65536"));
@@ -151,7 +151,8 @@ core::Result<std::unique_ptr<QConv>> QConv::create(const QConvSpec& spec) {
   conv->spec_ = spec;
   conv->spec_.w = nullptr;  // borrowed only during create
   const int64_t mg = spec.m / spec.group;
-  conv->depthwise_ = spec.c_per_group == 1 && mg == 1 && spec.group > 1 && spec.kh * spec.kw <= qconv_detail::kQDwMaxTaps;
+  conv->depthwise_ =
+      spec.c_per_group == 1 && mg == 1 && spec.group > 1 && spec.kh * spec.kw <= qconv_detail::kQDwMaxTaps;
   if (conv->depthwise_) {
     conv->dw_w_.assign(spec.w, spec.w + spec.m * spec.kh * spec.kw);
     conv->dw_fn_ = qconv_detail::qdw_fn(spec.isa);
@@ -167,7 +168,8 @@ core::Result<std::unique_ptr<QConv>> QConv::create(const QConvSpec& spec) {
   for (int64_t m = 0; m < spec.m; ++m)
     for (int64_t c = 0; c < spec.c_per_group; ++c)
       for (int64_t t = 0; t < taps; ++t)
-        w_hwc[static_cast<size_t>((m * taps + t) * spec.c_per_group + c)] = spec.w[(m * spec.c_per_group + c) * taps + t];
+        w_hwc[static_cast<size_t>((m * taps + t) * spec.c_per_group + c)] =
+            spec.w[(m * spec.c_per_group + c) * taps + t];
   for (int64_t g = 0; g < spec.group; ++g) {
     KESTREL_ASSIGN_OR_RETURN(PackedBS8 p, pack_b_s8(k, mg, w_hwc.data() + g * mg * k, k, true, spec.qgemm_isa));
     conv->packed_.push_back(std::move(p));

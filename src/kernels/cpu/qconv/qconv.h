@@ -22,14 +22,14 @@ using qconv_detail::QOut;
 // What is fixed when the session is created: the weights and the quantization parameters.
 struct QConvSpec {
   int64_t m = 0, c_per_group = 0, kh = 1, kw = 1, group = 1;
-  const int8_t* w = nullptr;    // [M, C/group, kh, kw], copied / packed by create()
-  std::vector<float> scale;     // [M]: x_scale * w_scale[m] / y_scale (kU8 output)
-  std::vector<int32_t> bias;    // [M] or empty
+  const int8_t* w = nullptr;  // [M, C/group, kh, kw], copied / packed by create()
+  std::vector<float> scale;   // [M]: x_scale * w_scale[m] / y_scale (kU8 output)
+  std::vector<int32_t> bias;  // [M] or empty
   uint8_t x_zp = 0;
   int32_t y_zp = 0, out_min = 0, out_max = 255;  // output clamp in the quantized domain (fused Relu / Clip)
   QOut out = QOut::kU8;
-  core::Isa isa = core::Isa::kScalar;           // depthwise kernel's ISA
-  std::optional<QgemmIsa> qgemm_isa;            // default: qgemm_active_isa()
+  core::Isa isa = core::Isa::kScalar;  // depthwise kernel's ISA
+  std::optional<QgemmIsa> qgemm_isa;   // default: qgemm_active_isa()
 };
 
 // What the input shape decides (per run): sizes, strides, dilations and begin pads of 2-D

@@ -101,8 +101,8 @@ inline void dw_row(const QDwPlane& p, const DwLayout& l, const float* buf, int64
     for (int64_t ox0 = 0; ox0 < ow; ox0 += kBlock) {
       float s[kBlock];
       for (int i = 0; i < kBlock; ++i) s[i] = 0.f;
-  #pragma GCC unroll 25
-    for (int t = 0; t < K * K; ++t) {
+#pragma GCC unroll 25
+      for (int t = 0; t < K * K; ++t) {
         const float* src = ptr[t] + ox0;
         const float wt = w[t];
         for (int i = 0; i < kBlock; ++i) s[i] += wt * src[i];

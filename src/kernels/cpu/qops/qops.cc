@@ -7,18 +7,29 @@
 #include <vector>
 
 #include "core/str_util.h"
+#include "kernels/cpu/qops/qops_table.h"
 
 namespace kestrel::kernels::cpu {
 
 using core::Status;
 
-namespace {
+namespace qops_detail {
 
-// round_half_even for |f| < 2^22 without a rounding instruction (SSE2 baseline vectorizes it).
-inline float round_even(float f) {
-  constexpr float kMagic = 12582912.f;  // 1.5 * 2^23
-  return (f + kMagic) - kMagic;
+const QopsFns& qops_fns(core::Isa isa) {
+  static const QopsFns scalar = qops_fns_scalar(), avx2 = qops_fns_avx2(), avx512 = qops_fns_avx512();
+  switch (isa) {
+    case core::Isa::kAvx512:
+      return avx512;
+    case core::Isa::kAvx2:
+      return avx2;
+    default:
+      return scalar;
+  }
 }
+
+}  // namespace qops_detail
+
+namespace {
 
 constexpr int64_t kGrain = 1 << 14;
 
@@ -29,36 +40,11 @@ void run_ranges(core::ThreadPool* pool, int64_t n, int64_t grain, core::Function
     fn(0, n);
 }
 
-template <int SA, int SB>
-void binary_row(const QBinaryParams& p, const uint8_t* a, const uint8_t* b, uint8_t* y, int64_t n) {
-  const float lo = static_cast<float>(p.lo - p.y_zp), hi = static_cast<float>(p.hi - p.y_zp);
-  const int32_t zy = p.y_zp;
-  if (p.op == QBinaryOp::kAdd) {
-    const float ka = p.a_scale / p.y_scale, kb = p.b_scale / p.y_scale;
-    const float c0 = -(static_cast<float>(p.a_zp) * ka + static_cast<float>(p.b_zp) * kb);
-    for (int64_t i = 0; i < n; ++i) {
-      float f = static_cast<float>(a[i * SA]) * ka + static_cast<float>(b[i * SB]) * kb + c0;
-      f = f > lo ? f : lo;
-      f = f < hi ? f : hi;
-      y[i] = static_cast<uint8_t>(static_cast<int32_t>(round_even(f)) + zy);
-    }
-  } else {
-    const float k = p.a_scale * p.b_scale / p.y_scale;
-    const float za = static_cast<float>(p.a_zp), zb = static_cast<float>(p.b_zp);
-    for (int64_t i = 0; i < n; ++i) {
-      float f = (static_cast<float>(a[i * SA]) - za) * (static_cast<float>(b[i * SB]) - zb) * k;
-      f = f > lo ? f : lo;
-      f = f < hi ? f : hi;
-      y[i] = static_cast<uint8_t>(static_cast<int32_t>(round_even(f)) + zy);
-    }
-  }
-}
-
 }  // namespace
 
 Status qbinary_u8(const QBinaryParams& p, const uint8_t* a, std::span<const int64_t> a_dims, const uint8_t* b,
-                  std::span<const int64_t> b_dims, uint8_t* y, std::span<const int64_t> y_dims,
-                  core::ThreadPool* pool) {
+                  std::span<const int64_t> b_dims, uint8_t* y, std::span<const int64_t> y_dims, core::ThreadPool* pool,
+                  core::Isa isa) {
   const size_t r = y_dims.size();
   if (r > kQMaxRank || a_dims.size() > r || b_dims.size() > r)
     return core::unsupported(core::str_cat("qbinary: rank above ", kQMaxRank, " or inputs of higher rank than y"));
@@ -103,6 +89,7 @@ Status qbinary_u8(const QBinaryParams& p, const uint8_t* a, std::span<const int6
     m = 1;
   }
   const int64_t inner = md[m - 1], ia = ma[m - 1], ib = mb[m - 1];
+  const qops_detail::QopsFns& fns = qops_detail::qops_fns(isa);
   const int64_t rows = total / inner;
   auto do_rows = [&](int64_t r0, int64_t r1) {
     for (int64_t row = r0; row < r1; ++row) {
@@ -113,15 +100,7 @@ Status qbinary_u8(const QBinaryParams& p, const uint8_t* a, std::span<const int6
         oa += idx * ma[d];
         ob += idx * mb[d];
       }
-      uint8_t* yr = y + row * inner;
-      if (ia == 1 && ib == 1)
-        binary_row<1, 1>(p, a + oa, b + ob, yr, inner);
-      else if (ia == 1)
-        binary_row<1, 0>(p, a + oa, b + ob, yr, inner);
-      else if (ib == 1)
-        binary_row<0, 1>(p, a + oa, b + ob, yr, inner);
-      else
-        binary_row<0, 0>(p, a + oa, b + ob, yr, inner);
+      fns.binary(p, a + oa, b + ob, y + row * inner, inner, static_cast<int>(ia), static_cast<int>(ib));
     }
   };
   const int64_t grain_rows = std::max<int64_t>(1, kGrain / std::max<int64_t>(inner, 1));
@@ -163,71 +142,22 @@ Status qglobal_avg_pool_u8(const uint8_t* x, int64_t nc, int64_t hw, float x_sca
   return Status::ok();
 }
 
-Status qmax_pool_u8(const QMaxPoolShape& s, const uint8_t* x, uint8_t* y, core::ThreadPool* pool) {
+Status qmax_pool_u8(const QMaxPoolShape& s, const uint8_t* x, uint8_t* y, core::ThreadPool* pool, core::Isa isa) {
   if (s.kh < 1 || s.kw < 1 || s.sh < 1 || s.sw < 1 || s.dh < 1 || s.dw < 1 || s.oh < 0 || s.ow < 0 || s.pad_top < 0 ||
       s.pad_left < 0)
     return core::invalid_argument("qmax_pool: bad window");
   if (s.oh == 0 || s.ow == 0 || s.planes == 0) return Status::ok();
-  const int64_t plane_in = s.ih * s.iw, plane_out = s.oh * s.ow;
-  // Padded row of vertical maxima: column c holds input column c - pad_left (0, the identity of
-  // max on u8, outside the input).
-  const int64_t width = (s.ow - 1) * s.sw + (s.kw - 1) * s.dw + 1;
-  const int64_t c0 = std::min(s.pad_left, width), c1 = std::max(c0, std::min(width, s.pad_left + s.iw));
-  run_ranges(pool, s.planes, std::max<int64_t>(1, kGrain / std::max<int64_t>(plane_in, 1)), [&](int64_t p0, int64_t p1) {
-    // u8 stores may alias anything: keep every bound in a local so loops vectorize.
-    const int64_t ih = s.ih, iw = s.iw, oh = s.oh, ow = s.ow, kh = s.kh, kw = s.kw, sh = s.sh, sw = s.sw, dh = s.dh,
-                  dw = s.dw, pt = s.pad_top, run = c1 - c0, lead = c0 - s.pad_left, w = width;
-    thread_local std::vector<uint8_t> row_buf;
-    if (static_cast<int64_t>(row_buf.size()) < width) row_buf.resize(static_cast<size_t>(width));
-    uint8_t* tmp = row_buf.data();
-    for (int64_t pl = p0; pl < p1; ++pl) {
-      const uint8_t* xp = x + pl * plane_in;
-      uint8_t* yp = y + pl * plane_out;
-      for (int64_t oy = 0; oy < oh; ++oy) {
-        std::memset(tmp, 0, static_cast<size_t>(w));
-        const int64_t iy0 = oy * sh - pt;
-        uint8_t* dst = tmp + c0;
-        for (int64_t ky = 0; ky < kh; ++ky) {
-          const int64_t iy = iy0 + ky * dh;
-          if (iy < 0 || iy >= ih) continue;
-          const uint8_t* src = xp + iy * iw + lead;
-          for (int64_t c = 0; c < run; ++c) dst[c] = std::max(dst[c], src[c]);
-        }
-        uint8_t* yr = yp + oy * ow;
-        if (sw == 1 && dw == 1) {
-          for (int64_t ox = 0; ox < ow; ++ox) yr[ox] = tmp[ox];
-          for (int64_t kx = 1; kx < kw; ++kx)
-            for (int64_t ox = 0; ox < ow; ++ox) yr[ox] = std::max(yr[ox], tmp[ox + kx]);
-        } else if (kw == 3 && dw == 1) {
-          for (int64_t ox = 0; ox < ow; ++ox) {
-            const uint8_t* t = tmp + ox * sw;
-            yr[ox] = std::max(std::max(t[0], t[1]), t[2]);
-          }
-        } else {
-          for (int64_t ox = 0; ox < ow; ++ox) {
-            const uint8_t* t = tmp + ox * sw;
-            uint8_t m = t[0];
-            for (int64_t kx = 1; kx < kw; ++kx) m = std::max(m, t[kx * dw]);
-            yr[ox] = m;
-          }
-        }
-      }
-    }
-  });
+  const qops_detail::QopsFns& fns = qops_detail::qops_fns(isa);
+  const int64_t plane_in = s.ih * s.iw;
+  run_ranges(pool, s.planes, std::max<int64_t>(1, kGrain / std::max<int64_t>(plane_in, 1)),
+             [&](int64_t p0, int64_t p1) { fns.maxpool(s, x, y, p0, p1); });
   return Status::ok();
 }
 
-void quantize_f32_u8(const float* x, int64_t n, float scale, int32_t zp, uint8_t* y, core::ThreadPool* pool) {
-  const float lo = static_cast<float>(-zp), hi = static_cast<float>(255 - zp);
-  run_ranges(pool, n, kGrain, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      float v = x[i] / scale;
-      v = v == v ? v : 0.f;  // NaN -> the zero point
-      v = v > lo ? v : lo;
-      v = v < hi ? v : hi;
-      y[i] = static_cast<uint8_t>(static_cast<int32_t>(round_even(v)) + zp);
-    }
-  });
+void quantize_f32_u8(const float* x, int64_t n, float scale, int32_t zp, uint8_t* y, core::ThreadPool* pool,
+                     core::Isa isa) {
+  const qops_detail::QopsFns& fns = qops_detail::qops_fns(isa);
+  run_ranges(pool, n, kGrain, [&](int64_t i0, int64_t i1) { fns.quantize(x + i0, i1 - i0, scale, zp, y + i0); });
 }
 
 void dequantize_u8_f32(const uint8_t* x, int64_t n, float scale, int32_t zp, float* y, core::ThreadPool* pool) {

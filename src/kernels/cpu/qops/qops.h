@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 
+#include "core/cpu_features.h"
 #include "core/shape.h"
 #include "core/status.h"
 #include "core/thread_pool.h"
@@ -28,7 +29,7 @@ constexpr size_t kQMaxRank = 8;
 // a, b broadcast (numpy rules) to y_dims. Errors for shapes that do not broadcast or ranks above kQMaxRank.
 core::Status qbinary_u8(const QBinaryParams& p, const uint8_t* a, std::span<const int64_t> a_dims, const uint8_t* b,
                         std::span<const int64_t> b_dims, uint8_t* y, std::span<const int64_t> y_dims,
-                        core::ThreadPool* pool);
+                        core::ThreadPool* pool, core::Isa isa = core::active_isa());
 
 // y[i] = table[x[i]].
 void qlookup_u8(const uint8_t* table, const uint8_t* x, uint8_t* y, int64_t n, core::ThreadPool* pool);
@@ -47,11 +48,13 @@ struct QMaxPoolShape {
   int64_t planes = 0, ih = 0, iw = 0, oh = 0, ow = 0;
   int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, pad_top = 0, pad_left = 0;
 };
-core::Status qmax_pool_u8(const QMaxPoolShape& s, const uint8_t* x, uint8_t* y, core::ThreadPool* pool);
+core::Status qmax_pool_u8(const QMaxPoolShape& s, const uint8_t* x, uint8_t* y, core::ThreadPool* pool,
+                          core::Isa isa = core::active_isa());
 
 // Per-tensor QuantizeLinear to u8: saturate(round_half_even(x / scale) + zp) (the division in float,
 // as the reference; NaN gives the zero point), and DequantizeLinear from u8: (x - zp) * scale.
-void quantize_f32_u8(const float* x, int64_t n, float scale, int32_t zp, uint8_t* y, core::ThreadPool* pool);
+void quantize_f32_u8(const float* x, int64_t n, float scale, int32_t zp, uint8_t* y, core::ThreadPool* pool,
+                     core::Isa isa = core::active_isa());
 void dequantize_u8_f32(const uint8_t* x, int64_t n, float scale, int32_t zp, float* y, core::ThreadPool* pool);
 
 }  // namespace kestrel::kernels::cpu
