@@ -187,7 +187,19 @@ std::optional<Clamp> activation_clamp(const ir::Node* a, const ActQ& out) {
 
 // Scalar real function of a unary node, for lookup tables (null if not supported).
 std::optional<std::function<double(double)>> unary_function(const ir::Node* n) {
-  if (!n->domain().empty() || n->num_inputs() != 1) return std::nullopt;
+  if (!n->domain().empty()) return std::nullopt;
+  if (n->op_type() == "Clip") {
+    double lo = -std::numeric_limits<double>::infinity(), hi = std::numeric_limits<double>::infinity();
+    for (size_t i = 1; i < 3; ++i) {
+      if (!n->input(i)) continue;
+      auto v = scalar_constant(n->input(i));
+      if (!v || std::isnan(*v)) return std::nullopt;
+      (i == 1 ? lo : hi) = *v;
+    }
+    if (lo > hi) return std::nullopt;
+    return [lo, hi](double x) { return std::min(hi, std::max(lo, x)); };
+  }
+  if (n->num_inputs() != 1) return std::nullopt;
   const std::string& op = n->op_type();
   if (op == "Sigmoid") return [](double x) { return 1 / (1 + std::exp(-x)); };
   if (op == "Tanh") return [](double x) { return std::tanh(x); };

@@ -218,10 +218,11 @@ TEST(LowerQdq, ConcatPoolsAndLookups) {
         hs->set_attr("alpha", 0.3f);
         g.add_output(q.qdq(hs->output(0), 1.f / 255, 0));
         g.add_output(q.qdq(q.node("HardSwish", {m}), 0.02f, 20));
+        g.add_output(q.qdq(q.node("Clip", {m, q.cf(-0.5f), q.cf(1.f)}), 0.01f, 60));
       },
       {"QuantizeLinear", "QuantizeLinear", "kestrel.QConcat", "kestrel.QMaxPool", "kestrel.QGlobalAveragePool",
        "DequantizeLinear", "kestrel.QLookup", "DequantizeLinear", "kestrel.QLookup", "DequantizeLinear",
-       "kestrel.QLookup", "DequantizeLinear"},
+       "kestrel.QLookup", "DequantizeLinear", "kestrel.QLookup", "DequantizeLinear"},
       0.02f);
 }
 
