@@ -67,6 +67,8 @@ std::unique_ptr<Pass> make_constant_folding();
 std::unique_ptr<Pass> make_dead_code_elimination();
 std::unique_ptr<Pass> make_common_subexpression_elimination();
 std::unique_ptr<Pass> make_remove_noops();
+// -O2 int8 lowering of QDQ graphs (docs/quantization.md), before the float fusions.
+std::unique_ptr<Pass> make_lower_qdq();
 // -O2 fusions (docs/fused_ops.md for the kestrel ops they produce).
 std::unique_ptr<Pass> make_fold_batch_norm();
 std::unique_ptr<Pass> make_fold_conv_add_mul();

@@ -58,6 +58,8 @@ PassManager make_pipeline(int opt_level) {
   pm.add(make_common_subexpression_elimination());
   pm.add(make_dead_code_elimination());
   if (opt_level < 2) return pm;
+  // QDQ patterns are matched on the plain float ops, so the int8 lowering goes first.
+  pm.add(make_lower_qdq());
   // Order matters inside a round: BatchNorm and constant Add/Mul go into the conv before the
   // epilogue fusions; patterns that consume MatMul / Add (attention, GELU, LayerNorm) before
   // MatMul + Add; the residual before the activation (the epilogue adds Z, then activates).

@@ -1,7 +1,10 @@
 // Schemas of the quantization ops: QuantizeLinear / DequantizeLinear (opset 21 form: axis,
 // block_size, output_dtype), DynamicQuantizeLinear, MatMulInteger, QLinearMatMul, ConvInteger and
-// QLinearConv, and the integer convolutions' window geometry.
+// QLinearConv, the integer convolutions' window geometry, and Kestrel's int8 ops (kestrel.QConv,
+// QMatMul, QAdd, QMul, QLookup, QConcat, QGlobalAveragePool, QMaxPool: docs/quantization.md).
 #include "ir/ops/quantize.h"
+
+#include "ir/ops/window_geometry.h"
 
 #include "core/str_util.h"
 #include "ir/onnx_types.h"
@@ -232,6 +235,173 @@ Status infer_qlinear_conv(InferContext& ctx) {
   return Status::ok();
 }
 
+
+// --- Kestrel int8 ops (u8 activations with per-tensor scale / zero point) ---
+
+bool is_u8(DType t) {
+  return t == DType::kU8;
+}
+bool is_i32(DType t) {
+  return t == DType::kI32;
+}
+
+// out_min / out_max: the fused clamp in the quantized domain, within [0, 255].
+Status check_out_clamp(const InferContext& ctx) {
+  KESTREL_ASSIGN_OR_RETURN(int64_t lo, ctx.attr_int("out_min", 0));
+  KESTREL_ASSIGN_OR_RETURN(int64_t hi, ctx.attr_int("out_max", 255));
+  if (lo < 0 || hi > 255 || lo > hi) return ctx.fail("out_min / out_max must satisfy 0 <= ", lo, " <= ", hi, " <= 255");
+  return Status::ok();
+}
+
+// Inputs (x, scale, zp) at `first` .. first + 2: u8, float, u8.
+Status check_q_triple(const InferContext& ctx, size_t first) {
+  KESTREL_RETURN_IF_ERROR(expect_dtype(ctx, first, "quantized input", is_u8, "u8"));
+  KESTREL_RETURN_IF_ERROR(expect_dtype(ctx, first + 1, "scale", core::is_float, "a float tensor"));
+  return expect_dtype(ctx, first + 2, "zero point", is_u8, "u8");
+}
+
+Status infer_kestrel_qconv(InferContext& ctx) {
+  KESTREL_RETURN_IF_ERROR(check_q_triple(ctx, 0));
+  KESTREL_RETURN_IF_ERROR(expect_dtype(ctx, 3, "w", [](DType t) { return t == DType::kI8; }, "i8"));
+  KESTREL_RETURN_IF_ERROR(expect_same_dtype(ctx, 3, 5));
+  KESTREL_RETURN_IF_ERROR(expect_dtype(ctx, 4, "w_scale", core::is_float, "a float tensor"));
+  KESTREL_RETURN_IF_ERROR(expect_dtype(ctx, 6, "y_scale", core::is_float, "a float tensor"));
+  KESTREL_RETURN_IF_ERROR(expect_dtype(ctx, 7, "y_zero_point", is_u8, "u8"));
+  KESTREL_RETURN_IF_ERROR(expect_dtype(ctx, 8, "B", is_i32, "int32"));
+  KESTREL_RETURN_IF_ERROR(check_out_clamp(ctx));
+  KESTREL_ASSIGN_OR_RETURN(Shape s, conv_shape(ctx, 0, 3));
+  ctx.set_output(0, DType::kU8, std::move(s));
+  return Status::ok();
+}
+
+Status infer_kestrel_qmatmul(InferContext& ctx) {
+  KESTREL_RETURN_IF_ERROR(check_q_triple(ctx, 0));
+  KESTREL_RETURN_IF_ERROR(expect_dtype(ctx, 3, "b", [](DType t) { return t == DType::kI8; }, "i8"));
+  KESTREL_RETURN_IF_ERROR(expect_same_dtype(ctx, 3, 5));
+  KESTREL_RETURN_IF_ERROR(expect_dtype(ctx, 4, "b_scale", core::is_float, "a float tensor"));
+  KESTREL_RETURN_IF_ERROR(expect_dtype(ctx, 6, "y_scale", core::is_float, "a float tensor"));
+  KESTREL_RETURN_IF_ERROR(expect_dtype(ctx, 7, "y_zero_point", is_u8, "u8"));
+  KESTREL_RETURN_IF_ERROR(expect_dtype(ctx, 8, "bias", is_i32, "int32"));
+  KESTREL_RETURN_IF_ERROR(check_out_clamp(ctx));
+  if (ctx.input_shape(3).rank_known() && ctx.input_shape(3).rank() != 2)
+    return ctx.fail("b must be 2-D [K, N], has shape ", ctx.input_shape(3).to_string());
+  KESTREL_ASSIGN_OR_RETURN(Shape s, matmul_shape(ctx, 0, 3));
+  ctx.set_output(0, DType::kU8, std::move(s));
+  return Status::ok();
+}
+
+Status infer_kestrel_qbinary(InferContext& ctx) {
+  KESTREL_RETURN_IF_ERROR(check_q_triple(ctx, 0));
+  KESTREL_RETURN_IF_ERROR(check_q_triple(ctx, 3));
+  KESTREL_RETURN_IF_ERROR(expect_dtype(ctx, 6, "y_scale", core::is_float, "a float tensor"));
+  KESTREL_RETURN_IF_ERROR(expect_dtype(ctx, 7, "y_zero_point", is_u8, "u8"));
+  KESTREL_RETURN_IF_ERROR(check_out_clamp(ctx));
+  auto s = broadcast_shapes({&ctx.input_shape(0), &ctx.input_shape(3)});
+  if (!s.is_ok()) return ctx.fail(s.status().message());
+  ctx.set_output(0, DType::kU8, std::move(*s));
+  return Status::ok();
+}
+
+Status infer_kestrel_qlookup(InferContext& ctx) {
+  KESTREL_RETURN_IF_ERROR(expect_dtype(ctx, 0, "x", is_u8, "u8"));
+  KESTREL_RETURN_IF_ERROR(expect_dtype(ctx, 1, "table", is_u8, "u8"));
+  const Shape& t = ctx.input_shape(1);
+  if (t.rank_known() && (t.rank() != 1 || (t[0].known() && t[0].value != 256)))
+    return ctx.fail("table must have shape [256], has ", t.to_string());
+  ctx.set_output(0, DType::kU8, ctx.input_shape(0));
+  return Status::ok();
+}
+
+Status infer_kestrel_qconcat(InferContext& ctx) {
+  KESTREL_ASSIGN_OR_RETURN(int64_t axis, ctx.attr_int("axis"));
+  if (ctx.num_inputs() < 5 || (ctx.num_inputs() - 2) % 3 != 0)
+    return ctx.fail("inputs must be y_scale, y_zero_point, then (x, scale, zero point) per tensor; got ",
+                    ctx.num_inputs());
+  KESTREL_RETURN_IF_ERROR(expect_dtype(ctx, 0, "y_scale", core::is_float, "a float tensor"));
+  KESTREL_RETURN_IF_ERROR(expect_dtype(ctx, 1, "y_zero_point", is_u8, "u8"));
+  std::vector<Dim> out;
+  int64_t rank = -1;
+  for (size_t i = 2; i < ctx.num_inputs(); i += 3) {
+    if (!ctx.has_input(i)) return ctx.fail("input ", i, " is missing");
+    KESTREL_RETURN_IF_ERROR(check_q_triple(ctx, i));
+    const Shape& s = ctx.input_shape(i);
+    if (!s.rank_known()) {
+      ctx.set_output(0, DType::kU8, Shape::unknown_rank());
+      return Status::ok();
+    }
+    if (rank < 0) {
+      rank = s.rank();
+      if (axis < -rank || axis >= rank) return ctx.fail("axis ", axis, " is out of range for rank ", rank);
+      if (axis < 0) axis += rank;
+      out = *s.dims;
+      continue;
+    }
+    if (s.rank() != rank) return ctx.fail("inputs have different ranks");
+    for (int64_t d = 0; d < rank; ++d) {
+      const Dim& a = out[static_cast<size_t>(d)];
+      const Dim& b = s[d];
+      if (d == axis) {
+        out[static_cast<size_t>(d)] = a.known() && b.known() ? Dim(a.value + b.value) : Dim::unknown();
+      } else if (a.known() && b.known() && a.value != b.value) {
+        return ctx.fail("input ", i, " has shape ", s.to_string(), ", which differs off axis ", axis);
+      } else if (!a.known()) {
+        out[static_cast<size_t>(d)] = b;
+      }
+    }
+  }
+  ctx.set_output(0, DType::kU8, Shape(std::move(out)));
+  return Status::ok();
+}
+
+Status infer_kestrel_qgap(InferContext& ctx) {
+  KESTREL_RETURN_IF_ERROR(check_q_triple(ctx, 0));
+  KESTREL_RETURN_IF_ERROR(expect_dtype(ctx, 3, "y_scale", core::is_float, "a float tensor"));
+  KESTREL_RETURN_IF_ERROR(expect_dtype(ctx, 4, "y_zero_point", is_u8, "u8"));
+  const Shape& xs = ctx.input_shape(0);
+  if (!xs.rank_known()) {
+    ctx.set_output(0, DType::kU8, Shape::unknown_rank());
+    return Status::ok();
+  }
+  if (xs.rank() < 3) return ctx.fail("x must be [N, C, spatial...], is ", xs.to_string());
+  std::vector<Dim> out = *xs.dims;
+  for (size_t i = 2; i < out.size(); ++i) out[i] = Dim(1);
+  ctx.set_output(0, DType::kU8, Shape(std::move(out)));
+  return Status::ok();
+}
+
+Status infer_kestrel_qmaxpool(InferContext& ctx) {
+  KESTREL_RETURN_IF_ERROR(expect_dtype(ctx, 0, "x", is_u8, "u8"));
+  KESTREL_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, ctx.attr_ints("kernel_shape"));
+  if (kernel.size() != 2) return ctx.fail("kernel_shape must have 2 values (2-D pooling)");
+  KESTREL_ASSIGN_OR_RETURN(WindowAttrs a, read_window_attrs(ctx.node(), kernel, true));
+  const Shape& xs = ctx.input_shape(0);
+  if (!xs.rank_known()) {
+    ctx.set_output(0, DType::kU8, Shape::unknown_rank());
+    return Status::ok();
+  }
+  if (xs.rank() != 4) return ctx.fail("x must be [N, C, H, W], is ", xs.to_string());
+  std::vector<Dim> out = *xs.dims;
+  for (size_t i = 2; i < 4; ++i) {
+    if (!xs[static_cast<int64_t>(i)].known()) continue;
+    auto w = forward_window(a, i - 2, xs[static_cast<int64_t>(i)].value);
+    if (!w.is_ok()) return ctx.fail(w.status().message());
+    out[i] = Dim(w->out);
+  }
+  ctx.set_output(0, DType::kU8, Shape(std::move(out)));
+  return Status::ok();
+}
+
+void add_kestrel_op(OpRegistry& r, const char* name, int min_in, int max_in, InferFn fn, const char* doc) {
+  OpSchema s;
+  s.domain = kKestrelDomain;
+  s.name = name;
+  s.min_inputs = min_in;
+  s.max_inputs = max_in;
+  s.infer = std::move(fn);
+  s.doc = doc;
+  r.add(std::move(s));
+}
+
 }  // namespace
 
 core::Result<IntConvWindow> read_int_conv_window(const Node& n, size_t spatial) {
@@ -298,6 +468,19 @@ void register_quantize_ops(OpRegistry& r) {
          "int32 convolution of (x - x_zero_point) and (w - w_zero_point)");
   add_op(r, "QLinearConv", 8, 9, 1, 1, infer_qlinear_conv,
          "quantized convolution with int32 bias, requantized to y's scale and zero point");
+  add_kestrel_op(r, "QConv", 8, 9, infer_kestrel_qconv,
+                 "QLinearConv (u8 x, s8 w per channel, int32 bias) with the output clamped to [out_min, out_max]");
+  add_kestrel_op(r, "QMatMul", 8, 9, infer_kestrel_qmatmul,
+                 "u8 a x constant s8 b [K, N] (+ int32 bias [N]), requantized, clamped to [out_min, out_max]");
+  add_kestrel_op(r, "QAdd", 8, 8, infer_kestrel_qbinary,
+                 "u8 (a, b) -> u8 dequantized sum, broadcast, requantized, clamped to [out_min, out_max]");
+  add_kestrel_op(r, "QMul", 8, 8, infer_kestrel_qbinary,
+                 "u8 (a, b) -> u8 dequantized product, broadcast, requantized, clamped to [out_min, out_max]");
+  add_kestrel_op(r, "QLookup", 2, 2, infer_kestrel_qlookup, "y = table[x] for u8 x and a u8 table of 256 entries");
+  add_kestrel_op(r, "QConcat", 5, -1, infer_kestrel_qconcat,
+                 "Concat of u8 tensors, each requantized to (y_scale, y_zero_point)");
+  add_kestrel_op(r, "QGlobalAveragePool", 5, 5, infer_kestrel_qgap, "GlobalAveragePool of u8 x, requantized");
+  add_kestrel_op(r, "QMaxPool", 1, 1, infer_kestrel_qmaxpool, "2-D MaxPool (no indices) of u8 NCHW x");
 }
 
 }  // namespace kestrel::ir

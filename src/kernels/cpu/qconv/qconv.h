@@ -1,0 +1,63 @@
+// Int8 NCHW convolution (u8 activations, s8 per-output-channel weights, int32 bias) with the
+// requantizing epilogue and fused output clamp: 1x1 and general convolution through qgemm (u8
+// patches x packed weights, transposed store into [Cout, pixels]), depthwise through a direct
+// kernel. The engine of kestrel.QConv, QLinearConv and ConvInteger (docs/quantization.md).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "core/status.h"
+#include "core/thread_pool.h"
+#include "kernels/cpu/qconv/qconv_dw.h"
+#include "kernels/cpu/qgemm/qgemm.h"
+
+namespace kestrel::kernels::cpu {
+
+using qconv_detail::QOut;
+
+// What is fixed when the session is created: the weights and the quantization parameters.
+struct QConvSpec {
+  int64_t m = 0, c_per_group = 0, kh = 1, kw = 1, group = 1;
+  const int8_t* w = nullptr;  // [M, C/group, kh, kw], copied / packed by create()
+  std::vector<float> scale;   // [M]: x_scale * w_scale[m] / y_scale (kU8 output)
+  std::vector<int32_t> bias;  // [M] or empty
+  uint8_t x_zp = 0;
+  int32_t y_zp = 0, out_min = 0, out_max = 255;  // output clamp in the quantized domain (fused Relu / Clip)
+  QOut out = QOut::kU8;
+  core::Isa isa = core::Isa::kScalar;  // depthwise kernel's ISA
+  std::optional<QgemmIsa> qgemm_isa;   // default: qgemm_active_isa()
+};
+
+// What the input shape decides (per run): sizes, strides, dilations and begin pads of 2-D
+// windows (a 1-D conv is H = 1).
+struct QConvShape {
+  int64_t n = 1, c = 1, ih = 1, iw = 1, oh = 1, ow = 1;
+  int64_t sh = 1, sw = 1, dh = 1, dw = 1, pad_top = 0, pad_left = 0;
+};
+
+class QConv {
+ public:
+  static core::Result<std::unique_ptr<QConv>> create(const QConvSpec& spec);
+  // x: u8 [N, C, IH, IW]; y: u8 or int32 [N, M, OH, OW]. Steady-state calls allocate nothing
+  // (scratch grows to the largest shape seen).
+  core::Status run(const QConvShape& s, const uint8_t* x, void* y, core::ThreadPool* pool);
+  const char* impl_name() const { return impl_name_; }
+  bool depthwise() const { return depthwise_; }
+
+ private:
+  QConvSpec spec_;
+  bool depthwise_ = false;
+  std::vector<PackedBS8> packed_;  // one per group (gemm path)
+  std::vector<float> dw_w_;        // depthwise weights as floats [M, kh*kw]
+  qconv_detail::QDwFn dw_fn_ = nullptr;
+  std::vector<uint8_t> col_;       // patches [pixels, K] (or the transposed input of a 1x1 conv)
+  std::vector<uint8_t> hwc_;       // padded HWC copy of one group of one image
+  std::vector<float> dw_scratch_;  // one plane's scratch per thread
+  const char* impl_name_ = "qconv";
+};
+
+}  // namespace kestrel::kernels::cpu

@@ -1,0 +1,43 @@
+// Direct int8 depthwise convolution of one NCHW plane (u8 activations, s8 weights, exact sums),
+// per ISA; the per-ISA units instantiate qconv_dw_inl.h with that ISA's compiler flags.
+#pragma once
+
+#include <cstdint>
+
+#include "core/cpu_features.h"
+
+namespace kestrel::kernels::cpu::qconv_detail {
+
+// Output of the int8 kernels: requantized u8, or the raw int32 sum (ConvInteger).
+enum class QOut : uint8_t { kU8, kI32 };
+
+struct QDwPlane {
+  const uint8_t* x = nullptr;  // [ih, iw]
+  int64_t ih = 0, iw = 0;
+  const float* w = nullptr;  // [kh, kw] s8 weights held as floats (products and sums stay exact)
+  int kh = 3, kw = 3, sh = 1, sw = 1, dh = 1, dw = 1;
+  int64_t pad_top = 0, pad_left = 0, oh = 0, ow = 0;
+  uint8_t x_zp = 0;  // the value of the padding, so that padded taps add 0
+  int32_t bias = 0;
+  float scale = 1.f;  // x_scale * w_scale / y_scale
+  int32_t y_zp = 0, lo = 0, hi = 255;
+  QOut out = QOut::kU8;
+  void* y = nullptr;         // [oh, ow]
+  float* scratch = nullptr;  // qdw_scratch_floats(...) floats
+};
+
+// Floats of scratch one plane needs (the zero-point-shifted padded plane split into stride
+// phases, and one output row).
+int64_t qdw_scratch_floats(int64_t oh, int64_t ow, int kh, int kw, int sh, int sw, int dh, int dw);
+
+// Sum magnitude bound for the float accumulation to stay exact: kh * kw * 255 * 128 < 2^24.
+constexpr int64_t kQDwMaxTaps = 256;
+
+using QDwFn = void (*)(const QDwPlane& p);
+// Null when the ISA is not compiled into this binary.
+QDwFn qdw_fn(core::Isa isa);
+QDwFn qdw_fn_scalar();
+QDwFn qdw_fn_avx2();
+QDwFn qdw_fn_avx512();
+
+}  // namespace kestrel::kernels::cpu::qconv_detail

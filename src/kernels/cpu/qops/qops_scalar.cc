@@ -1,0 +1,10 @@
+// The u8 row kernels compiled with this unit's instruction set (scalar).
+#include "kernels/cpu/qops/qops_inl.h"
+
+namespace kestrel::kernels::cpu::qops_detail {
+
+QopsFns qops_fns_scalar() {
+  return make_fns();
+}
+
+}  // namespace kestrel::kernels::cpu::qops_detail

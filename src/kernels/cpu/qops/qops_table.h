@@ -1,0 +1,24 @@
+// The per-ISA row kernels behind qops.h (quantize, max pool, binary rows): a table per ISA.
+#pragma once
+
+#include <cstdint>
+
+#include "core/cpu_features.h"
+#include "kernels/cpu/qops/qops.h"
+
+namespace kestrel::kernels::cpu::qops_detail {
+
+struct QopsFns {
+  void (*quantize)(const float* x, int64_t n, float scale, int32_t zp, uint8_t* y);
+  void (*maxpool)(const QMaxPoolShape& s, const uint8_t* x, uint8_t* y, int64_t p0, int64_t p1);
+  // Element strides sa, sb are 1 or 0 (broadcast).
+  void (*binary)(const QBinaryParams& p, const uint8_t* a, const uint8_t* b, uint8_t* y, int64_t n, int sa, int sb);
+};
+
+// The table for an ISA (the scalar one when the ISA is not compiled in).
+const QopsFns& qops_fns(core::Isa isa);
+QopsFns qops_fns_scalar();
+QopsFns qops_fns_avx2();
+QopsFns qops_fns_avx512();
+
+}  // namespace kestrel::kernels::cpu::qops_detail

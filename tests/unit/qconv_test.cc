@@ -1,0 +1,367 @@
+// Int8 kernels (kernels/cpu/qconv, kernels/cpu/qops) against independent naive computations:
+// convolution (gemm path: 1x1, im2col, groups; direct depthwise: 3x3 / 5x5 / other sizes, strides,
+// dilations, pads) on every ISA this CPU has, u8 and int32 outputs, and the u8 element-wise,
+// lookup and pooling kernels.
+#include "kernels/cpu/qconv/qconv.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "core/thread_pool.h"
+#include "kernels/cpu/qops/qops.h"
+#include "kernels/reference/quantize.h"
+
+namespace kestrel {
+namespace {
+
+using kernels::cpu::QConv;
+using kernels::cpu::QConvShape;
+using kernels::cpu::QConvSpec;
+using kernels::cpu::QgemmIsa;
+using kernels::cpu::QOut;
+
+struct Level {
+  const char* name;
+  core::Isa isa;
+  QgemmIsa qisa;
+};
+const Level kLevels[] = {{"scalar", core::Isa::kScalar, QgemmIsa::kScalar},
+                         {"avx2", core::Isa::kAvx2, QgemmIsa::kAvx2},
+                         {"avxvnni", core::Isa::kAvx2, QgemmIsa::kAvxVnni},
+                         {"avx512vnni", core::Isa::kAvx512, QgemmIsa::kAvx512Vnni}};
+
+class QConvTest : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    const Level& l = kLevels[GetParam()];
+    if (l.isa > core::detected_isa() || !kernels::cpu::qgemm_isa_available(l.qisa))
+      GTEST_SKIP() << l.name << " not available on this CPU / build";
+  }
+};
+
+struct Case {
+  int64_t n, c, ih, iw, m, kh, kw, group, sh, sw, dh, dw, pt, pl, pb, pr;
+};
+
+int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe) {
+  return (in + pb + pe - ((k - 1) * d + 1)) / s + 1;
+}
+
+void run_case(const Case& cs, const Level& lv, QOut out, bool with_bias, uint32_t seed, core::ThreadPool* pool) {
+  std::mt19937 rng(seed);
+  const int64_t cg = cs.c / cs.group, mg = cs.m / cs.group;
+  const int64_t oh = out_size(cs.ih, cs.kh, cs.sh, cs.dh, cs.pt, cs.pb);
+  const int64_t ow = out_size(cs.iw, cs.kw, cs.sw, cs.dw, cs.pl, cs.pr);
+  std::vector<uint8_t> x(static_cast<size_t>(cs.n * cs.c * cs.ih * cs.iw));
+  std::vector<int8_t> w(static_cast<size_t>(cs.m * cg * cs.kh * cs.kw));
+  std::uniform_int_distribution<int> du(0, 255), ds(-128, 127), db(-5000, 5000);
+  for (auto& v : x) v = static_cast<uint8_t>(du(rng));
+  for (auto& v : w) v = static_cast<int8_t>(ds(rng));
+  QConvSpec sp;
+  sp.m = cs.m;
+  sp.c_per_group = cg;
+  sp.kh = cs.kh;
+  sp.kw = cs.kw;
+  sp.group = cs.group;
+  sp.w = w.data();
+  sp.x_zp = static_cast<uint8_t>(du(rng));
+  sp.y_zp = du(rng);
+  sp.out_min = std::min(sp.y_zp, 40);
+  sp.out_max = 250;
+  sp.out = out;
+  sp.isa = lv.isa;
+  sp.qgemm_isa = lv.qisa;
+  for (int64_t i = 0; i < cs.m; ++i) sp.scale.push_back(std::uniform_real_distribution<float>(1e-4f, 3e-3f)(rng));
+  if (with_bias)
+    for (int64_t i = 0; i < cs.m; ++i) sp.bias.push_back(db(rng));
+  auto conv = QConv::create(sp);
+  ASSERT_TRUE(conv.is_ok()) << conv.status().to_string();
+  QConvShape s{cs.n, cs.c, cs.ih, cs.iw, oh, ow, cs.sh, cs.sw, cs.dh, cs.dw, cs.pt, cs.pl};
+  const size_t ny = static_cast<size_t>(cs.n * cs.m * oh * ow);
+  std::vector<uint8_t> y8(ny, 0xAB);
+  std::vector<int32_t> y32(ny, 0x5A5A5A5A);
+  void* y = out == QOut::kU8 ? static_cast<void*>(y8.data()) : static_cast<void*>(y32.data());
+  // Twice: the second run reuses the scratch.
+  for (int rep = 0; rep < 2; ++rep) ASSERT_TRUE((*conv)->run(s, x.data(), y, pool).is_ok());
+  int bad = 0;
+  for (int64_t n = 0; n < cs.n; ++n)
+    for (int64_t m = 0; m < cs.m; ++m) {
+      const int64_t g = m / mg;
+      for (int64_t oy = 0; oy < oh; ++oy)
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          int64_t acc = 0;
+          for (int64_t c = 0; c < cg; ++c)
+            for (int64_t ky = 0; ky < cs.kh; ++ky)
+              for (int64_t kx = 0; kx < cs.kw; ++kx) {
+                const int64_t iy = oy * cs.sh - cs.pt + ky * cs.dh, ix = ox * cs.sw - cs.pl + kx * cs.dw;
+                if (iy < 0 || iy >= cs.ih || ix < 0 || ix >= cs.iw) continue;
+                const int64_t xv = x[static_cast<size_t>(((n * cs.c + g * cg + c) * cs.ih + iy) * cs.iw + ix)];
+                const int64_t wv = w[static_cast<size_t>(((m * cg + c) * cs.kh + ky) * cs.kw + kx)];
+                acc += (xv - sp.x_zp) * wv;
+              }
+          if (with_bias) acc += sp.bias[static_cast<size_t>(m)];
+          const size_t at = static_cast<size_t>(((n * cs.m + m) * oh + oy) * ow + ox);
+          if (out == QOut::kI32) {
+            if (y32[at] != acc && bad++ < 5) ADD_FAILURE() << "i32 at " << at << ": got " << y32[at] << " want " << acc;
+            continue;
+          }
+          const float f = static_cast<float>(acc) * sp.scale[static_cast<size_t>(m)];
+          const int64_t q = std::clamp<int64_t>(static_cast<int64_t>(std::nearbyint(f)) + sp.y_zp,
+                                                std::max(sp.out_min, 0), std::min(sp.out_max, 255));
+          if (y8[at] != q && bad++ < 5) ADD_FAILURE() << "u8 at " << at << ": got " << int(y8[at]) << " want " << q;
+        }
+    }
+  EXPECT_EQ(bad, 0) << (*conv)->impl_name() << " case n=" << cs.n << " c=" << cs.c << " " << cs.ih << "x" << cs.iw
+                    << " m=" << cs.m << " k=" << cs.kh << "x" << cs.kw << " g=" << cs.group << " s=" << cs.sh << ","
+                    << cs.sw << " d=" << cs.dh << "," << cs.dw;
+}
+
+const Case kCases[] = {
+    // n, c, ih, iw, m, kh, kw, group, sh, sw, dh, dw, pt, pl, pb, pr
+    {1, 16, 7, 9, 24, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},     // pointwise (transposed input)
+    {2, 5, 13, 11, 7, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},     // pointwise, odd sizes
+    {1, 3, 17, 15, 32, 3, 3, 1, 2, 2, 1, 1, 1, 1, 1, 1},    // stem 3x3 s2
+    {1, 8, 10, 12, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},     // 3x3 pad 1
+    {1, 6, 9, 9, 10, 3, 3, 2, 1, 1, 2, 2, 2, 2, 2, 2},      // grouped, dilated
+    {1, 4, 8, 8, 6, 1, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0},       // 1x1 stride 2 (im2col)
+    {1, 7, 6, 5, 3, 2, 3, 1, 1, 2, 1, 1, 0, 1, 1, 0},       // asymmetric kernel and pads
+    {1, 13, 14, 14, 13, 3, 3, 13, 1, 1, 1, 1, 1, 1, 1, 1},  // depthwise 3x3 s1
+    {2, 9, 15, 16, 9, 3, 3, 9, 2, 2, 1, 1, 1, 1, 1, 1},     // depthwise 3x3 s2
+    {1, 5, 11, 13, 5, 5, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2},     // depthwise 5x5 s2
+    {1, 4, 9, 10, 4, 5, 5, 4, 1, 1, 1, 1, 2, 2, 2, 2},      // depthwise 5x5 s1
+    {1, 3, 12, 12, 3, 3, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2},     // depthwise dilated
+    {1, 3, 10, 9, 3, 7, 1, 3, 1, 1, 1, 1, 3, 0, 3, 0},      // depthwise 7x1 (generic taps)
+    {1, 2, 7, 7, 2, 3, 3, 2, 3, 3, 1, 1, 0, 2, 1, 0},       // depthwise stride 3
+    {1, 5, 1, 1, 5, 3, 3, 5, 1, 1, 1, 1, 1, 1, 1, 1},       // depthwise 1x1 plane, all padding but the centre
+    {1, 48, 5, 8, 17, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},     // pointwise, 16 x 16 transposed blocks + edges
+    {1, 32, 9, 21, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},     // 3x3 over 32 channels (blocked HWC copy)
+    {2, 34, 6, 18, 4, 3, 3, 2, 2, 1, 1, 2, 0, 2, 1, 3},     // grouped (17 per group), dilated width
+};
+
+TEST_P(QConvTest, MatchesNaiveU8) {
+  const Level& lv = kLevels[GetParam()];
+  uint32_t seed = 1;
+  for (const Case& c : kCases) {
+    run_case(c, lv, QOut::kU8, true, seed++, nullptr);
+    run_case(c, lv, QOut::kU8, false, seed++, nullptr);
+  }
+}
+
+TEST_P(QConvTest, MatchesNaiveInt32) {
+  const Level& lv = kLevels[GetParam()];
+  uint32_t seed = 100;
+  for (const Case& c : kCases) run_case(c, lv, QOut::kI32, false, seed++, nullptr);
+}
+
+TEST_P(QConvTest, TwoThreads) {
+  const Level& lv = kLevels[GetParam()];
+  core::ThreadPool pool(2);
+  uint32_t seed = 200;
+  for (const Case& c : kCases) run_case(c, lv, QOut::kU8, true, seed++, &pool);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, QConvTest, ::testing::Range(0, 4),
+                         [](const ::testing::TestParamInfo<int>& i) { return std::string(kLevels[i.param].name); });
+
+TEST(QConv, RejectsBadArguments) {
+  std::vector<int8_t> w(2 * 3 * 3 * 3, 1);
+  QConvSpec sp;
+  sp.m = 2;
+  sp.c_per_group = 3;
+  sp.kh = sp.kw = 3;
+  sp.w = w.data();
+  sp.scale = {1.f};  // needs 2
+  EXPECT_FALSE(QConv::create(sp).is_ok());
+  sp.scale = {1.f, 1.f};
+  sp.group = 3;  // 2 output channels are not a multiple of 3 groups
+  EXPECT_FALSE(QConv::create(sp).is_ok());
+  sp.group = 1;
+  sp.y_zp = 300;
+  EXPECT_FALSE(QConv::create(sp).is_ok());
+  sp.y_zp = 0;
+  auto conv = QConv::create(sp);
+  ASSERT_TRUE(conv.is_ok());
+  std::vector<uint8_t> x(4 * 5 * 5), y(2 * 3 * 3);
+  QConvShape s{1, 4, 5, 5, 3, 3, 1, 1, 1, 1, 0, 0};  // 4 channels, weights want 3
+  EXPECT_FALSE((*conv)->run(s, x.data(), y.data(), nullptr).is_ok());
+}
+
+// --- element-wise / pooling ---
+
+TEST(QOps, BinaryBroadcastMatchesNaive) {
+  struct BCase {
+    core::Dims a, b, y;
+  };
+  const BCase cases[] = {{{2, 3, 4, 5}, {2, 3, 4, 5}, {2, 3, 4, 5}},
+                         {{2, 3, 4, 5}, {1, 3, 1, 1}, {2, 3, 4, 5}},
+                         {{3, 1, 5}, {4, 1}, {3, 4, 5}},
+                         {{7}, {}, {7}},
+                         {{1}, {2, 9}, {2, 9}},
+                         {{2, 1, 3}, {2, 5, 1}, {2, 5, 3}}};
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> du(0, 255);
+  for (const auto op : {kernels::cpu::QBinaryOp::kAdd, kernels::cpu::QBinaryOp::kMul})
+    for (const BCase& bc : cases) {
+      auto numel = [](const core::Dims& d) {
+        int64_t n = 1;
+        for (int64_t v : d) n *= v;
+        return n;
+      };
+      std::vector<uint8_t> a(static_cast<size_t>(numel(bc.a))), b(static_cast<size_t>(numel(bc.b))),
+          y(static_cast<size_t>(numel(bc.y)));
+      for (auto& v : a) v = static_cast<uint8_t>(du(rng));
+      for (auto& v : b) v = static_cast<uint8_t>(du(rng));
+      kernels::cpu::QBinaryParams p;
+      p.op = op;
+      p.a_scale = 0.02f;
+      p.b_scale = 0.013f;
+      p.y_scale = op == kernels::cpu::QBinaryOp::kAdd ? 0.03f : 0.05f;
+      p.a_zp = 120;
+      p.b_zp = 30;
+      p.y_zp = 100;
+      p.lo = 10;
+      p.hi = 240;
+      for (core::Isa isa : {core::Isa::kScalar, core::Isa::kAvx2, core::Isa::kAvx512}) {
+        if (isa > core::detected_isa()) continue;
+        ASSERT_TRUE(kernels::cpu::qbinary_u8(p, a.data(), bc.a, b.data(), bc.b, y.data(), bc.y, nullptr, isa).is_ok());
+        // Naive: index every output element, broadcast by coordinates.
+        const size_t r = bc.y.size();
+        for (int64_t i = 0; i < numel(bc.y); ++i) {
+          int64_t rem = i, ia = 0, ib = 0, sa = 1, sb = 1;
+          for (size_t d = r; d-- > 0;) {
+            const int64_t idx = rem % bc.y[d];
+            rem /= bc.y[d];
+            const size_t oa = r - bc.a.size(), ob = r - bc.b.size();
+            if (d >= oa) {
+              const int64_t da = bc.a[d - oa];
+              ia += (da == 1 ? 0 : idx) * sa;
+              sa *= da;
+            }
+            if (d >= ob) {
+              const int64_t db = bc.b[d - ob];
+              ib += (db == 1 ? 0 : idx) * sb;
+              sb *= db;
+            }
+          }
+          const double ra = p.a_scale * (a[static_cast<size_t>(ia)] - p.a_zp);
+          const double rb = p.b_scale * (b[static_cast<size_t>(ib)] - p.b_zp);
+          const double f = (op == kernels::cpu::QBinaryOp::kAdd ? ra + rb : ra * rb) / p.y_scale;
+          const double want = std::clamp<double>(std::nearbyint(f) + p.y_zp, p.lo, p.hi);
+          ASSERT_LE(std::abs(y[static_cast<size_t>(i)] - want), 1) << "element " << i << " isa " << core::isa_name(isa);
+        }
+      }
+    }
+}
+
+TEST(QOps, BinaryRejectsBadShapes) {
+  std::vector<uint8_t> a(6), b(4), y(6);
+  kernels::cpu::QBinaryParams p;
+  EXPECT_FALSE(kernels::cpu::qbinary_u8(p, a.data(), core::Dims{2, 3}, b.data(), core::Dims{4}, y.data(),
+                                        core::Dims{2, 3}, nullptr)
+                   .is_ok());
+  p.y_scale = 0;
+  EXPECT_FALSE(kernels::cpu::qbinary_u8(p, a.data(), core::Dims{2, 3}, a.data(), core::Dims{2, 3}, y.data(),
+                                        core::Dims{2, 3}, nullptr)
+                   .is_ok());
+}
+
+TEST(QOps, LookupAndRequantTable) {
+  uint8_t table[256];
+  kernels::cpu::qrequant_table(0.25, 10, 0.5, 20, 0, 255, table);
+  for (int v = 0; v < 256; ++v)
+    EXPECT_EQ(table[v], std::clamp<double>(std::nearbyint((v - 10) * 0.5) + 20, 0, 255)) << v;
+  std::vector<uint8_t> x(1000), y(1000);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>(i * 7);
+  core::ThreadPool pool(2);
+  kernels::cpu::qlookup_u8(table, x.data(), y.data(), 1000, &pool);
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(y[i], table[x[i]]);
+}
+
+TEST(QOps, GlobalAveragePoolMatchesNaive) {
+  std::mt19937 rng(3);
+  std::vector<uint8_t> x(6 * 49), y(6);
+  for (auto& v : x) v = static_cast<uint8_t>(rng() & 255);
+  ASSERT_TRUE(kernels::cpu::qglobal_avg_pool_u8(x.data(), 6, 49, 0.05f, 7, 0.02f, 3, y.data(), nullptr).is_ok());
+  for (int c = 0; c < 6; ++c) {
+    double s = 0;
+    for (int i = 0; i < 49; ++i) s += x[static_cast<size_t>(c * 49 + i)];
+    const double want = std::clamp<double>(std::nearbyint((s / 49 - 7) * 0.05 / 0.02) + 3, 0, 255);
+    EXPECT_LE(std::abs(y[static_cast<size_t>(c)] - want), 1) << c;
+  }
+}
+
+TEST(QOps, MaxPoolMatchesNaive) {
+  struct PCase {
+    int64_t ih, iw, k, s, pad, d;
+  };
+  std::mt19937 rng(5);
+  for (const PCase& pc : {PCase{13, 11, 3, 2, 0, 1}, PCase{8, 8, 2, 2, 0, 1}, PCase{9, 7, 3, 1, 1, 1},
+                          PCase{10, 10, 3, 2, 1, 2}, PCase{5, 6, 3, 3, 1, 1}}) {
+    kernels::cpu::QMaxPoolShape s;
+    s.planes = 3;
+    s.ih = pc.ih;
+    s.iw = pc.iw;
+    s.kh = s.kw = pc.k;
+    s.sh = s.sw = pc.s;
+    s.dh = s.dw = pc.d;
+    s.pad_top = s.pad_left = pc.pad;
+    s.oh = (pc.ih + 2 * pc.pad - ((pc.k - 1) * pc.d + 1)) / pc.s + 1;
+    s.ow = (pc.iw + 2 * pc.pad - ((pc.k - 1) * pc.d + 1)) / pc.s + 1;
+    std::vector<uint8_t> x(static_cast<size_t>(3 * pc.ih * pc.iw)), y(static_cast<size_t>(3 * s.oh * s.ow));
+    for (auto& v : x) v = static_cast<uint8_t>(rng() & 255);
+    for (core::Isa isa : {core::Isa::kScalar, core::Isa::kAvx2, core::Isa::kAvx512}) {
+      if (isa > core::detected_isa()) continue;
+      std::fill(y.begin(), y.end(), uint8_t{7});
+      ASSERT_TRUE(kernels::cpu::qmax_pool_u8(s, x.data(), y.data(), nullptr, isa).is_ok());
+      for (int64_t p = 0; p < 3; ++p)
+        for (int64_t oy = 0; oy < s.oh; ++oy)
+          for (int64_t ox = 0; ox < s.ow; ++ox) {
+            int want = 0;
+            for (int64_t ky = 0; ky < pc.k; ++ky)
+              for (int64_t kx = 0; kx < pc.k; ++kx) {
+                const int64_t iy = oy * pc.s - pc.pad + ky * pc.d, ix = ox * pc.s - pc.pad + kx * pc.d;
+                if (iy >= 0 && iy < pc.ih && ix >= 0 && ix < pc.iw)
+                  want = std::max<int>(want, x[static_cast<size_t>((p * pc.ih + iy) * pc.iw + ix)]);
+              }
+            ASSERT_EQ(y[static_cast<size_t>((p * s.oh + oy) * s.ow + ox)], want) << p << " " << oy << " " << ox;
+          }
+    }
+  }
+}
+
+TEST(QOps, QuantizeDequantizeMatchReference) {
+  std::mt19937 rng(11);
+  const int64_t n = 1000;
+  core::Tensor x = core::Tensor::allocate(core::DType::kF32, {n}).value();
+  for (int64_t i = 0; i < n; ++i) x.data<float>()[i] = std::uniform_real_distribution<float>(-3.f, 3.f)(rng);
+  x.data<float>()[0] = std::nanf("");
+  x.data<float>()[1] = INFINITY;
+  x.data<float>()[2] = -INFINITY;
+  x.data<float>()[3] = 1e30f;
+  x.data<float>()[4] = 0.5f * 0.02f;  // a tie
+  core::Tensor s = core::Tensor::scalar<float>(0.02f), z = core::Tensor::scalar<uint8_t>(117);
+  core::Tensor want = core::Tensor::allocate(core::DType::kU8, {n}).value();
+  core::Tensor back = core::Tensor::allocate(core::DType::kF32, {n}).value();
+  ASSERT_TRUE(kernels::ref::quantize_linear({0, 0}, x, s, &z, want).is_ok());
+  ASSERT_TRUE(kernels::ref::dequantize_linear({0, 0}, want, s, &z, back).is_ok());
+  std::vector<uint8_t> got(n);
+  std::vector<float> got_back(n);
+  core::ThreadPool pool(2);
+  for (core::Isa isa : {core::Isa::kScalar, core::Isa::kAvx2, core::Isa::kAvx512}) {
+    if (isa > core::detected_isa()) continue;
+    kernels::cpu::quantize_f32_u8(x.data<float>(), n, 0.02f, 117, got.data(), &pool, isa);
+    kernels::cpu::dequantize_u8_f32(got.data(), n, 0.02f, 117, got_back.data(), nullptr);
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(got[static_cast<size_t>(i)], want.data<uint8_t>()[i]) << "element " << i << " x " << x.data<float>()[i];
+      ASSERT_EQ(got_back[static_cast<size_t>(i)], back.data<float>()[i]) << "element " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kestrel
