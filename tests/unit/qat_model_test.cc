@@ -2,8 +2,15 @@
 // through Session at -O0 and -O2 and matches PyTorch's converted int8 model, measured in quanta.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -64,14 +71,36 @@ class QatModel : public ::testing::TestWithParam<QatCase> {};
 // elements within one quantum, none further than two. Measured with the float reference Q/DQ path:
 // max 2 quanta, >= 99.98% within one (vs int8), exact vs the fake-quant model. The fake-quant
 // model gets the same bound: once the int8 kernels run, Kestrel rounds like PyTorch's int8 model.
+// Compares one output with PyTorch's int8 and fake-quant references (tolerance above).
+void check_output(const std::string& case_name, const std::string& how, const std::string& name, const Tensor& out) {
+  const std::string prefix = "qat_cnn." + case_name;
+  auto scale_t = core::read_npy(qat_path("qat_cnn.scale." + name + ".npy"));
+  ASSERT_TRUE(scale_t.is_ok()) << scale_t.status().to_string();
+  ASSERT_EQ(scale_t->num_elements(), 1);
+  const float scale = scale_t->data<float>()[0];
+  ASSERT_GT(scale, 0.0f);
+  ASSERT_EQ(out.dtype(), core::DType::kF32) << name;
+  for (const char* ref_kind : {"int8", "fq"}) {
+    auto ref = core::read_npy(qat_path(prefix + "." + ref_kind + "." + name + ".npy"));
+    ASSERT_TRUE(ref.is_ok()) << ref.status().to_string();
+    ASSERT_EQ(out.dims(), ref->dims()) << name;
+    const QuantaStats q = compare_in_quanta(out, *ref, scale);
+    std::printf("[ qat      ] %-8s %-4s %-6s vs %-4s: max %.2f quanta, %.4f%% within 1 quantum\n", case_name.c_str(),
+                how.c_str(), name.c_str(), ref_kind, q.max_quanta, 100.0 * q.within_one);
+    EXPECT_LE(q.max_quanta, 2.0 + 1e-3) << prefix << " " << how << " " << name << " vs PyTorch " << ref_kind;
+    EXPECT_GE(q.within_one, 0.99) << prefix << " " << how << " " << name << " vs PyTorch " << ref_kind;
+    // Not a tolerance: the output is a DequantizeLinear result, so it must sit on the grid.
+    EXPECT_EQ(q.off_grid, 0) << prefix << " " << how << " " << name << " has values off the quantization grid";
+  }
+}
+
 TEST_P(QatModel, MatchesPyTorchInt8) {
   const QatCase& c = GetParam();
-  const std::string prefix = std::string("qat_cnn.") + c.case_name;
   runtime::SessionOptions so;
   so.opt_level = c.opt_level;
   auto s = runtime::Session::open(qat_path("qat_cnn.onnx"), so);
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
-  auto x = core::read_npy(qat_path(prefix + ".in.x.npy"));
+  auto x = core::read_npy(qat_path(std::string("qat_cnn.") + c.case_name + ".in.x.npy"));
   ASSERT_TRUE(x.is_ok()) << x.status().to_string();
   std::vector<std::pair<std::string, Tensor>> inputs;
   inputs.emplace_back("x", std::move(x).value());
@@ -79,27 +108,8 @@ TEST_P(QatModel, MatchesPyTorchInt8) {
   auto st = (*s)->run(inputs, out);
   ASSERT_TRUE(st.is_ok()) << st.to_string();
   ASSERT_EQ(out.size(), 2u);
-  for (size_t k = 0; k < out.size(); ++k) {
-    const std::string& name = (*s)->outputs()[k].name;
-    auto scale_t = core::read_npy(qat_path("qat_cnn.scale." + name + ".npy"));
-    ASSERT_TRUE(scale_t.is_ok()) << scale_t.status().to_string();
-    ASSERT_EQ(scale_t->num_elements(), 1);
-    const float scale = scale_t->data<float>()[0];
-    ASSERT_GT(scale, 0.0f);
-    ASSERT_EQ(out[k].dtype(), core::DType::kF32) << name;
-    for (const char* ref_kind : {"int8", "fq"}) {
-      auto ref = core::read_npy(qat_path(prefix + "." + ref_kind + "." + name + ".npy"));
-      ASSERT_TRUE(ref.is_ok()) << ref.status().to_string();
-      ASSERT_EQ(out[k].dims(), ref->dims()) << name;
-      const QuantaStats q = compare_in_quanta(out[k], *ref, scale);
-      std::printf("[ qat      ] %-8s -O%d %-6s vs %-4s: max %.2f quanta, %.4f%% within 1 quantum\n", c.case_name,
-                  c.opt_level, name.c_str(), ref_kind, q.max_quanta, 100.0 * q.within_one);
-      EXPECT_LE(q.max_quanta, 2.0 + 1e-3) << prefix << " " << name << " vs PyTorch " << ref_kind;
-      EXPECT_GE(q.within_one, 0.99) << prefix << " " << name << " vs PyTorch " << ref_kind;
-      // Not a tolerance: the output is a DequantizeLinear result, so it must sit on the grid.
-      EXPECT_EQ(q.off_grid, 0) << prefix << " " << name << " has values off the quantization grid";
-    }
-  }
+  for (size_t k = 0; k < out.size(); ++k)
+    check_output(c.case_name, "-O" + std::to_string(c.opt_level), (*s)->outputs()[k].name, out[k]);
 }
 
 INSTANTIATE_TEST_SUITE_P(Exported, QatModel,
@@ -132,6 +142,31 @@ TEST(QatModelSession, ReplansAcrossBatchSizes) {
     }
   }
 }
+
+#ifdef KESTREL_CLI_PATH
+// `kestrel run qat_cnn.onnx --input x=FILE.npy --output-dir DIR` writes outputs that match too.
+TEST(QatModelCli, RunMatchesPyTorchInt8) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("kestrel_qat_cli_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const std::string log_path = dir.string() + ".log";
+  const std::string cmd = std::string("'") + KESTREL_CLI_PATH + "' run '" + qat_path("qat_cnn.onnx") + "' --input 'x=" +
+                          qat_path("qat_cnn.digits4.in.x.npy") + "' --output-dir '" + dir.string() + "' >'" + log_path +
+                          "' 2>&1";
+  const int status = std::system(cmd.c_str());
+  std::ifstream log_file(log_path);
+  std::stringstream log;
+  log << log_file.rdbuf();
+  std::filesystem::remove(log_path);
+  ASSERT_TRUE(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd << "\n" << log.str();
+  for (const char* name : {"logits", "feat"}) {
+    auto got = core::read_npy((dir / (std::string(name) + ".npy")).string());
+    ASSERT_TRUE(got.is_ok()) << got.status().to_string() << "\n" << log.str();
+    check_output("digits4", "cli", name, *got);
+  }
+  std::filesystem::remove_all(dir);
+}
+#endif
 
 // Issue 6: at -O2 the lower-qdq pass rewrites every DequantizeLinear -> Conv/Gemm/MatMul ->
 // QuantizeLinear into a kestrel "Q*" int8 op, so no float convolution or matrix product is left
