@@ -14,7 +14,7 @@ outputs. Files written next to this script, for tests/unit/qat_model_test.cc:
                                      in units of it
 
 Flow: fuse_modules_qat (Conv+BN+ReLU) -> QConfig with FakeQuantize (uint8 0..255 activations,
-symmetric per-channel int8 weights) -> prepare_qat -> a few SGD steps on sklearn's digits ->
+symmetric per-channel int8 weights) -> prepare_qat -> 800 Adam steps on sklearn's digits ->
 freeze BN statistics and observers -> convert() gives the int8 reference. For the export, each
 ConvBn(ReLU) QAT module is replaced by the plain Conv(ReLU) QAT module that convert() would build
 (BN folded with the same running statistics, same weight and activation fake quantizers), and that
