@@ -6,6 +6,8 @@
 #include "core/str_util.h"
 #include "format/kst_loader.h"
 #include "format/kst_writer.h"
+#include "passes/pass.h"
+#include "runtime/kernel.h"
 
 namespace kestrel::quant {
 
@@ -18,6 +20,18 @@ core::Result<runtime::LoadedModel> copy_graph(const ir::Graph& g) {
   lm.graph = std::move(m.graph);
   lm.keepalive = std::move(m.keepalive);
   return lm;
+}
+
+core::Result<std::string> optimized_kst(const ir::Graph& g, const format::KstWriteOptions& opts) {
+  KESTREL_ASSIGN_OR_RETURN(runtime::LoadedModel m, copy_graph(g));
+  ir::NodeEvaluator ev = [](const ir::Node& n, std::span<const core::Tensor* const> ins) {
+    return runtime::evaluate_node(n, ins);
+  };
+  passes::PassContext ctx;
+  ctx.evaluator = &ev;
+  KESTREL_RETURN_IF_ERROR(runtime::prepare_graph(*m.graph));
+  KESTREL_RETURN_IF_ERROR(passes::optimize(*m.graph, 2, ctx));
+  return format::write_kst(*m.graph, opts);
 }
 
 core::Result<std::unique_ptr<TapRunner>> TapRunner::create(const ir::Graph& g, const std::vector<std::string>& taps,

@@ -8,6 +8,7 @@
 
 #include "core/status.h"
 #include "core/tensor.h"
+#include "format/kst_writer.h"
 #include "ir/graph.h"
 #include "runtime/model_loader.h"
 #include "runtime/session.h"
@@ -16,6 +17,9 @@ namespace kestrel::quant {
 
 // A deep copy of g (through an in-memory .kst, so constants are copied once and stay aligned).
 core::Result<runtime::LoadedModel> copy_graph(const ir::Graph& g);
+
+// The .kst bytes of a copy of g after the standard -O2 pipeline (what `kestrel convert` writes).
+core::Result<std::string> optimized_kst(const ir::Graph& g, const format::KstWriteOptions& opts = {});
 
 class TapRunner {
  public:

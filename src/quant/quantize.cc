@@ -383,20 +383,25 @@ core::Result<PtqResult> quantize_ptq(const ir::Graph& prepared, const std::vecto
   KESTREL_ASSIGN_OR_RETURN(res.holdout_cosine, measure(*res.graph));
   if (res.holdout_cosine >= opts.target_cosine) return res;
 
-  // Sensitivity of a layer: the error it adds, (1 - cosine of its output) minus the worst
-  // (1 - cosine) among its inputs, from the per-layer report of the fully quantized graph.
+  // Sensitivity of a layer, from the per-layer report of the fully quantized graph: the error it
+  // adds, (1 - cosine of its output) minus the worst (1 - cosine) among its inputs, times how
+  // much the rest of the network amplifies an error at its output, estimated as the output's
+  // error over the error there (errors grow layer by layer, so early layers weigh more).
   std::map<std::string, double> err;
-  for (const LayerStat& l : res.layers) err[l.tensor] = 1 - l.cosine;
+  for (const LayerStat& l : res.layers) err[l.tensor] = std::max(1 - l.cosine, 1e-12);
+  const double final_err = std::max(1 - res.holdout_cosine, 1e-12);
   std::vector<std::pair<double, std::string>> ranked;
   for (const QuantizedNode& n : res.qdq.nodes) {
     double in = 0;
     for (const std::string& t : n.inputs) in = std::max(in, err.count(t) ? err[t] : 0.0);
-    ranked.push_back({(err.count(n.output) ? err[n.output] : 0.0) - in, n.name});
+    const double out = err.count(n.output) ? err[n.output] : 0.0;
+    const double gain = out > 0 ? std::max(1.0, final_err / out) : 1.0;
+    ranked.push_back({(out - in) * gain, n.name});
   }
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   size_t k = 0;
   while (res.holdout_cosine < opts.target_cosine && k < ranked.size()) {
-    k = std::min(ranked.size(), k < 4 ? k + 1 : k + k / 2);
+    k = std::min(ranked.size(), k < 8 ? k + 1 : k + k / 4);
     QdqOptions qo = opts.qdq;
     for (size_t i = 0; i < k; ++i) qo.keep_float.insert(ranked[i].second);
     if (opts.progress) opts.progress(str_cat("auto: ", k, " layers in float").c_str(), 0, 1);

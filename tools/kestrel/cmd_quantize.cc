@@ -100,18 +100,6 @@ double accuracy(const std::vector<std::vector<core::Tensor>>& outs, const std::v
   return outs.empty() ? 0 : static_cast<double>(right) / static_cast<double>(outs.size());
 }
 
-core::Result<std::string> optimized_kst(const ir::Graph& g, const format::KstWriteOptions& wo) {
-  KESTREL_ASSIGN_OR_RETURN(runtime::LoadedModel m, quant::copy_graph(g));
-  ir::NodeEvaluator ev = [](const ir::Node& n, std::span<const core::Tensor* const> ins) {
-    return runtime::evaluate_node(n, ins);
-  };
-  passes::PassContext ctx;
-  ctx.evaluator = &ev;
-  KESTREL_RETURN_IF_ERROR(runtime::prepare_graph(*m.graph));
-  KESTREL_RETURN_IF_ERROR(passes::optimize(*m.graph, 2, ctx));
-  return format::write_kst(*m.graph, wo);
-}
-
 void quantize(const QuantizeOptions& o) {
   quant::PtqOptions po;
   if (!quant::parse_calib_method(o.method, &po.calib.method))
@@ -170,12 +158,12 @@ void quantize(const QuantizeOptions& o) {
 
   format::KstWriteOptions wo;
   wo.metadata["convert.opt_level"] = "2";
-  const std::string float_kst = value_or_throw(optimized_kst(g, wo));
+  const std::string float_kst = value_or_throw(quant::optimized_kst(g, wo));
   wo.metadata["quantize.method"] = quant::calib_method_name(po.calib.method);
   wo.metadata["quantize.weights"] = o.per_tensor ? "int8 per-tensor symmetric" : "int8 per-channel symmetric";
   wo.metadata["quantize.activations"] = "u8 per-tensor asymmetric";
   wo.metadata["quantize.calibration_samples"] = std::to_string(calib.size());
-  const std::string int8_kst = value_or_throw(optimized_kst(*r.graph, wo));
+  const std::string int8_kst = value_or_throw(quant::optimized_kst(*r.graph, wo));
   {
     std::ofstream f(o.output + ".tmp", std::ios::binary);
     f.write(int8_kst.data(), static_cast<std::streamsize>(int8_kst.size()));
