@@ -167,8 +167,10 @@ void RangeCollector::observe(int pass, const std::string& name, const core::Tens
       s.abs_hist.hi = std::max(std::fabs(s.min), std::fabs(s.max));
       s.abs_hist.counts.assign(bins, 0.0);
     }
+    // Exact zeros (half of a Relu output) are represented exactly whatever the range; in the
+    // first bin they would dominate the divergence and pull the threshold far down.
     for (float x : v)
-      if (std::isfinite(x)) s.abs_hist.add(std::fabs(x));
+      if (std::isfinite(x) && x != 0.0f) s.abs_hist.add(std::fabs(x));
   }
 }
 
@@ -184,11 +186,16 @@ std::map<std::string, TensorRange> RangeCollector::ranges() const {
         if (!s.signed_hist.counts.empty()) r = percentile_range(s.signed_hist, opts_.percentile);
         break;
       case CalibMethod::kKl:
-        if (!s.abs_hist.counts.empty()) {
+        // KL over a sparse histogram (a small tensor: a few values per bin or less) picks
+        // thresholds from noise; such tensors keep their min-max range.
+        if (!s.abs_hist.counts.empty() && s.abs_hist.total() >= 16.0 * static_cast<double>(s.abs_hist.counts.size())) {
           // A one-sided tensor (e.g. after Relu) gets all 255 u8 steps; a two-sided one half of
           // them on each side of zero.
           const bool one_sided = s.min >= 0 || s.max <= 0;
-          const float t = static_cast<float>(kl_threshold(s.abs_hist.counts, s.abs_hist.hi, one_sided ? 255 : 128));
+          float t = static_cast<float>(kl_threshold(s.abs_hist.counts, s.abs_hist.hi, one_sided ? 255 : 128));
+          // A point mass at the maximum (Relu6 / Clip saturation) is signal, not an outlier:
+          // clipping it moves many values at once, which KL over the merged last bin misses.
+          if (s.abs_hist.counts.back() >= 1e-3 * s.abs_hist.total()) t = static_cast<float>(s.abs_hist.hi);
           r = {std::max(s.min, -t), std::min(s.max, t)};
         }
         break;
