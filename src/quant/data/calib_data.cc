@@ -36,7 +36,7 @@ core::Result<core::Tensor> fit_input(core::Tensor t, const ir::Value& in, const 
     return core::invalid_argument(str_cat(file, ": input '", in.name(), "' must be ", core::dtype_name(in.dtype()),
                                           ", the file holds ", t.type_string()));
   if (!s.rank_known()) return t;
-  if (t.rank() + 1 == s.rank() && s[0].known() && s[0].value == 1) {
+  if (t.rank() + 1 == s.rank() && (!s[0].known() || s[0].value == 1)) {
     core::Dims d = t.dims();
     d.insert(d.begin(), 1);
     t = core::Tensor::wrap(t.dtype(), d, const_cast<void*>(t.raw_data()), t.owner());
