@@ -205,6 +205,9 @@ core::Result<QdqResult> insert_qdq(ir::Graph& g, const std::map<std::string, Ten
     }
     n->set_input(1, dq_out);
   }
+  std::map<std::string, std::string> fused_op;  // fused Relu / Clip node -> its Conv / Gemm op
+  for (const QuantizedNode& qn : plan.nodes)
+    if (!qn.fused.empty()) fused_op[qn.fused] = qn.op;
   // Activations: one Q -> DQ pair per tensor, read by every consumer.
   for (const std::string& t : plan.tensors) {
     ir::Value* v = g.find_value(t);
@@ -215,6 +218,7 @@ core::Result<QdqResult> insert_qdq(ir::Graph& g, const std::map<std::string, Ten
     qt.name = t;
     qt.node = v->producer() ? v->producer()->name() : "";
     qt.op = v->producer() ? v->producer()->op_type() : "input";
+    if (auto f = fused_op.find(qt.node); v->producer() && f != fused_op.end()) qt.op = f->second + "+" + qt.op;
     u8_params(it->second, &qt.scale, &qt.zero_point);
     ir::Value* sv = g.add_constant(g.unique_value_name(t + "_scale"), core::Tensor::scalar<float>(qt.scale));
     ir::Value* zv = g.add_constant(g.unique_value_name(t + "_zero_point"),

@@ -204,7 +204,7 @@ void quantize(const QuantizeOptions& o) {
   size_t w = 6;
   for (const quant::LayerStat& l : r.layers) w = std::max(w, l.tensor.size());
   w = std::min<size_t>(w, 48);
-  std::printf("  %-*s %-18s %9s %8s\n", static_cast<int>(w), "tensor", "producer", "cosine", "SNR dB");
+  std::printf("  %-*s %-18s %9s %8s\n", static_cast<int>(w), "tensor", "quantized after", "cosine", "SNR dB");
   for (const quant::LayerStat& l : r.layers)
     std::printf("  %-*s %-18s %9.5f %8.2f\n", static_cast<int>(w), l.tensor.c_str(), l.op.c_str(), l.cosine,
                 l.snr_db);
