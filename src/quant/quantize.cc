@@ -410,19 +410,36 @@ core::Result<PtqResult> quantize_ptq(const ir::Graph& prepared, const std::vecto
   std::stable_sort(ranked.begin(), ranked.end(), [](const Rank& a, const Rank& b) {
     return a.gain != b.gain ? a.gain > b.gain : a.added > b.added;
   });
-  size_t k = 0;
-  while (res.holdout_cosine < opts.target_cosine && k < ranked.size()) {
-    k = std::min(ranked.size(), k < 8 ? k + 1 : k + k / 4);
+  // Grow the float set (one layer at a time, then by a quarter) until the target is met, then
+  // bisect between the last miss and the hit for the smallest float set that meets it.
+  auto attempt = [&](size_t k) -> core::Result<bool> {
     QdqOptions qo = opts.qdq;
     for (size_t i = 0; i < k; ++i) qo.keep_float.insert(ranked[i].name);
     if (opts.progress) opts.progress(str_cat("auto: ", k, " layers in float").c_str(), 0, 1);
     QdqResult r;
     KESTREL_ASSIGN_OR_RETURN(auto g, build_qdq(prepared, res.ranges, qo, &r));
-    KESTREL_ASSIGN_OR_RETURN(res.holdout_cosine, measure(*g));
+    KESTREL_ASSIGN_OR_RETURN(double cos, measure(*g));
+    if (cos < opts.target_cosine && k < ranked.size()) return false;
+    res.holdout_cosine = cos;
     res.graph = std::move(g);
     res.qdq = std::move(r);
     res.auto_float.clear();
     for (size_t i = 0; i < k; ++i) res.auto_float.push_back(ranked[i].name);
+    return true;
+  };
+  size_t miss = 0, hit = 0;
+  for (size_t k = 1;; k = std::min(ranked.size(), k < 8 ? k + 1 : k + k / 4)) {
+    KESTREL_ASSIGN_OR_RETURN(bool ok, attempt(k));
+    if (ok) {
+      hit = k;
+      break;
+    }
+    miss = k;
+  }
+  while (hit - miss > 1) {
+    const size_t mid = miss + (hit - miss) / 2;
+    KESTREL_ASSIGN_OR_RETURN(bool ok, attempt(mid));
+    (ok ? hit : miss) = mid;
   }
   KESTREL_ASSIGN_OR_RETURN(res.layers,
                            layer_report(prepared, *res.graph, res.qdq.tensors, calib, opts.num_threads, opts.progress));
