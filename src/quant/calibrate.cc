@@ -13,20 +13,29 @@ namespace kestrel::quant {
 using core::str_cat;
 
 bool parse_calib_method(std::string_view text, CalibMethod* out) {
-  if (text == "minmax") *out = CalibMethod::kMinMax;
-  else if (text == "kl" || text == "entropy") *out = CalibMethod::kKl;
-  else if (text == "percentile") *out = CalibMethod::kPercentile;
-  else if (text == "ema") *out = CalibMethod::kEma;
-  else return false;
+  if (text == "minmax")
+    *out = CalibMethod::kMinMax;
+  else if (text == "kl" || text == "entropy")
+    *out = CalibMethod::kKl;
+  else if (text == "percentile")
+    *out = CalibMethod::kPercentile;
+  else if (text == "ema")
+    *out = CalibMethod::kEma;
+  else
+    return false;
   return true;
 }
 
 const char* calib_method_name(CalibMethod m) {
   switch (m) {
-    case CalibMethod::kMinMax: return "minmax";
-    case CalibMethod::kKl: return "kl";
-    case CalibMethod::kPercentile: return "percentile";
-    case CalibMethod::kEma: return "ema";
+    case CalibMethod::kMinMax:
+      return "minmax";
+    case CalibMethod::kKl:
+      return "kl";
+    case CalibMethod::kPercentile:
+      return "percentile";
+    case CalibMethod::kEma:
+      return "ema";
   }
   return "?";
 }
@@ -180,8 +189,11 @@ std::map<std::string, TensorRange> RangeCollector::ranges() const {
     if (!s.seen) continue;
     TensorRange r{s.min, s.max};
     switch (opts_.method) {
-      case CalibMethod::kMinMax: break;
-      case CalibMethod::kEma: r = {static_cast<float>(s.ema_min), static_cast<float>(s.ema_max)}; break;
+      case CalibMethod::kMinMax:
+        break;
+      case CalibMethod::kEma:
+        r = {static_cast<float>(s.ema_min), static_cast<float>(s.ema_max)};
+        break;
       case CalibMethod::kPercentile:
         if (!s.signed_hist.counts.empty()) r = percentile_range(s.signed_hist, opts_.percentile);
         break;

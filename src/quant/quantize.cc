@@ -33,11 +33,15 @@ core::Status prepare_for_quantization(ir::Graph& g) {
 
 namespace {
 
-bool is_activation(const ir::Value* v) { return v && !v->is_constant() && v->dtype() == core::DType::kF32; }
+bool is_activation(const ir::Value* v) {
+  return v && !v->is_constant() && v->dtype() == core::DType::kF32;
+}
 bool is_f32_constant(const ir::Value* v) {
   return v && v->is_constant() && v->constant().dtype() == core::DType::kF32;
 }
-bool absent_or_constant(const ir::Value* v) { return !v || v->is_constant(); }
+bool absent_or_constant(const ir::Value* v) {
+  return !v || v->is_constant();
+}
 
 // The weight's channel axis for a quantizable node, or -1 if the node is not quantizable.
 int weight_axis(const ir::Node& n) {
@@ -66,8 +70,8 @@ std::vector<ir::Value*> plain_inputs(const ir::Node& n) {
     return n.inputs();
   }
   if (op == "MaxPool" && n.num_outputs() != 1) return {};  // the indices output stays float
-  if (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "Sigmoid" ||
-      op == "HardSigmoid" || op == "HardSwish") {
+  if (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "Sigmoid" || op == "HardSigmoid" ||
+      op == "HardSwish") {
     if (!is_activation(n.input(0))) return {};
     return {n.input(0)};
   }
@@ -144,16 +148,16 @@ namespace {
 void quantize_weight(const core::Tensor& w, int axis, bool per_tensor, core::Tensor* q, core::Tensor* scale,
                      core::Tensor* zp) {
   const core::Dims& d = w.dims();
-  int64_t outer = 1, inner = 1;
+  int64_t inner = 1;
   const int64_t channels = per_tensor ? 1 : d[static_cast<size_t>(axis)];
-  for (int i = 0; i < axis; ++i) outer *= d[static_cast<size_t>(i)];
   for (size_t i = static_cast<size_t>(axis) + 1; i < d.size(); ++i) inner *= d[i];
   const float* src = w.data<float>();
   std::vector<float> amax(static_cast<size_t>(channels), 0.0f);
   const int64_t c_dim = d[static_cast<size_t>(axis)];
   auto channel_of = [&](int64_t idx) { return per_tensor ? 0 : (idx / inner) % c_dim; };
   for (int64_t i = 0; i < w.num_elements(); ++i)
-    if (std::isfinite(src[i])) amax[static_cast<size_t>(channel_of(i))] = std::max(amax[static_cast<size_t>(channel_of(i))], std::fabs(src[i]));
+    if (std::isfinite(src[i]))
+      amax[static_cast<size_t>(channel_of(i))] = std::max(amax[static_cast<size_t>(channel_of(i))], std::fabs(src[i]));
   std::vector<float> s(static_cast<size_t>(channels));
   for (size_t c = 0; c < s.size(); ++c) s[c] = amax[c] > 0 ? amax[c] / 127.0f : 1.0f;
   *q = core::Tensor::allocate(core::DType::kI8, d).value();
@@ -162,7 +166,6 @@ void quantize_weight(const core::Tensor& w, int axis, bool per_tensor, core::Ten
     const float v = std::isfinite(src[i]) ? src[i] / s[static_cast<size_t>(channel_of(i))] : 0.0f;
     dst[i] = static_cast<int8_t>(std::clamp(std::lround(v), -127L, 127L));
   }
-  (void)outer;
   if (per_tensor) {
     *scale = core::Tensor::scalar<float>(s[0]);
     *zp = core::Tensor::scalar<int8_t>(0);
@@ -229,8 +232,8 @@ core::Result<QdqResult> insert_qdq(ir::Graph& g, const std::map<std::string, Ten
     if (is_output && !g.rename_value(v, g.unique_value_name(t + "_float")))
       return core::internal_error(str_cat("quantizer: cannot rename '", t, "'"));
     qt.dq_name = is_output ? t : g.unique_value_name(t + "_dequantized");
-    ir::Node* q = g.add_node("QuantizeLinear", {v, sv, zv}, {g.unique_value_name(t + "_quantized")},
-                             t + "_QuantizeLinear");
+    ir::Node* q =
+        g.add_node("QuantizeLinear", {v, sv, zv}, {g.unique_value_name(t + "_quantized")}, t + "_QuantizeLinear");
     ir::Node* dq = g.add_node("DequantizeLinear", {q->output(0), sv, zv}, {qt.dq_name}, t + "_DequantizeLinear");
     for (const ir::Use& u : uses)
       if (u.input_index >= 0) u.node->set_input(static_cast<size_t>(u.input_index), dq->output(0));
@@ -322,7 +325,8 @@ Agreement compare_outputs(const std::vector<std::vector<core::Tensor>>& referenc
       if (f.dtype() != core::DType::kF32 || q.dtype() != core::DType::kF32 || f.num_elements() != q.num_elements())
         continue;
       for (int64_t i = 0; i < f.num_elements(); ++i)
-        a.max_abs_err = std::max(a.max_abs_err, static_cast<double>(std::fabs(f.data<float>()[i] - q.data<float>()[i])));
+        a.max_abs_err =
+            std::max(a.max_abs_err, static_cast<double>(std::fabs(f.data<float>()[i] - q.data<float>()[i])));
       // Top-1 over the last axis of the first output when it looks like class scores.
       if (o == 0 && f.rank() >= 2 && f.dim(-1) > 1) {
         const int64_t c = f.dim(-1), rows = f.num_elements() / c;
@@ -342,7 +346,8 @@ Agreement compare_outputs(const std::vector<std::vector<core::Tensor>>& referenc
 }
 
 core::Result<Agreement> compare_models(const ir::Graph& reference, const ir::Graph& test,
-                                       const std::vector<Sample>& samples, int num_threads, const ProgressFn& progress) {
+                                       const std::vector<Sample>& samples, int num_threads,
+                                       const ProgressFn& progress) {
   if (progress) progress("comparing", 0, 2);
   KESTREL_ASSIGN_OR_RETURN(auto ro, run_model(reference, samples, num_threads));
   if (progress) progress("comparing", 1, 2);
@@ -407,9 +412,8 @@ core::Result<PtqResult> quantize_ptq(const ir::Graph& prepared, const std::vecto
     const double out = err.count(n.output) ? err[n.output] : 1e-12;
     ranked.push_back({std::max(1.0, final_err / out), out - in, n.name});
   }
-  std::stable_sort(ranked.begin(), ranked.end(), [](const Rank& a, const Rank& b) {
-    return a.gain != b.gain ? a.gain > b.gain : a.added > b.added;
-  });
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const Rank& a, const Rank& b) { return a.gain != b.gain ? a.gain > b.gain : a.added > b.added; });
   // Grow the float set (one layer at a time, then by a quarter) until the target is met, then
   // bisect between the last miss and the hit for the smallest float set that meets it.
   auto attempt = [&](size_t k) -> core::Result<bool> {

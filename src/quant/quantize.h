@@ -29,8 +29,8 @@ namespace kestrel::quant {
 core::Status prepare_for_quantization(ir::Graph& g);
 
 struct QdqOptions {
-  bool per_tensor = false;             // one weight scale per tensor instead of per output channel
-  std::set<std::string> keep_float;    // node names left in float
+  bool per_tensor = false;           // one weight scale per tensor instead of per output channel
+  std::set<std::string> keep_float;  // node names left in float
 };
 
 // One quantized activation tensor: `name` in the float graph, `dq_name` the DequantizeLinear
@@ -110,10 +110,10 @@ struct PtqOptions {
 struct PtqResult {
   std::unique_ptr<ir::Graph> graph;  // the QDQ graph (plain ONNX, not yet optimized at -O2)
   QdqResult qdq;
-  std::vector<LayerStat> layers;         // per-layer report of the final graph on the calibration samples
-  std::vector<std::string> auto_float;   // nodes the automatic mode kept in float, most sensitive first
+  std::vector<LayerStat> layers;        // per-layer report of the final graph on the calibration samples
+  std::vector<std::string> auto_float;  // nodes the automatic mode kept in float, most sensitive first
   std::map<std::string, TensorRange> ranges;
-  double holdout_cosine = -2;             // automatic mode: final holdout cosine (-2: not measured)
+  double holdout_cosine = -2;  // automatic mode: final holdout cosine (-2: not measured)
 };
 
 // Calibrates `prepared` (see prepare_for_quantization) on `calib`, inserts QDQ and builds the

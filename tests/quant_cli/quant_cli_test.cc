@@ -77,7 +77,8 @@ class QuantCli : public ::testing::Test {
   }
   Result run(const std::string& args) {
     const std::string out = path("stdout.txt"), err = path("stderr.txt");
-    const std::string cmd = std::string("'") + KESTREL_CLI_PATH + "' quantize " + args + " >'" + out + "' 2>'" + err + "'";
+    const std::string cmd =
+        std::string("'") + KESTREL_CLI_PATH + "' quantize " + args + " >'" + out + "' 2>'" + err + "'";
     const int status = std::system(cmd.c_str());
     Result r;
     r.exited = status != -1 && WIFEXITED(status);

@@ -11,7 +11,9 @@
 namespace kestrel::quant {
 namespace {
 
-core::Tensor vec(const std::vector<float>& v) { return core::Tensor::from_vector<float>(v, {static_cast<int64_t>(v.size())}); }
+core::Tensor vec(const std::vector<float>& v) {
+  return core::Tensor::from_vector<float>(v, {static_cast<int64_t>(v.size())});
+}
 
 TEST(QuantCalibrate, PercentileOfUniformValues) {
   // Values 0..9999 in 10000 bins of width 1: the 99th percentile is the edge 9900, the 1st 100.
@@ -31,7 +33,7 @@ TEST(QuantCalibrate, PercentileClipsOneOutlierPerThousand) {
   RangeCollector rc({CalibMethod::kPercentile, 99.5, 0.9, 2048});
   std::vector<float> v(1000);
   for (int i = 0; i < 1000; ++i) v[static_cast<size_t>(i)] = static_cast<float>(i % 100) / 100.0f;  // [0, 0.99]
-  v[7] = 1000.0f;  // one outlier
+  v[7] = 1000.0f;                                                                                   // one outlier
   core::Tensor t = vec(v);
   rc.observe(0, "x", t);
   rc.observe(1, "x", t);

@@ -19,9 +19,8 @@ namespace fs = std::filesystem;
 class QuantData : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("kestrel_quant_data_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("kestrel_quant_data_" + std::to_string(getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -124,9 +123,9 @@ TEST_F(QuantData, PngImagesWithPreprocessing) {
   auto s = load_calibration_set(dir_.string(), *g, o);
   ASSERT_TRUE(s.is_ok()) << s.status().message();
   const float* v = s->samples[0][0].data<float>();
-  EXPECT_NEAR(v[3], 30 / 255.0f, 1e-6);                    // R of pixel (1, 1)
+  EXPECT_NEAR(v[3], 30 / 255.0f, 1e-6);                   // R of pixel (1, 1)
   EXPECT_NEAR(v[4], (100 / 255.0f - 0.5f) / 0.5f, 1e-6);  // G
-  EXPECT_NEAR(v[8], 0.5f, 1e-6);                           // B / 2
+  EXPECT_NEAR(v[8], 0.5f, 1e-6);                          // B / 2
 
   // BGR and NHWC: channel 0 is blue, channels last.
   auto g2 = model({"x"}, {1, 2, 2, 3});

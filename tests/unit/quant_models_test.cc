@@ -78,26 +78,31 @@ void run_case(const ModelCase& c) {
   ASSERT_TRUE(fo.is_ok() && qo.is_ok());
   Agreement a = compare_outputs(*fo, *qo);
   const double ratio = static_cast<double>(int8_kst->size()) / static_cast<double>(float_kst->size());
-  std::printf("[quant] %s (%s%s): cosine %.5f (worst %.5f), top-1 %lld/%lld, .kst %.2f MB -> %.2f MB (%.1f%%), "
-              "%zu ops int8, %zu kept in float\n",
-              c.name, calib_method_name(c.method), c.target_cosine > 0 ? ", auto" : "", a.cosine, a.min_cosine,
-              static_cast<long long>(a.top1_match), static_cast<long long>(a.top1_total), float_kst->size() / 1e6,
-              int8_kst->size() / 1e6, 100 * ratio, r->qdq.nodes.size(), r->auto_float.size());
+  std::printf(
+      "[quant] %s (%s%s): cosine %.5f (worst %.5f), top-1 %lld/%lld, .kst %.2f MB -> %.2f MB (%.1f%%), "
+      "%zu ops int8, %zu kept in float\n",
+      c.name, calib_method_name(c.method), c.target_cosine > 0 ? ", auto" : "", a.cosine, a.min_cosine,
+      static_cast<long long>(a.top1_match), static_cast<long long>(a.top1_total), float_kst->size() / 1e6,
+      int8_kst->size() / 1e6, 100 * ratio, r->qdq.nodes.size(), r->auto_float.size());
   EXPECT_GE(a.cosine, 0.99) << c.name;
   EXPECT_LE(ratio, 0.30) << c.name;
 }
 
-TEST(QuantModels, SqueezeNetInt8) { run_case({"squeezenet1_1", CalibMethod::kPercentile, 0}); }
+TEST(QuantModels, SqueezeNetInt8) {
+  run_case({"squeezenet1_1", CalibMethod::kPercentile, 0});
+}
 
 // Fully int8, mobilenet_v2 with random weights reaches cosine ~0.98 only: the random network
 // amplifies any perturbation (40 dB of noise on the input alone gives 0.993), so the automatic
 // mode keeps its first layers in float.
-TEST(QuantModels, MobileNetV2Auto) { run_case({"mobilenet_v2", CalibMethod::kPercentile, 0.99}); }
+TEST(QuantModels, MobileNetV2Auto) {
+  run_case({"mobilenet_v2", CalibMethod::kPercentile, 0.99});
+}
 
 TEST(QuantModels, AllCnns) {
   if (!std::getenv("KESTREL_QUANT_ALL_MODELS")) GTEST_SKIP() << "set KESTREL_QUANT_ALL_MODELS=1 to quantize every CNN";
-  for (const char* name : {"efficientnet_b0", "mnasnet1_0", "mobilenet_v3_large", "mobilenet_v3_small", "regnet_x_400mf",
-                           "shufflenet_v2_x1_0"}) {
+  for (const char* name : {"efficientnet_b0", "mnasnet1_0", "mobilenet_v3_large", "mobilenet_v3_small",
+                           "regnet_x_400mf", "shufflenet_v2_x1_0"}) {
     SCOPED_TRACE(name);
     run_case({name, CalibMethod::kPercentile, 0.99});
   }

@@ -124,7 +124,8 @@ void quantize(const QuantizeOptions& o) {
   io.std = o.std;
   if (!o.resize.empty()) {
     std::vector<int64_t> hw = parse_dims(o.resize, "--resize");
-    if (hw.size() != 2 || hw[0] <= 0 || hw[1] <= 0) fail(ErrorCode::kInvalidArgument, "--resize takes HxW, e.g. 224x224");
+    if (hw.size() != 2 || hw[0] <= 0 || hw[1] <= 0)
+      fail(ErrorCode::kInvalidArgument, "--resize takes HxW, e.g. 224x224");
     io.height = hw[0], io.width = hw[1];
   }
 
@@ -142,8 +143,8 @@ void quantize(const QuantizeOptions& o) {
   size_t n_hold = static_cast<size_t>(std::floor(static_cast<double>(n) * o.holdout));
   if (o.holdout > 0 && n_hold == 0 && n >= 2) n_hold = 1;
   if (n_hold >= n)
-    fail(ErrorCode::kInvalidArgument, str_cat(o.calib, ": ", n, " samples leave none for calibration with --holdout ",
-                                              o.holdout));
+    fail(ErrorCode::kInvalidArgument,
+         str_cat(o.calib, ": ", n, " samples leave none for calibration with --holdout ", o.holdout));
   std::vector<quant::Sample> calib(data.samples.begin(), data.samples.end() - static_cast<std::ptrdiff_t>(n_hold));
   std::vector<quant::Sample> hold(data.samples.end() - static_cast<std::ptrdiff_t>(n_hold), data.samples.end());
   std::vector<int> labels;
@@ -189,9 +190,8 @@ void quantize(const QuantizeOptions& o) {
   }
   if (o.quiet) return;
 
-  std::printf("%s -> %s: int8 QDQ (weights %s, activations u8 per-tensor asymmetric), calibration %s",
-              o.input.c_str(), o.output.c_str(), o.per_tensor ? "per-tensor" : "per-channel",
-              quant::calib_method_name(po.calib.method));
+  std::printf("%s -> %s: int8 QDQ (weights %s, activations u8 per-tensor asymmetric), calibration %s", o.input.c_str(),
+              o.output.c_str(), o.per_tensor ? "per-tensor" : "per-channel", quant::calib_method_name(po.calib.method));
   if (po.calib.method == quant::CalibMethod::kPercentile) std::printf(" %g", o.percentile);
   std::printf(" on %zu samples, %zu held out\n", calib.size(), n_hold);
   std::printf("quantized ops: %zu, weights: %d", r.qdq.nodes.size(), r.qdq.quantized_weights);
@@ -206,8 +206,7 @@ void quantize(const QuantizeOptions& o) {
   w = std::min<size_t>(w, 48);
   std::printf("  %-*s %-18s %9s %8s\n", static_cast<int>(w), "tensor", "quantized after", "cosine", "SNR dB");
   for (const quant::LayerStat& l : r.layers)
-    std::printf("  %-*s %-18s %9.5f %8.2f\n", static_cast<int>(w), l.tensor.c_str(), l.op.c_str(), l.cosine,
-                l.snr_db);
+    std::printf("  %-*s %-18s %9.5f %8.2f\n", static_cast<int>(w), l.tensor.c_str(), l.op.c_str(), l.cosine, l.snr_db);
   if (!r.auto_float.empty())
     std::printf("\nauto (--target-cosine %g): %zu layers kept in float, held-out cosine %.5f\n", o.target_cosine,
                 r.auto_float.size(), r.holdout_cosine);
@@ -259,7 +258,9 @@ void add_quantize_command(CLI::App& app) {
   sub->add_option("--std", o->std, "Images: per-channel std")->delimiter(',');
   sub->add_flag("--bgr", o->bgr, "Images: the model takes BGR channel order");
   sub->add_option("--layout", o->layout, "Images: model input layout, nchw or nhwc")->default_val("nchw");
-  sub->add_option("-t,--threads", o->threads, "Threads for calibration runs")->check(CLI::Range(1, 256))->default_val(1);
+  sub->add_option("-t,--threads", o->threads, "Threads for calibration runs")
+      ->check(CLI::Range(1, 256))
+      ->default_val(1);
   sub->add_flag("-q,--quiet", o->quiet, "Print nothing on success");
   sub->callback([o] { quantize(*o); });
 }

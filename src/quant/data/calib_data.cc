@@ -21,13 +21,17 @@ std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
 }
-bool is_npy(const fs::path& p) { return lower(p.extension().string()) == ".npy"; }
+bool is_npy(const fs::path& p) {
+  return lower(p.extension().string()) == ".npy";
+}
 bool is_image(const fs::path& p) {
   const std::string e = lower(p.extension().string());
   return e == ".png" || e == ".jpg" || e == ".jpeg";
 }
 
-std::string dims_text(const ir::Shape& s) { return s.to_string(); }
+std::string dims_text(const ir::Shape& s) {
+  return s.to_string();
+}
 
 // Checks a tensor against a model input and adds a missing leading batch dim of 1.
 core::Result<core::Tensor> fit_input(core::Tensor t, const ir::Value& in, const std::string& file) {
@@ -59,8 +63,8 @@ core::Result<core::Tensor> read_npy_sample(const fs::path& p, const ir::Value& i
 core::Result<core::Dims> image_dims(const ir::Value& in, const ImageOptions& o, const std::string& file) {
   const ir::Shape& s = in.shape();
   if (in.dtype() != core::DType::kF32 || !s.rank_known() || s.rank() != 4)
-    return core::invalid_argument(str_cat(file, ": images need a float input of rank 4, input '", in.name(),
-                                          "' is ", core::dtype_name(in.dtype()), dims_text(s)));
+    return core::invalid_argument(str_cat(file, ": images need a float input of rank 4, input '", in.name(), "' is ",
+                                          core::dtype_name(in.dtype()), dims_text(s)));
   const int64_t ci = o.nhwc ? 3 : 1, hi = o.nhwc ? 1 : 2, wi = o.nhwc ? 2 : 3;
   auto known = [&](int64_t i, int64_t def) { return s[i].known() ? s[i].value : def; };
   core::Dims d(4);
@@ -75,8 +79,8 @@ core::Result<core::Dims> image_dims(const ir::Value& in, const ImageOptions& o, 
                                           " channels; images give 1 or 3 (wrong --layout?)"));
   for (int64_t i = 0; i < 4; ++i)
     if (s[i].known() && s[i].value != d[static_cast<size_t>(i)])
-      return core::invalid_argument(str_cat("input '", in.name(), "' has shape ", dims_text(s), ", the images would be ",
-                                            core::dims_to_string(d)));
+      return core::invalid_argument(str_cat("input '", in.name(), "' has shape ", dims_text(s),
+                                            ", the images would be ", core::dims_to_string(d)));
   return d;
 }
 
@@ -138,7 +142,8 @@ Image resize_bilinear(const Image& img, int64_t height, int64_t width) {
         auto px = [&](int64_t yy, int64_t xx) {
           return static_cast<double>(img.pixels[static_cast<size_t>((yy * img.width + xx) * img.channels + k)]);
         };
-        const double v = (1 - wy) * ((1 - wx) * px(y0, x0) + wx * px(y0, x1)) + wy * ((1 - wx) * px(y1, x0) + wx * px(y1, x1));
+        const double v =
+            (1 - wy) * ((1 - wx) * px(y0, x0) + wx * px(y0, x1)) + wy * ((1 - wx) * px(y1, x0) + wx * px(y1, x1));
         out.pixels[static_cast<size_t>((y * width + x) * img.channels + k)] =
             static_cast<uint8_t>(std::clamp(std::lround(v), 0L, 255L));
       }
@@ -159,8 +164,9 @@ core::Result<CalibrationSet> load_calibration_set(const std::string& path, const
   // One .npy file holding every sample along its first axis.
   if (fs::is_regular_file(root, ec)) {
     if (inputs.size() != 1 || !is_npy(root))
-      return core::invalid_argument(str_cat(path, ": a single calibration file must be a .npy for a one-input model "
-                                                  "(else give a folder)"));
+      return core::invalid_argument(str_cat(path,
+                                            ": a single calibration file must be a .npy for a one-input model "
+                                            "(else give a folder)"));
     auto all = core::read_npy(path);
     if (!all.is_ok()) return all.status();
     const core::Tensor& t = *all;
@@ -192,7 +198,8 @@ core::Result<CalibrationSet> load_calibration_set(const std::string& path, const
     for (const ir::Value* in : inputs)
       if (!fs::is_directory(root / in->name(), ec))
         return core::invalid_argument(str_cat(path, ": the model has ", inputs.size(),
-                                              " inputs: expected one subfolder per input, '", in->name(), "' is missing"));
+                                              " inputs: expected one subfolder per input, '", in->name(),
+                                              "' is missing"));
     std::vector<fs::path> files = sorted_files(first);
     if (files.empty()) return core::invalid_argument(str_cat(first.string(), ": no .npy or image files"));
     for (const fs::path& f : files) {
@@ -200,8 +207,8 @@ core::Result<CalibrationSet> load_calibration_set(const std::string& path, const
       for (const ir::Value* in : inputs) {
         const fs::path p = root / in->name() / f.filename();
         if (!fs::exists(p, ec))
-          return core::invalid_argument(str_cat(p.string(), " is missing (every input folder needs a file named like ",
-                                                f.string(), ")"));
+          return core::invalid_argument(
+              str_cat(p.string(), " is missing (every input folder needs a file named like ", f.string(), ")"));
         if (is_image(p)) {
           KESTREL_ASSIGN_OR_RETURN(core::Dims d, image_dims(*in, image, p.string()));
           KESTREL_ASSIGN_OR_RETURN(core::Tensor t, image_to_tensor(p.string(), d, image));

@@ -1,8 +1,10 @@
 // PNG (libpng simplified API) and JPEG (libjpeg) decoding for calibration images.
 #include <csetjmp>
+#include <cstddef>
 #include <cstdio>
 #include <memory>
 
+// jpeglib.h needs size_t and FILE declared before it.
 #include <jpeglib.h>
 #include <png.h>
 
@@ -95,7 +97,8 @@ core::Result<Image> read_image(const std::string& path, int channels) {
   unsigned char magic[4] = {0, 0, 0, 0};
   const size_t got = std::fread(magic, 1, 4, f);
   std::fclose(f);
-  if (got >= 4 && magic[0] == 0x89 && magic[1] == 'P' && magic[2] == 'N' && magic[3] == 'G') return read_png(path, channels);
+  if (got >= 4 && magic[0] == 0x89 && magic[1] == 'P' && magic[2] == 'N' && magic[3] == 'G')
+    return read_png(path, channels);
   if (got >= 3 && magic[0] == 0xFF && magic[1] == 0xD8 && magic[2] == 0xFF) return read_jpeg(path, channels);
   return core::invalid_argument(str_cat(path, ": not a PNG or JPEG file"));
 }
