@@ -230,6 +230,20 @@ TEST(QuantQdq, OptimizedKstKeepsInt8Weights) {
   int int8_constants = 0;
   for (const ir::Value* v : (*sess)->graph().constants()) int8_constants += v->constant().dtype() == core::DType::kI8;
   EXPECT_EQ(int8_constants, 4);  // two weights and their zero points
+  // The file as written (weights dequantized at run time) computes what the measuring runs
+  // (weights dequantized once into constants) compute.
+  auto written = copy_graph((*sess)->graph());
+  ASSERT_TRUE(written.is_ok());
+  auto folded = run_model(*written->graph, s);
+  ASSERT_TRUE(folded.is_ok()) << folded.status().message();
+  for (size_t i = 0; i < s.size(); ++i) {
+    std::vector<const core::Tensor*> ins = {&s[i][0]};
+    std::vector<core::Tensor> outs;
+    ASSERT_TRUE((*sess)->run(ins, outs).is_ok());
+    ASSERT_EQ(outs[0].num_elements(), (*folded)[i][0].num_elements());
+    for (int64_t k = 0; k < outs[0].num_elements(); ++k)
+      EXPECT_NEAR(outs[0].data<float>()[k], (*folded)[i][0].data<float>()[k], 1e-5);
+  }
 }
 
 }  // namespace
