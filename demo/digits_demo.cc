@@ -1,8 +1,10 @@
 // Kestrel demo: classifies held-out handwritten digits with demo/digits.onnx (trained by
 // demo/train_digits.py) through the public C++ API and prints each prediction beside its label.
 //
-//   digits_demo [--min-accuracy FRACTION] [DEMO_DIR]
+//   digits_demo [--min-accuracy FRACTION] [--model FILE] [DEMO_DIR]
 //
+// --model runs another build of the model on the same samples, e.g. the int8 .kst written by
+// `kestrel quantize` (scripts/demo.sh).
 // DEMO_DIR holds digits.onnx, digits_samples.npy (f32[N,1,8,8]) and digits_labels.txt; it
 // defaults to this source folder. Exits non-zero on any error or if the accuracy is below
 // --min-accuracy.
@@ -89,20 +91,24 @@ void print_digit(const float* px) {
 
 int run(int argc, char** argv) {
   std::string dir = KESTREL_DEMO_DIR;
+  std::string model;
   double min_accuracy = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--min-accuracy" && i + 1 < argc) {
       min_accuracy = std::atof(argv[++i]);
+    } else if (a == "--model" && i + 1 < argc) {
+      model = argv[++i];
     } else if (a == "-h" || a == "--help") {
-      std::printf("usage: digits_demo [--min-accuracy FRACTION] [DEMO_DIR]\n");
+      std::printf("usage: digits_demo [--min-accuracy FRACTION] [--model FILE] [DEMO_DIR]\n");
       return 0;
     } else {
       dir = a;
     }
   }
 
-  kestrel::Session session = kestrel::Session::open(dir + "/digits.onnx");
+  if (model.empty()) model = dir + "/digits.onnx";
+  kestrel::Session session = kestrel::Session::open(model);
   Images images = read_f32_npy(dir + "/digits_samples.npy");
   std::vector<int> labels = read_labels(dir + "/digits_labels.txt");
   const int64_t n = images.shape[0];
@@ -113,7 +119,7 @@ int run(int argc, char** argv) {
   const kestrel::TensorInfo& in = session.inputs().at(0);
   const kestrel::TensorInfo& out = session.outputs().at(0);
   std::printf("Kestrel %s digits demo: %s, input %s %s, output %s %s\n\n", kestrel::version(),
-              (dir + "/digits.onnx").c_str(), in.name.c_str(), in.shape_string().c_str(), out.name.c_str(),
+              model.c_str(), in.name.c_str(), in.shape_string().c_str(), out.name.c_str(),
               out.shape_string().c_str());
 
   // The whole batch in one run: the model's batch dim is symbolic.

@@ -19,3 +19,10 @@ phase "kestrel inspect demo/digits.onnx"
 phase "kestrel run demo/digits.onnx --input image=demo/digits_samples.npy"
 "$BUILD/tools/kestrel/kestrel" run "$ROOT/demo/digits.onnx" --input "image=$ROOT/demo/digits_samples.npy" \
   --output-dir "$BUILD/demo/outputs"
+
+phase "kestrel quantize demo/digits.onnx (int8: calibrated on the first 16 samples, 16 held out)"
+"$BUILD/tools/kestrel/kestrel" quantize "$ROOT/demo/digits.onnx" --calib "$ROOT/demo/digits_samples.npy" \
+  --holdout 0.5 --labels "$ROOT/demo/digits_labels.txt" -o "$BUILD/demo/digits_int8.kst"
+
+phase "digits demo with the int8 model (all 32 samples; the last 16 were never seen by calibration)"
+"$BUILD/demo/digits_demo" --model "$BUILD/demo/digits_int8.kst" "$ROOT/demo"

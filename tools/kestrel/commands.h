@@ -9,5 +9,6 @@ void add_run_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
+void add_quantize_command(CLI::App& app);
 
 }  // namespace kestrel::cli

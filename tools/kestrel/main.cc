@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   kestrel::cli::add_inspect_command(app);
   kestrel::cli::add_bench_command(app);
   kestrel::cli::add_convert_command(app);
+  kestrel::cli::add_quantize_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

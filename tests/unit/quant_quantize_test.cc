@@ -1,0 +1,250 @@
+// The QDQ rewrite on small graphs: where Q/DQ pairs go, weight quantization (per channel and per
+// tensor, axes), fused Relu, graph outputs, --keep-float, the report and the automatic mode.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "quant/graph_runner.h"
+#include "quant/quantize.h"
+#include "runtime/session.h"
+
+namespace kestrel::quant {
+namespace {
+
+core::Tensor random_tensor(core::Dims dims, uint32_t seed, float scale = 1.0f) {
+  core::Tensor t = core::Tensor::allocate(core::DType::kF32, dims).value();
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-scale, scale);
+  for (float& v : t.span<float>()) v = u(rng);
+  return t;
+}
+
+// x[1,2,6,6] -> Conv(3x2x3x3, bias) -> Relu -> MaxPool 2x2 -> GlobalAveragePool -> Flatten
+//   -> Gemm(transB=1, [4,3]) -> out; plus x2 = Sigmoid(conv relu) added back: Add(relu, sig).
+std::unique_ptr<ir::Graph> small_cnn() {
+  auto g = std::make_unique<ir::Graph>();
+  ir::Value* x = g->add_input("x", {core::DType::kF32, ir::Shape(core::Dims{1, 2, 6, 6})});
+  ir::Value* w = g->add_constant("w", random_tensor({3, 2, 3, 3}, 1));
+  ir::Value* b = g->add_constant("b", random_tensor({3}, 2));
+  ir::Node* conv = g->add_node("Conv", {x, w, b}, {"c"}, "conv");
+  conv->set_attr("pads", std::vector<int64_t>{1, 1, 1, 1});
+  ir::Node* relu = g->add_node("Relu", {conv->output(0)}, {"r"}, "relu");
+  ir::Node* sig = g->add_node("Sigmoid", {relu->output(0)}, {"s"}, "sig");
+  ir::Node* add = g->add_node("Add", {relu->output(0), sig->output(0)}, {"a"}, "add");
+  ir::Node* pool = g->add_node("MaxPool", {add->output(0)}, {"p"}, "pool");
+  pool->set_attr("kernel_shape", std::vector<int64_t>{2, 2});
+  pool->set_attr("strides", std::vector<int64_t>{2, 2});
+  ir::Node* gap = g->add_node("GlobalAveragePool", {pool->output(0)}, {"gap"}, "gap");
+  ir::Node* flat = g->add_node("Flatten", {gap->output(0)}, {"f"}, "flatten");
+  ir::Value* gw = g->add_constant("gw", random_tensor({4, 3}, 3));
+  ir::Value* gb = g->add_constant("gb", random_tensor({4}, 4));
+  ir::Node* gemm = g->add_node("Gemm", {flat->output(0), gw, gb}, {"out"}, "gemm");
+  gemm->set_attr("transB", int64_t{1});
+  g->add_output(gemm->output(0));
+  EXPECT_TRUE(runtime::prepare_graph(*g).is_ok());
+  return g;
+}
+
+std::vector<Sample> samples(size_t n, uint32_t seed) {
+  std::vector<Sample> s;
+  for (size_t i = 0; i < n; ++i) s.push_back({random_tensor({1, 2, 6, 6}, seed + static_cast<uint32_t>(i), 2.0f)});
+  return s;
+}
+
+const ir::Node* producer_of(const ir::Graph& g, const std::string& value) {
+  const ir::Value* v = g.find_value(value);
+  return v ? v->producer() : nullptr;
+}
+
+TEST(QuantQdq, PlanFindsOpsAndFusesRelu) {
+  auto g = small_cnn();
+  QdqPlan p = plan_qdq(*g, {});
+  std::vector<std::string> names;
+  for (const QuantizedNode& n : p.nodes) names.push_back(n.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"conv", "sig", "add", "pool", "gap", "gemm"}));
+  EXPECT_EQ(p.nodes[0].fused, "relu");
+  EXPECT_EQ(p.nodes[0].output, "r");
+  // Tensors: x, r (Conv+Relu), s, a, p, gap, f (Gemm input; Flatten itself stays float), out;
+  // never c (inside the Conv -> Relu pair).
+  EXPECT_EQ(p.tensors, (std::vector<std::string>{"x", "r", "s", "a", "p", "gap", "f", "out"}));
+}
+
+TEST(QuantQdq, InsertsStandardQdqPairsAndInt8Weights) {
+  auto g = small_cnn();
+  const core::Tensor w_float = g->find_value("w")->constant();
+  auto s = samples(4, 10);
+  QdqPlan plan = plan_qdq(*g, {});
+  auto ranges = calibrate(*g, s, plan.tensors, {CalibMethod::kMinMax});
+  ASSERT_TRUE(ranges.is_ok()) << ranges.status().message();
+  auto float_copy = copy_graph(*g);
+  ASSERT_TRUE(float_copy.is_ok());
+  auto r = insert_qdq(*g, *ranges, {});
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_EQ(r->quantized_weights, 2);
+  EXPECT_EQ(r->tensors.size(), 8u);
+
+  // The Conv reads a DequantizeLinear of its input and of an int8 weight (axis 0, zero points 0).
+  const ir::Node* conv = producer_of(*g, "c");
+  ASSERT_TRUE(conv);
+  const ir::Node* dq_x = conv->input(0)->producer();
+  ASSERT_TRUE(dq_x);
+  EXPECT_EQ(dq_x->op_type(), "DequantizeLinear");
+  const ir::Node* q_x = dq_x->input(0)->producer();
+  ASSERT_TRUE(q_x);
+  EXPECT_EQ(q_x->op_type(), "QuantizeLinear");
+  EXPECT_EQ(q_x->input(0)->name(), "x");
+  EXPECT_EQ(q_x->input(2)->constant().dtype(), core::DType::kU8);
+  EXPECT_EQ(q_x->input(1), dq_x->input(1));  // same scale and zero point
+  const ir::Node* dq_w = conv->input(1)->producer();
+  ASSERT_TRUE(dq_w);
+  EXPECT_EQ(dq_w->op_type(), "DequantizeLinear");
+  EXPECT_EQ(*dq_w->attr_int("axis"), 0);
+  const core::Tensor& wq = dq_w->input(0)->constant();
+  const core::Tensor& ws = dq_w->input(1)->constant();
+  const core::Tensor& wz = dq_w->input(2)->constant();
+  ASSERT_EQ(wq.dtype(), core::DType::kI8);
+  ASSERT_EQ(ws.dims(), (core::Dims{3}));
+  ASSERT_EQ(wz.dtype(), core::DType::kI8);
+  for (int c = 0; c < 3; ++c) {
+    float amax = 0;
+    for (int i = 0; i < 18; ++i) amax = std::max(amax, std::fabs(w_float.data<float>()[c * 18 + i]));
+    EXPECT_FLOAT_EQ(ws.data<float>()[c], amax / 127);
+    EXPECT_EQ(wz.data<int8_t>()[c], 0);
+    for (int i = 0; i < 18; ++i) {
+      const float orig = w_float.data<float>()[c * 18 + i];
+      EXPECT_EQ(wq.data<int8_t>()[c * 18 + i], static_cast<int8_t>(std::lround(orig / ws.data<float>()[c])));
+    }
+  }
+  // The bias stays float; the Relu reads the Conv directly and its output goes through Q -> DQ.
+  EXPECT_EQ(conv->input(2)->name(), "b");
+  EXPECT_EQ(conv->input(2)->constant().dtype(), core::DType::kF32);
+  const ir::Node* relu = producer_of(*g, "r");
+  EXPECT_EQ(relu->input(0), conv->output(0));
+  ASSERT_EQ(g->find_value("r")->uses().size(), 1u);
+  EXPECT_EQ(g->find_value("r")->uses()[0].node->op_type(), "QuantizeLinear");
+  // Sigmoid and Add share the one pair of r.
+  const ir::Node* sig = producer_of(*g, "s");
+  const ir::Node* add = producer_of(*g, "a");
+  EXPECT_EQ(sig->input(0), add->input(0));
+  EXPECT_EQ(sig->input(0)->producer()->op_type(), "DequantizeLinear");
+  // Gemm transB=1: weight axis 0. The graph output keeps its name on the dequantized value.
+  const ir::Node* gemm = producer_of(*g, "out_float");
+  ASSERT_TRUE(gemm);
+  EXPECT_EQ(gemm->op_type(), "Gemm");
+  EXPECT_EQ(*gemm->input(1)->producer()->attr_int("axis"), 0);
+  EXPECT_EQ(g->outputs()[0]->name(), "out");
+  EXPECT_EQ(g->outputs()[0]->producer()->op_type(), "DequantizeLinear");
+  // Flatten is float: it reads the DQ of gap.
+  const ir::Node* flat = producer_of(*g, "f");
+  EXPECT_EQ(flat->input(0)->producer()->op_type(), "DequantizeLinear");
+
+  // Runs, and stays close to the float model.
+  auto a = compare_models(*float_copy->graph, *g, samples(3, 100));
+  ASSERT_TRUE(a.is_ok()) << a.status().message();
+  EXPECT_GT(a->cosine, 0.999);
+  EXPECT_EQ(a->top1_total, 3);
+}
+
+TEST(QuantQdq, MatMulAndGemmWeightAxes) {
+  ir::Graph g;
+  ir::Value* x = g.add_input("x", {core::DType::kF32, ir::Shape(core::Dims{2, 5})});
+  ir::Node* mm = g.add_node("MatMul", {x, g.add_constant("b", random_tensor({5, 3}, 5))}, {"m"}, "mm");
+  ir::Node* gm = g.add_node("Gemm", {mm->output(0), g.add_constant("gb", random_tensor({3, 7}, 6))}, {"y"}, "gemm");
+  g.add_output(gm->output(0));
+  ASSERT_TRUE(runtime::prepare_graph(g).is_ok());
+  std::map<std::string, TensorRange> ranges = {{"x", {-1, 1}}, {"m", {-2, 2}}, {"y", {-3, 3}}};
+  auto r = insert_qdq(g, ranges, {});
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  const ir::Node* dq_mm = mm->input(1)->producer();
+  const ir::Node* dq_gm = gm->input(1)->producer();
+  EXPECT_EQ(*dq_mm->attr_int("axis"), 1);
+  EXPECT_EQ(dq_mm->input(1)->constant().dims(), (core::Dims{3}));
+  EXPECT_EQ(*dq_gm->attr_int("axis"), 1);
+  EXPECT_EQ(dq_gm->input(1)->constant().dims(), (core::Dims{7}));
+  // A missing range is an error naming the tensor.
+  ir::Graph g2;
+  ir::Value* x2 = g2.add_input("x", {core::DType::kF32, ir::Shape(core::Dims{2, 5})});
+  g2.add_output(g2.add_node("MatMul", {x2, g2.add_constant("b", random_tensor({5, 3}, 5))}, {"m"}, "mm")->output(0));
+  ASSERT_TRUE(runtime::prepare_graph(g2).is_ok());
+  auto bad = insert_qdq(g2, {{"x", {-1, 1}}}, {});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("'m'"), std::string::npos);
+}
+
+TEST(QuantQdq, PerTensorAndKeepFloat) {
+  auto g = small_cnn();
+  auto s = samples(2, 20);
+  QdqOptions o;
+  o.per_tensor = true;
+  o.keep_float = {"gemm"};
+  QdqPlan plan = plan_qdq(*g, o);
+  auto ranges = calibrate(*g, s, plan.tensors, {CalibMethod::kMinMax});
+  ASSERT_TRUE(ranges.is_ok());
+  auto r = insert_qdq(*g, *ranges, o);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_EQ(r->quantized_weights, 1);
+  const ir::Node* conv = producer_of(*g, "c");
+  const ir::Node* dq_w = conv->input(1)->producer();
+  EXPECT_FALSE(dq_w->has_attr("axis"));
+  EXPECT_EQ(dq_w->input(1)->constant().rank(), 0);
+  // The kept Gemm reads its float weight; its output is not quantized.
+  const ir::Node* gemm = producer_of(*g, "out");
+  ASSERT_TRUE(gemm);
+  EXPECT_EQ(gemm->op_type(), "Gemm");
+  EXPECT_TRUE(gemm->input(1)->is_constant());
+}
+
+TEST(QuantQdq, PtqReportAndAutoMode) {
+  auto g = small_cnn();
+  auto calib = samples(6, 30), hold = samples(3, 60);
+  PtqOptions o;
+  o.calib.method = CalibMethod::kPercentile;
+  auto r = quantize_ptq(*g, calib, hold, o);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  ASSERT_EQ(r->layers.size(), 8u);
+  for (const LayerStat& l : r->layers) {
+    EXPECT_GT(l.cosine, 0.99) << l.tensor;
+    EXPECT_GT(l.snr_db, 15) << l.tensor;
+  }
+  EXPECT_TRUE(r->auto_float.empty());
+  // An unreachable target keeps every layer in float, most sensitive first.
+  o.target_cosine = 1.0;
+  auto a = quantize_ptq(*g, calib, hold, o);
+  ASSERT_TRUE(a.is_ok()) << a.status().message();
+  EXPECT_EQ(a->auto_float.size(), 6u);
+  EXPECT_TRUE(a->qdq.nodes.empty());
+  EXPECT_NEAR(a->holdout_cosine, 1.0, 1e-6);
+}
+
+TEST(QuantQdq, OptimizedKstKeepsInt8Weights) {
+  auto g = small_cnn();
+  auto s = samples(3, 40);
+  auto r = quantize_ptq(*g, s, {}, {});
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  auto f = optimized_kst(*g);
+  auto q = optimized_kst(*r->graph);
+  ASSERT_TRUE(f.is_ok() && q.is_ok());
+  auto sess = runtime::Session::open_memory(q->data(), q->size());
+  ASSERT_TRUE(sess.is_ok()) << sess.status().message();
+  int int8_constants = 0;
+  for (const ir::Value* v : (*sess)->graph().constants()) int8_constants += v->constant().dtype() == core::DType::kI8;
+  EXPECT_EQ(int8_constants, 4);  // two weights and their zero points
+  // The file as written (weights dequantized at run time) computes what the measuring runs
+  // (weights dequantized once into constants) compute.
+  auto written = copy_graph((*sess)->graph());
+  ASSERT_TRUE(written.is_ok());
+  auto folded = run_model(*written->graph, s);
+  ASSERT_TRUE(folded.is_ok()) << folded.status().message();
+  for (size_t i = 0; i < s.size(); ++i) {
+    std::vector<const core::Tensor*> ins = {&s[i][0]};
+    std::vector<core::Tensor> outs;
+    ASSERT_TRUE((*sess)->run(ins, outs).is_ok());
+    ASSERT_EQ(outs[0].num_elements(), (*folded)[i][0].num_elements());
+    for (int64_t k = 0; k < outs[0].num_elements(); ++k)
+      EXPECT_NEAR(outs[0].data<float>()[k], (*folded)[i][0].data<float>()[k], 1e-5);
+  }
+}
+
+}  // namespace
+}  // namespace kestrel::quant
