@@ -51,10 +51,11 @@ int main(int argc, char** argv) {
     std::map<std::string, double> by_op;
     std::map<std::string, std::string> impl_of;
     bool on = false;
-    (*s)->executor().set_profiler([&](const ir::Node& n, const char* impl, double ms) {
+    (*s)->executor().set_profiler([&](const runtime::Executor::ProfileEvent& e) {
       if (!on) return;
-      by_op[n.op_type()] += ms;
-      impl_of[n.op_type()] = impl;
+      const std::string op(e.node.op_type());
+      by_op[op] += std::chrono::duration<double, std::milli>(e.end - e.start).count();
+      impl_of[op] = e.impl ? e.impl : "?";
     });
     std::vector<double> lat;
     for (int it = 0; it < iters; ++it) {

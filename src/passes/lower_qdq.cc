@@ -242,6 +242,7 @@ class LowerQdq final : public Pass {
 
   core::Result<PassStats> run(ir::Graph& g, const PassContext&) override {
     PassStats stats;
+    KESTREL_RETURN_IF_ERROR(sink_dequantize(g, stats));
     for (ir::Node* n : g.nodes()) {
       auto out = q_params(n);
       if (!out) continue;
@@ -252,6 +253,35 @@ class LowerQdq final : public Pass {
   }
 
  private:
+  // Shape ops commute with a per-tensor dequantize: Reshape(DQ(q)) -> DQ(Reshape(q)), so that a
+  // DQ -> Flatten -> Gemm chain (PyTorch's QAT export of a classifier head) meets its Gemm as
+  // DQ -> Gemm and lowers to QMatMul.
+  static core::Status sink_dequantize(ir::Graph& g, PassStats& stats) {
+    for (ir::Node* n : g.nodes()) {
+      if (!n->domain().empty() || n->num_outputs() != 1 || n->num_inputs() < 1) continue;
+      const std::string& t = n->op_type();
+      if (t != "Flatten" && t != "Reshape" && t != "Squeeze" && t != "Unsqueeze") continue;
+      auto in = dq_act(n->input(0));
+      if (!in) continue;
+      ir::Node* dq = n->input(0)->producer();
+      std::vector<ir::Value*> inputs = n->inputs();
+      inputs[0] = in->q;
+      ir::Node* moved = g.insert_node_before(n, t, inputs, {g.unique_value_name(n->output(0)->name() + "_u8")},
+                                             n->name() + "_u8");
+      for (const auto& [k, a] : n->attributes()) moved->set_attr(k, a);
+      ir::ValueType vt = n->output(0)->type();
+      vt.dtype = DType::kU8;
+      moved->output(0)->set_type(vt);
+      std::vector<ir::Value*> dq_inputs = {moved->output(0), dq->input(1)};
+      if (dq->num_inputs() > 2 && dq->input(2)) dq_inputs.push_back(dq->input(2));
+      KESTREL_RETURN_IF_ERROR(
+          replace_chain(g, n, {n}, "DequantizeLinear", "", dq_inputs, {}, n->name() + "_dequantize").status());
+      if (dq->output(0)->uses().empty() && !dq->output(0)->is_graph_output()) KESTREL_RETURN_IF_ERROR(g.remove_node(dq));
+      ++stats.fused;
+    }
+    return core::Status::ok();
+  }
+
   // Parameters of the Q node's output as node inputs (a zero point constant is made when absent).
   static std::pair<ir::Value*, ir::Value*> out_inputs(ir::Graph& g, const ActQ& a) {
     return {a.scale, a.zp ? a.zp : u8_scalar(g, "zero_point_u8", 0)};

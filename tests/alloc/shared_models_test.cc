@@ -1,9 +1,8 @@
 // Steady-state Session::run on shared models ($KESTREL_DATA/models): heap allocations per run,
 // charged to the kernel that made them, and the arena against the sum of all activation sizes.
 // Asserts that the executor allocates nothing outside kernels once planned, that the count is
-// steady, and that no kernel allocates (issue 5: run() allocates nothing for static shapes),
-// except the op types in kLenientOps, whose counts are printed but not failed. Every kernel's
-// count is printed per op. Skips visibly without the data.
+// steady, and that no kernel allocates (issue 5: run() allocates nothing for static shapes).
+// Every kernel's count is printed per op. Skips visibly without the data.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -93,16 +92,6 @@ struct Attribution {
   }
 };
 
-// Op types whose kernels may still allocate per run (printed, not failed): the fast Conv bindings
-// are being made allocation-free separately. Empty this list and the test is fully strict.
-const char* const kLenientOps[] = {"Conv", "FusedConv"};
-
-bool lenient(std::string_view op) {
-  for (const char* l : kLenientOps)
-    if (op == l) return true;
-  return false;
-}
-
 class SharedModelAllocs : public ::testing::TestWithParam<Case> {};
 
 TEST_P(SharedModelAllocs, SteadyStateRunAllocatesNothing) {
@@ -151,7 +140,7 @@ TEST_P(SharedModelAllocs, SteadyStateRunAllocatesNothing) {
   // the first time a pool worker takes a task of a given size, and tasks are taken dynamically:
   // on a loaded machine a worker may first get such a task many runs late. That growth stops
   // (the buffers only grow), so a multi-threaded case measures again, up to 10 times, while the
-  // measured runs are not steady or allocate outside the lenient ops. One thread: one attempt.
+  // measured runs are not steady or a kernel allocates. One thread: one attempt.
   const int attempts = c.threads > 1 ? 10 : 1;
   std::vector<uint64_t> per_run;
   uint64_t tail = 0;
@@ -172,7 +161,7 @@ TEST_P(SharedModelAllocs, SteadyStateRunAllocatesNothing) {
     attr.recording = false;
     bool clean = per_run[0] == per_run[1] && tail == 0;
     for (size_t i = 0; i < attr.nodes.size(); ++i)
-      if (attr.allocs[i] && !lenient(attr.nodes[i]->op_type())) clean = false;
+      if (attr.allocs[i]) clean = false;
     if (clean) break;
   }
   s->executor().set_profiler(nullptr);
@@ -181,7 +170,7 @@ TEST_P(SharedModelAllocs, SteadyStateRunAllocatesNothing) {
   EXPECT_EQ(per_run[0], per_run[1]) << "allocations per run are not steady";
   EXPECT_EQ(tail, 0u) << "the executor allocated after the last kernel";
 
-  uint64_t in_lenient = 0, charged = 0;
+  uint64_t charged = 0;
   std::map<std::string, uint64_t> ops;  // op type/impl -> allocations per run
   for (size_t i = 0; i < attr.nodes.size(); ++i) {
     uint64_t a = attr.allocs[i];
@@ -190,27 +179,23 @@ TEST_P(SharedModelAllocs, SteadyStateRunAllocatesNothing) {
     const char* impl = attr.impl[i] ? attr.impl[i] : "?";
     const std::string op(attr.nodes[i]->op_type());
     ops[op + "/" + impl] += a / kRuns;
-    if (lenient(op)) {
-      in_lenient += a;
-    } else {
-      ADD_FAILURE() << attr.nodes[i]->describe() << " (impl " << impl << ") made " << a << " heap allocations in "
-                    << kRuns << " runs";
-    }
+    ADD_FAILURE() << attr.nodes[i]->describe() << " (impl " << impl << ") made " << a << " heap allocations in "
+                  << kRuns << " runs";
   }
   EXPECT_EQ(charged + tail, per_run[0] + per_run[1]);
 
   const runtime::PlanStats& ps = s->plan_stats();
   EXPECT_LT(ps.arena_bytes, ps.sum_activation_bytes);
   std::printf(
-      "[ allocs   ] %-20s %dt  allocs/run %llu (lenient ops %llu)  arena %zu B, sum of activations %zu B (%.1f%%)\n",
-      c.model.c_str(), c.threads, static_cast<unsigned long long>(per_run[1]),
-      static_cast<unsigned long long>(in_lenient / kRuns), ps.arena_bytes, ps.sum_activation_bytes,
+      "[ allocs   ] %-20s %dt  allocs/run %llu  arena %zu B, sum of activations %zu B (%.1f%%)\n",
+      c.model.c_str(), c.threads, static_cast<unsigned long long>(per_run[1]), ps.arena_bytes,
+      ps.sum_activation_bytes,
       ps.sum_activation_bytes
           ? 100.0 * static_cast<double>(ps.arena_bytes) / static_cast<double>(ps.sum_activation_bytes)
           : 0.0);
   for (const auto& [op, n] : ops)
-    std::printf("[ allocs   ] %-20s %dt  %s allocates %llu times per run%s\n", c.model.c_str(), c.threads, op.c_str(),
-                static_cast<unsigned long long>(n), lenient(op.substr(0, op.find('/'))) ? " (lenient op)" : "");
+    std::printf("[ allocs   ] %-20s %dt  %s allocates %llu times per run\n", c.model.c_str(), c.threads, op.c_str(),
+                static_cast<unsigned long long>(n));
   ::testing::Test::RecordProperty("allocs_per_run", static_cast<int>(per_run[1]));
   ::testing::Test::RecordProperty("arena_bytes", static_cast<int>(ps.arena_bytes));
   ::testing::Test::RecordProperty("sum_activation_bytes", static_cast<int>(ps.sum_activation_bytes));
