@@ -301,6 +301,10 @@ Split choose_split(const Problem& p, int threads) {
       const double tile_n = static_cast<double>((sn + tn - 1) / tn * nr);
       double cycles = tile_m * tile_n * kk / 32.0 + 3000.0;
       if (!p.packed_a) cycles += 0.25 * tile_m * kk;
+      // Splitting N when rows of C do not start on a cache line puts one line of every row in
+      // two threads' tiles: it moves between the cores at each store and again when the
+      // epilogue reads it back (a 1x1 conv over 7x7 pixels ran 3-4x slower on 2 threads).
+      if (tn > 1 && p.ldc % 16 != 0) cycles += 400.0 * tile_m;
       const bool b_in_place = !p.b_scale && !p.trans_b && tile_m <= static_cast<double>(p.blk.mc) &&
                               !aliasing_stride(p.ldb, std::min(p.k, p.blk.kc));
       if (!p.packed_b && !b_in_place) cycles += 0.1 * tile_n * kk * std::ceil(tile_m / static_cast<double>(p.blk.mc));
