@@ -42,6 +42,7 @@ CpuFeatures detect() {
     f.avx512bw = os_zmm && ((b >> 30) & 1);
     f.avx512vl = os_zmm && ((b >> 31) & 1);
     f.avx512_vnni = os_zmm && ((c >> 11) & 1);
+    f.avx512_vbmi = os_zmm && ((c >> 1) & 1);
     unsigned a1, b1, c1, d1;
     __cpuid_count(7, 1, a1, b1, c1, d1);
     f.avx_vnni = os_ymm && ((a1 >> 4) & 1);

@@ -16,6 +16,7 @@ struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512dq = false, avx512vl = false;
   bool avx512_vnni = false, avx_vnni = false, avx512_bf16 = false;
+  bool avx512_vbmi = false;  // vpermb / vpermi2b: byte permutes (256-entry u8 table lookups)
   bool neon = false, neon_dotprod = false;
   int l1d_bytes = 32 * 1024, l2_bytes = 1024 * 1024, l3_bytes = 8 * 1024 * 1024;
   std::string brand;

@@ -282,6 +282,31 @@ TEST(QOps, LookupAndRequantTable) {
   for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(y[i], table[x[i]]);
 }
 
+// Every path (scalar; the AVX-512 VBMI register-table kernel where the CPU has it) against a
+// plain lookup: random tables, every byte value, lengths around the 64-byte vector and the
+// thread split, unaligned starts; bytes past n stay untouched.
+TEST(QOps, LookupEveryIsaMatchesPlainLookup) {
+  std::mt19937 rng(11);
+  uint8_t table[256];
+  for (int v = 0; v < 256; ++v) table[v] = static_cast<uint8_t>(rng());
+  core::ThreadPool pool(2);
+  for (core::Isa isa : {core::Isa::kScalar, core::Isa::kAvx2, core::Isa::kAvx512}) {
+    if (isa > core::detected_isa()) continue;
+    for (int64_t n : {1, 2, 63, 64, 65, 127, 128, 129, 256, 1000, 40001}) {
+      for (int64_t off : {0, 3}) {
+        std::vector<uint8_t> x(static_cast<size_t>(n + off)), y(static_cast<size_t>(n + off + 8), 0xA5);
+        for (auto& v : x) v = static_cast<uint8_t>(rng());
+        kernels::cpu::qlookup_u8(table, x.data() + off, y.data() + off, n, n > 1000 ? &pool : nullptr, isa);
+        for (int64_t i = 0; i < n; ++i)
+          ASSERT_EQ(y[static_cast<size_t>(off + i)], table[x[static_cast<size_t>(off + i)]])
+              << core::isa_name(isa) << " n=" << n << " i=" << i;
+        for (int64_t i = n + off; i < n + off + 8; ++i) ASSERT_EQ(y[static_cast<size_t>(i)], 0xA5) << "wrote past n";
+        for (int64_t i = 0; i < off; ++i) ASSERT_EQ(y[static_cast<size_t>(i)], 0xA5) << "wrote before the start";
+      }
+    }
+  }
+}
+
 TEST(QOps, GlobalAveragePoolMatchesNaive) {
   std::mt19937 rng(3);
   std::vector<uint8_t> x(6 * 49), y(6);

@@ -437,15 +437,16 @@ void register_int8_kernels(KernelRegistry& r) {
           "qops.binary");
     });
   }
-  r.add(ir::kKestrelDomain, "QLookup", [](const KernelCreateInfo&) -> Result<std::unique_ptr<OpKernel>> {
+  r.add(ir::kKestrelDomain, "QLookup", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
+    const core::Isa isa = info.options.isa;
     return make_kernel(
-        [](KernelContext& ctx) -> Status {
+        [isa](KernelContext& ctx) -> Status {
           const Tensor& x = ctx.input(0);
           const Tensor& t = ctx.input(1);
           if (x.dtype() != core::DType::kU8 || t.dtype() != core::DType::kU8 || t.num_elements() != 256)
             return core::invalid_argument("QLookup: x must be u8 and the table u8 [256]");
           kernels::cpu::qlookup_u8(t.data<uint8_t>(), x.data<uint8_t>(), ctx.output(0).data<uint8_t>(),
-                                   x.num_elements(), ctx.pool());
+                                   x.num_elements(), ctx.pool(), isa);
           return Status::ok();
         },
         "qops.lookup");

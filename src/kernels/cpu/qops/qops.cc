@@ -6,6 +6,10 @@
 #include <cstring>
 #include <vector>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "core/str_util.h"
 #include "kernels/cpu/qops/qops_table.h"
 
@@ -108,10 +112,41 @@ Status qbinary_u8(const QBinaryParams& p, const uint8_t* a, std::span<const int6
   return Status::ok();
 }
 
-void qlookup_u8(const uint8_t* table, const uint8_t* x, uint8_t* y, int64_t n, core::ThreadPool* pool) {
-  run_ranges(pool, n, kGrain, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) y[i] = table[x[i]];
-  });
+namespace {
+
+void lookup_scalar(const uint8_t* table, const uint8_t* x, uint8_t* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = table[x[i]];
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// The 256-byte table in four registers: vpermi2b picks from two of them by the low 7 bits of
+// each byte, the top bit chooses between the two halves. 64 bytes per 3 instructions instead of
+// a load per byte. Compiled for AVX-512 VBMI here only; called only when the CPU has it.
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) void lookup_vbmi(const uint8_t* table, const uint8_t* x,
+                                                                        uint8_t* y, int64_t n) {
+  const __m512i t0 = _mm512_loadu_si512(table), t1 = _mm512_loadu_si512(table + 64);
+  const __m512i t2 = _mm512_loadu_si512(table + 128), t3 = _mm512_loadu_si512(table + 192);
+  int64_t i = 0;
+  for (; i < n; i += 64) {
+    const int64_t left = n - i;
+    const __mmask64 m = left >= 64 ? ~__mmask64{0} : (__mmask64{1} << left) - 1;
+    const __m512i v = _mm512_maskz_loadu_epi8(m, x + i);
+    const __m512i lo = _mm512_permutex2var_epi8(t0, v, t1), hi = _mm512_permutex2var_epi8(t2, v, t3);
+    _mm512_mask_storeu_epi8(y + i, m, _mm512_mask_blend_epi8(_mm512_movepi8_mask(v), lo, hi));
+  }
+}
+#endif
+
+}  // namespace
+
+void qlookup_u8(const uint8_t* table, const uint8_t* x, uint8_t* y, int64_t n, core::ThreadPool* pool, core::Isa isa) {
+  void (*fn)(const uint8_t*, const uint8_t*, uint8_t*, int64_t) = lookup_scalar;
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (isa >= core::Isa::kAvx512 && core::cpu_features().avx512_vbmi) fn = lookup_vbmi;
+#else
+  (void)isa;
+#endif
+  run_ranges(pool, n, kGrain, [&](int64_t i0, int64_t i1) { fn(table, x + i0, y + i0, i1 - i0); });
 }
 
 void qrequant_table(double xs, int32_t xz, double ys, int32_t yz, int32_t lo, int32_t hi, uint8_t table[256]) {

@@ -31,8 +31,9 @@ core::Status qbinary_u8(const QBinaryParams& p, const uint8_t* a, std::span<cons
                         std::span<const int64_t> b_dims, uint8_t* y, std::span<const int64_t> y_dims,
                         core::ThreadPool* pool, core::Isa isa = core::active_isa());
 
-// y[i] = table[x[i]].
-void qlookup_u8(const uint8_t* table, const uint8_t* x, uint8_t* y, int64_t n, core::ThreadPool* pool);
+// y[i] = table[x[i]]. With AVX-512 VBMI (and isa avx512) a register-table kernel, else scalar.
+void qlookup_u8(const uint8_t* table, const uint8_t* x, uint8_t* y, int64_t n, core::ThreadPool* pool,
+                core::Isa isa = core::active_isa());
 
 // The table that requantizes u8 values from (xs, xz) to (ys, yz), and of f(x) for a unary
 // function f evaluated in double (the lowering computes these once).
