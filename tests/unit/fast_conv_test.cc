@@ -143,6 +143,7 @@ const ConvCase kCases[] = {
     {1, 40, 40, 37, 48, 1, 3, 3, 1, 1, 1, P::kWinograd},
     {1, 32, 9, 9, 32, 1, 3, 3, 1, 2, 1, P::kWinograd},  // pad 2: output larger than input
     {1, 16, 9, 9, 64, 1, 3, 3, 1, 1, 1, P::kIm2col},    // too few input channels for Winograd
+    {2, 32, 20, 19, 40, 1, 3, 3, 1, 1, 1, P::kWinograd},  // 2 threads: chunks of tiles as tasks, batch
 };
 
 TEST_P(FastConvTest, MatchesReference) {

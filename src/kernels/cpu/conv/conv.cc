@@ -462,63 +462,95 @@ Status FastConv::run_winograd(const Geometry& g, const float* x, const float* bi
   const int64_t tw = (g.ow + 1) / 2, th = (g.oh + 1) / 2;
   // Chunks of tile rows whose transformed input and GEMM output (16 x (C + M) x tiles) stay near 1 MiB.
   const int64_t per_row = 16 * (cg_ + m_) * tw;
-  const int64_t rows_per_chunk = std::clamp<int64_t>((int64_t{1} << 18) / std::max<int64_t>(per_row, 1), 1, th);
-  float* buf = thread_scratch(per_row * rows_per_chunk + 64);
-  if (!buf) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate Winograd buffers");
+  int64_t rows_per_chunk = std::clamp<int64_t>((int64_t{1} << 18) / std::max<int64_t>(per_row, 1), 1, th);
   const int64_t row_floats = conv_detail::winograd_row_scratch_floats(tw, width);
-  std::atomic<bool> oom{false};
-  for (int64_t n = 0; n < g.n; ++n) {
-    for (int64_t ty0 = 0; ty0 < th; ty0 += rows_per_chunk) {
-      conv_detail::WinogradArgs a;
-      a.x = x + n * g.c * g.ih * g.iw;
-      a.c = cg_;
-      a.m = m_;
-      a.ih = g.ih;
-      a.iw = g.iw;
-      a.oh = g.oh;
-      a.ow = g.ow;
-      a.pad_top = g.pt;
-      a.pad_left = g.pl;
-      a.tw = tw;
-      a.ty0 = ty0;
-      a.ty1 = std::min(th, ty0 + rows_per_chunk);
-      const int64_t nt = (a.ty1 - ty0) * tw;
-      a.v = buf;
-      float* mt = buf + 16 * cg_ * nt;
-      a.mt = mt;
-      a.bias = bias;
-      a.residual = z ? z + n * m_ * g.oh * g.ow : nullptr;
-      a.y = y + n * m_ * g.oh * g.ow;
-      a.activation = act_.kind;
-      a.act_alpha = act_.alpha;
-      a.act_beta = act_.beta;
-      core::parallel_for(pool, cg_, 1, [&](int64_t c0, int64_t c1) {
-        conv_detail::WinogradArgs t = a;
-        t.row_scratch = thread_scratch(row_floats, 1);
-        if (!t.row_scratch) {
-          oom.store(true);
-          return;
-        }
-        wk.input(t, c0, c1);
-      });
-      if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate Winograd buffers");
-      // The 16 GEMMs are independent: with a pool each one is a task on one thread (each is small,
-      // so splitting every GEMM across threads would mostly add synchronization).
-      Status gemm_status[16];
-      auto gemm = [&](int64_t xi) {
-        SgemmContext one{nullptr, isa_};
-        gemm_status[xi] = sgemm(m_, nt, cg_, 1.f, SgemmA(winograd_[static_cast<size_t>(xi)]),
-                                SgemmB(a.v + xi * cg_ * nt, nt), 0.f, mt + xi * m_ * nt, nt, {}, one);
-      };
-      if (pool && pool->num_threads() > 1) {
-        pool->run(16, gemm);
-      } else {
-        for (int64_t xi = 0; xi < 16; ++xi) gemm(xi);
-      }
-      for (const Status& st : gemm_status) KESTREL_RETURN_IF_ERROR(st);
-      core::parallel_for(pool, m_, 1, [&](int64_t m0, int64_t m1) { wk.output(a, m0, m1); });
+  const int threads = pool ? pool->num_threads() : 1;
+  // With threads, whole chunks are tasks when there are enough tiles: each thread transforms,
+  // multiplies and writes back its own tiles in its own cache. Splitting every phase across the
+  // threads instead makes each phase read half its operands from the other core's cache.
+  bool chunk_tasks = false;
+  if (threads > 1) {
+    const int64_t chunks = (th + rows_per_chunk - 1) / rows_per_chunk;
+    const int64_t want = (std::max<int64_t>(chunks, threads) + threads - 1) / threads * threads;
+    const int64_t rows = (th + want - 1) / want;
+    if (rows * tw >= kWinogradMinTilesPerTask) {
+      rows_per_chunk = rows;
+      chunk_tasks = true;
     }
   }
+  const int64_t chunks = (th + rows_per_chunk - 1) / rows_per_chunk;
+  const int64_t buf_floats = per_row * rows_per_chunk + 64;
+  std::atomic<bool> oom{false};
+  // One chunk of tile rows [ty0, ty1) of image n; `inner` splits its phases (null: inline).
+  auto chunk = [&](int64_t n, int64_t ty0, float* buf, core::ThreadPool* inner) -> Status {
+    conv_detail::WinogradArgs a;
+    a.x = x + n * g.c * g.ih * g.iw;
+    a.c = cg_;
+    a.m = m_;
+    a.ih = g.ih;
+    a.iw = g.iw;
+    a.oh = g.oh;
+    a.ow = g.ow;
+    a.pad_top = g.pt;
+    a.pad_left = g.pl;
+    a.tw = tw;
+    a.ty0 = ty0;
+    a.ty1 = std::min(th, ty0 + rows_per_chunk);
+    const int64_t nt = (a.ty1 - ty0) * tw;
+    a.v = buf;
+    float* mt = buf + 16 * cg_ * nt;
+    a.mt = mt;
+    a.bias = bias;
+    a.residual = z ? z + n * m_ * g.oh * g.ow : nullptr;
+    a.y = y + n * m_ * g.oh * g.ow;
+    a.activation = act_.kind;
+    a.act_alpha = act_.alpha;
+    a.act_beta = act_.beta;
+    core::parallel_for(inner, cg_, 1, [&](int64_t c0, int64_t c1) {
+      conv_detail::WinogradArgs t = a;
+      t.row_scratch = thread_scratch(row_floats, 1);
+      if (!t.row_scratch) {
+        oom.store(true);
+        return;
+      }
+      wk.input(t, c0, c1);
+    });
+    if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate Winograd buffers");
+    // The 16 GEMMs are independent: with a pool each one is a task on one thread (each is small,
+    // so splitting every GEMM across threads would mostly add synchronization).
+    Status gemm_status[16];
+    auto gemm = [&](int64_t xi) {
+      SgemmContext one{nullptr, isa_};
+      gemm_status[xi] = sgemm(m_, nt, cg_, 1.f, SgemmA(winograd_[static_cast<size_t>(xi)]),
+                              SgemmB(a.v + xi * cg_ * nt, nt), 0.f, mt + xi * m_ * nt, nt, {}, one);
+    };
+    if (inner && inner->num_threads() > 1) {
+      inner->run(16, gemm);
+    } else {
+      for (int64_t xi = 0; xi < 16; ++xi) gemm(xi);
+    }
+    for (const Status& st : gemm_status) KESTREL_RETURN_IF_ERROR(st);
+    core::parallel_for(inner, m_, 1, [&](int64_t m0, int64_t m1) { wk.output(a, m0, m1); });
+    return Status::ok();
+  };
+  if (chunk_tasks) {
+    std::atomic<bool> failed{false};
+    pool->run(g.n * chunks, [&](int64_t i) {
+      float* buf = thread_scratch(buf_floats);
+      if (!buf) {
+        oom.store(true);
+        return;
+      }
+      if (!chunk(i / chunks, i % chunks * rows_per_chunk, buf, nullptr).is_ok()) failed.store(true);
+    });
+    if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate Winograd buffers");
+    if (failed.load()) return core::internal_error("conv: Winograd GEMM failed");
+    return Status::ok();
+  }
+  float* buf = thread_scratch(buf_floats);
+  if (!buf) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate Winograd buffers");
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t ty0 = 0; ty0 < th; ty0 += rows_per_chunk) KESTREL_RETURN_IF_ERROR(chunk(n, ty0, buf, pool));
   return Status::ok();
 }
 

@@ -38,6 +38,9 @@ class FastConv {
   // Winograd needs at least this many input and output channels: with C = 16 its 16 GEMMs of depth
   // C lose to im2col + GEMM; from 32 it wins (7-54% on the shapes in bench/conv_bench.cc).
   static constexpr int64_t kWinogradMinChannels = 32;
+  // With threads, Winograd runs whole chunks of tile rows as tasks when each has this many tiles
+  // (GEMM N); below, every phase is split across the threads instead.
+  static constexpr int64_t kWinogradMinTilesPerTask = 48;
   Path path_for(const ref::ConvParams& p) const;
   const char* path_name(const ref::ConvParams& p) const;
 
