@@ -561,14 +561,27 @@ Status FastConv::run_im2col(const Geometry& g, const float* x, const float* bias
   int64_t col_floats;
   if (__builtin_mul_overflow(rows, ohw, &col_floats) || col_floats > (int64_t{1} << 36))
     return core::out_of_range("conv: im2col buffer too large");
-  float* col = thread_scratch(std::max<int64_t>(col_floats, 1));
-  if (!col) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate im2col buffer");
   const conv_detail::Im2colFn im2col = conv_detail::im2col_fn(isa_);
-  SgemmContext ctx{pool, isa_};
   GemmEpilogue ep;
   ep.activation = act_.kind;
   ep.act_alpha = act_.alpha;
   ep.act_beta = act_.beta;
+  // With threads and enough output rows, strips of output rows are tasks: each thread unfolds its
+  // strip into its own buffer (sized for L2) and multiplies it there. Splitting im2col by rows of
+  // col and then the GEMM by columns makes every thread read half of col from the other core.
+  const int threads = pool ? pool->num_threads() : 1;
+  if (threads > 1) {
+    const int64_t per_row = rows * g.ow;  // col floats per output row
+    int64_t strips = std::max<int64_t>((per_row * g.oh + kIm2colStripFloats - 1) / kIm2colStripFloats, threads);
+    strips = std::min<int64_t>((strips + threads - 1) / threads * threads, g.oh);
+    const int64_t rows_per_strip = (g.oh + strips - 1) / strips;
+    strips = (g.oh + rows_per_strip - 1) / rows_per_strip;
+    if (strips >= threads && rows_per_strip * g.ow >= kIm2colMinStripColumns)
+      return run_im2col_strips(g, x, bias, z, y, pool, rows_per_strip, ep);
+  }
+  float* col = thread_scratch(std::max<int64_t>(col_floats, 1));
+  if (!col) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate im2col buffer");
+  SgemmContext ctx{pool, isa_};
   for (int64_t n = 0; n < g.n; ++n) {
     conv_detail::Im2colArgs args;
     args.x = x + n * g.c * ihw;
@@ -624,6 +637,77 @@ Status FastConv::run_im2col(const Geometry& g, const float* x, const float* bias
     KESTREL_RETURN_IF_ERROR(
         sgemm_batched(mg, ohw, kdim, 1.f, SgemmA(w_->data(), kdim), SgemmB(col, ohw), beta, yn, ohw, batch, e, ctx));
   }
+  return Status::ok();
+}
+
+Status FastConv::run_im2col_strips(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
+                                   core::ThreadPool* pool, int64_t rows_per_strip, const GemmEpilogue& ep) const {
+  const int64_t mg = m_ / group_, kdim = cg_ * kh_ * kw_, ihw = g.ih * g.iw, ohw = g.oh * g.ow;
+  const int64_t rows = g.c * kh_ * kw_;
+  const int64_t strips = (g.oh + rows_per_strip - 1) / rows_per_strip;
+  const conv_detail::Im2colFn im2col = conv_detail::im2col_fn(isa_);
+  const SgemmContext one{nullptr, isa_};
+  std::atomic<bool> oom{false}, failed{false};
+  pool->run(g.n * strips, [&](int64_t i) {
+    const int64_t n = i / strips, oy0 = i % strips * rows_per_strip, oy1 = std::min(g.oh, oy0 + rows_per_strip);
+    const int64_t cols = (oy1 - oy0) * g.ow;
+    float* col = thread_scratch(rows * cols);
+    if (!col) {
+      oom.store(true);
+      return;
+    }
+    // The strip as an image of its own: output rows from oy0, the top pad shifted to match
+    // (negative once the strip starts below the padding).
+    conv_detail::Im2colArgs args;
+    args.x = x + n * g.c * ihw;
+    args.ih = g.ih;
+    args.iw = g.iw;
+    args.kh = kh_;
+    args.kw = kw_;
+    args.sh = g.sh;
+    args.sw = g.sw;
+    args.dh = g.dh;
+    args.dw = g.dw;
+    args.pt = g.pt - oy0 * g.sh;
+    args.pl = g.pl;
+    args.oh = oy1 - oy0;
+    args.ow = g.ow;
+    args.col = col;
+    im2col(args, 0, rows);
+    float* yn = y + n * m_ * ohw + oy0 * g.ow;
+    const float* zn = z ? z + n * m_ * ohw + oy0 * g.ow : nullptr;
+    GemmEpilogue e = ep;
+    if (zn) {
+      e.residual = zn;
+      e.ldr = ohw;
+    }
+    Status st;
+    if (group_ == 1) {
+      if (bias) {
+        e.bias_kind = GemmBias::kPerRow;
+        e.bias = bias;
+      }
+      const SgemmA a = packed_.empty() ? SgemmA(w_->data(), kdim) : SgemmA(packed_[0]);
+      st = sgemm(mg, cols, kdim, 1.f, a, SgemmB(col, cols), 0.f, yn, ohw, e, one);
+    } else {
+      float beta = 0.f;
+      if (bias) {
+        for (int64_t m = 0; m < m_; ++m) std::fill(yn + m * ohw, yn + m * ohw + cols, bias[m]);
+        beta = 1.f;
+      }
+      SgemmBatch batch;
+      batch.count = group_;
+      batch.stride_a = mg * kdim;
+      batch.stride_b = kdim * cols;
+      batch.stride_c = mg * ohw;
+      if (zn) batch.stride_residual = mg * ohw;
+      st = sgemm_batched(mg, cols, kdim, 1.f, SgemmA(w_->data(), kdim), SgemmB(col, cols), beta, yn, ohw, batch, e,
+                         one);
+    }
+    if (!st.is_ok()) failed.store(true);
+  });
+  if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate im2col buffer");
+  if (failed.load()) return core::internal_error("conv: im2col GEMM failed");
   return Status::ok();
 }
 
