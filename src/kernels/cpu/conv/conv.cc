@@ -394,11 +394,12 @@ Status FastConv::run_depthwise(const Geometry& g, const float* x, const float* b
     const int64_t oy0 = strip * rows_per_strip;
     fn(a, block, oy0, std::min(g.oh, oy0 + rows_per_strip));
   };
-  if (pool && pool->num_threads() > 1 && tasks > 1) {
-    pool->run(tasks, task);
-  } else {
-    for (int64_t i = 0; i < tasks; ++i) task(i);
-  }
+  // One contiguous range of channel blocks per thread (the caller's first): the GEMM before split
+  // its output channels the same way and the SE / activation ops after split them into the same
+  // halves, so each thread mostly reads what it wrote (small dynamic tasks scatter the blocks).
+  core::parallel_for(pool, tasks, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) task(i);
+  });
   if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate depthwise scratch");
   return Status::ok();
 }
@@ -446,11 +447,10 @@ Status FastConv::run_grouped(const Geometry& g, const float* x, const float* bia
     const int64_t oy0 = strip * rows_per_strip;
     fn(a, grp, oy0, std::min(g.oh, oy0 + rows_per_strip));
   };
-  if (pool && pool->num_threads() > 1 && tasks > 1) {
-    pool->run(tasks, task);
-  } else {
-    for (int64_t i = 0; i < tasks; ++i) task(i);
-  }
+  // Contiguous ranges of groups per thread, as in run_depthwise.
+  core::parallel_for(pool, tasks, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) task(i);
+  });
   if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate grouped conv scratch");
   return Status::ok();
 }
