@@ -701,8 +701,8 @@ Status FastConv::run_im2col_strips(const Geometry& g, const float* x, const floa
       batch.stride_b = kdim * cols;
       batch.stride_c = mg * ohw;
       if (zn) batch.stride_residual = mg * ohw;
-      st = sgemm_batched(mg, cols, kdim, 1.f, SgemmA(w_->data(), kdim), SgemmB(col, cols), beta, yn, ohw, batch, e,
-                         one);
+      st =
+          sgemm_batched(mg, cols, kdim, 1.f, SgemmA(w_->data(), kdim), SgemmB(col, cols), beta, yn, ohw, batch, e, one);
     }
     if (!st.is_ok()) failed.store(true);
   });
