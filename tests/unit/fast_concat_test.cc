@@ -36,6 +36,10 @@ TEST(FastConcat, DtypesAndThreadSplits) {
                                 {{"axis", ir::Attribute(int64_t{1})}}, 0, 0);
   expect_fast_matches_reference("Concat", {random_f32({301, 7, 33}, rng), random_f32({301, 7, 5}, rng)},
                                 {{"axis", ir::Attribute(int64_t{2})}}, 0, 0);
+  // One block per input, blocks that are not whole cache lines: each thread copies a range of each.
+  expect_fast_matches_reference(
+      "Concat", {random_f32({1, 7, 10007}, rng), random_f32({1, 3, 10007}, rng), random_f32({1, 1, 10007}, rng)},
+      {{"axis", ir::Attribute(int64_t{1})}}, 0, 0);
   expect_fast_matches_reference("Concat", {iota<int16_t>({3, 40001}), iota<int16_t>({3, 17})},
                                 {{"axis", ir::Attribute(int64_t{1})}}, 0, 0);
 }

@@ -58,6 +58,22 @@ bool concat_fast(std::span<const core::Tensor* const> xs, int64_t axis, core::Te
     copy_range(0, total);
     return true;
   }
+  if (outer == 1) {
+    // One block per input: thread t copies range t of every input (line-aligned within the input),
+    // where the conv that wrote the input with one range of output channels per thread left it.
+    // Halves of the output would have each thread copy all of one input, half of it remote.
+    pool->run(threads, [&](int64_t t) {
+      int64_t pos = 0;
+      for (const core::Tensor* x : xs) {
+        const int64_t block = x->dim(axis) * inner * esize, lines = block / 64;
+        const int64_t lo = lines * t / threads * 64, hi = t + 1 == threads ? block : lines * (t + 1) / threads * 64;
+        if (lo < hi)
+          std::memcpy(out + pos + lo, static_cast<const char*>(x->raw_data()) + lo, static_cast<size_t>(hi - lo));
+        pos += block;
+      }
+    });
+    return true;
+  }
   // Ranges of whole 64-byte lines: no line of y is written by two threads.
   const int64_t lines = (total + 63) / 64;
   pool->parallel_for(lines, 1, [&](int64_t l0, int64_t l1) { copy_range(l0 * 64, std::min(total, l1 * 64)); });

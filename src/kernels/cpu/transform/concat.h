@@ -1,5 +1,6 @@
 // Fast Concat for any fixed-size dtype: memcpy of the inputs' blocks, the output split into
-// cache-line-aligned byte ranges over the threads when it is large.
+// byte ranges over the threads when it is large (ranges of each input when the output is one
+// block per input, as a batch-1 channel concat).
 #pragma once
 
 #include <cstdint>
