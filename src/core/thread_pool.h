@@ -24,16 +24,18 @@ class ThreadPool {
   int num_threads() const { return static_cast<int>(workers_.size()) + 1; }
 
   // Runs fn(task) for every task in [0, num_tasks), spread over the threads; returns when all are
-  // done. Allocates nothing. Nested calls from inside a task run serially on the calling thread.
+  // done. Task 0 runs on the calling thread; the others are taken dynamically. Allocates nothing.
+  // Nested calls from inside a task run serially on the calling thread.
   void run(int64_t num_tasks, FunctionRef<void(int64_t)> fn);
 
   // Splits [0, n) into at most num_threads() contiguous ranges of at least `grain` items (sizes
-  // differ by at most one item) and calls fn(begin, end) on each; a single range runs inline.
+  // differ by at most one item) and calls fn(begin, end) on each; a single range runs inline. The
+  // first range runs on the calling thread.
   void parallel_for(int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t)> fn);
 
  private:
   void worker_loop(uint64_t seen);
-  void work_on(const FunctionRef<void(int64_t)>& fn, int64_t num_tasks);
+  void work_on(const FunctionRef<void(int64_t)>& fn, int64_t num_tasks, bool first_task);
 
   std::vector<std::thread> workers_;
   std::mutex mu_;

@@ -143,6 +143,11 @@ const ConvCase kCases[] = {
     {1, 40, 40, 37, 48, 1, 3, 3, 1, 1, 1, P::kWinograd},
     {1, 32, 9, 9, 32, 1, 3, 3, 1, 2, 1, P::kWinograd},  // pad 2: output larger than input
     {1, 16, 9, 9, 64, 1, 3, 3, 1, 1, 1, P::kIm2col},    // too few input channels for Winograd
+    {2, 32, 20, 19, 40, 1, 3, 3, 1, 1, 1, P::kWinograd},  // 2 threads: chunks of tiles as tasks, batch
+    // 2 threads: strips of output rows as tasks (stem, stride 1 with a residual-sized plane, groups)
+    {1, 3, 67, 70, 16, 1, 3, 3, 2, 1, 1, P::kIm2col},
+    {2, 16, 41, 37, 24, 1, 3, 3, 1, 1, 1, P::kIm2col},
+    {1, 8, 40, 45, 12, 2, 3, 3, 1, 2, 2, P::kIm2col},  // grouped, dilated
 };
 
 TEST_P(FastConvTest, MatchesReference) {
@@ -178,6 +183,22 @@ TEST_P(FastConvTest, FusedEpilogues) {
       for (int residual = 0; residual < 2; ++residual, ++i) {
         SCOPED_TRACE(i);
         check(cc, GetParam(), a, residual, true, i % 3 == 0 ? &pool : nullptr, rng);
+      }
+}
+
+// The 2-thread task splits (Winograd chunks, im2col strips) with every epilogue input: bias,
+// residual and an activation, on the cases sized to take them (the last four of kCases).
+TEST_P(FastConvTest, ThreadedSplitsWithEpilogues) {
+  KESTREL_SKIP_IF_ISA_MISSING(GetParam());
+  std::mt19937 rng(31);
+  core::ThreadPool pool(2);
+  const size_t count = std::size(kCases);
+  int i = 0;
+  for (size_t c = count - 4; c < count; ++c)
+    for (int residual = 0; residual < 2; ++residual)
+      for (int with_bias = 0; with_bias < 2; ++with_bias, ++i) {
+        SCOPED_TRACE(i);
+        check(kCases[c], GetParam(), {GemmActivation::kHardSwish, 0, 0}, residual, with_bias, &pool, rng);
       }
 }
 

@@ -25,6 +25,25 @@ TEST(ThreadPool, EveryTaskRunsOnce) {
   }
 }
 
+// Kernels rely on this for cache locality: range 0 of parallel_for (task 0 of run) is the caller's.
+TEST(ThreadPool, TaskZeroRunsOnTheCaller) {
+  for (int threads : {2, 3}) {
+    core::ThreadPool pool(threads);
+    for (int rep = 0; rep < 50; ++rep) {
+      std::thread::id first;
+      pool.run(threads, [&](int64_t t) {
+        if (t == 0) first = std::this_thread::get_id();
+      });
+      EXPECT_EQ(first, std::this_thread::get_id());
+      std::thread::id range0;
+      pool.parallel_for(100, 1, [&](int64_t b, int64_t) {
+        if (b == 0) range0 = std::this_thread::get_id();
+      });
+      EXPECT_EQ(range0, std::this_thread::get_id());
+    }
+  }
+}
+
 TEST(ThreadPool, ParallelForCoversTheRange) {
   core::ThreadPool pool(2);
   for (int64_t n : {int64_t{1}, int64_t{5}, int64_t{97}}) {

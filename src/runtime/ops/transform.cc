@@ -2,6 +2,7 @@
 // shape-like inputs -> reference kernel parameters.
 #include "kernels/reference/transform.h"
 
+#include "kernels/cpu/transform/concat.h"
 #include "kernels/cpu/transform/transpose.h"
 
 #include <algorithm>
@@ -41,15 +42,19 @@ Result<std::unique_ptr<OpKernel>> make_transpose(const KernelCreateInfo& info) {
 
 Result<std::unique_ptr<OpKernel>> make_concat(const KernelCreateInfo& info) {
   KESTREL_ASSIGN_OR_RETURN(int64_t axis, info.node.attr_int("axis"));
+  const bool fast = !info.options.reference_only;
   // xs only grows: no allocation per run.
-  return make_kernel([axis, xs = std::vector<const Tensor*>()](KernelContext& ctx) mutable -> Status {
+  auto kernel = [axis, fast, xs = std::vector<const Tensor*>()](KernelContext& ctx) mutable -> Status {
     xs.clear();
     for (size_t i = 0; i < ctx.num_inputs(); ++i) {
       if (!ctx.has_input(i)) return core::invalid_argument("Concat: an input is missing");
       xs.push_back(&ctx.input(i));
     }
+    if (fast && kernels::cpu::concat_fast(xs, axis, ctx.output(0), ctx.pool())) return Status::ok();
     return ref::concat(xs, axis, ctx.output(0));
-  });
+  };
+  if (fast) return make_kernel(std::move(kernel), "concat.memcpy");
+  return make_kernel(std::move(kernel));
 }
 
 Result<std::unique_ptr<OpKernel>> make_split(const KernelCreateInfo& info) {

@@ -394,11 +394,12 @@ Status FastConv::run_depthwise(const Geometry& g, const float* x, const float* b
     const int64_t oy0 = strip * rows_per_strip;
     fn(a, block, oy0, std::min(g.oh, oy0 + rows_per_strip));
   };
-  if (pool && pool->num_threads() > 1 && tasks > 1) {
-    pool->run(tasks, task);
-  } else {
-    for (int64_t i = 0; i < tasks; ++i) task(i);
-  }
+  // One contiguous range of channel blocks per thread (the caller's first): the GEMM before split
+  // its output channels the same way and the SE / activation ops after split them into the same
+  // halves, so each thread mostly reads what it wrote (small dynamic tasks scatter the blocks).
+  core::parallel_for(pool, tasks, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) task(i);
+  });
   if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate depthwise scratch");
   return Status::ok();
 }
@@ -446,11 +447,10 @@ Status FastConv::run_grouped(const Geometry& g, const float* x, const float* bia
     const int64_t oy0 = strip * rows_per_strip;
     fn(a, grp, oy0, std::min(g.oh, oy0 + rows_per_strip));
   };
-  if (pool && pool->num_threads() > 1 && tasks > 1) {
-    pool->run(tasks, task);
-  } else {
-    for (int64_t i = 0; i < tasks; ++i) task(i);
-  }
+  // Contiguous ranges of groups per thread, as in run_depthwise.
+  core::parallel_for(pool, tasks, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) task(i);
+  });
   if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate grouped conv scratch");
   return Status::ok();
 }
@@ -462,63 +462,95 @@ Status FastConv::run_winograd(const Geometry& g, const float* x, const float* bi
   const int64_t tw = (g.ow + 1) / 2, th = (g.oh + 1) / 2;
   // Chunks of tile rows whose transformed input and GEMM output (16 x (C + M) x tiles) stay near 1 MiB.
   const int64_t per_row = 16 * (cg_ + m_) * tw;
-  const int64_t rows_per_chunk = std::clamp<int64_t>((int64_t{1} << 18) / std::max<int64_t>(per_row, 1), 1, th);
-  float* buf = thread_scratch(per_row * rows_per_chunk + 64);
-  if (!buf) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate Winograd buffers");
+  int64_t rows_per_chunk = std::clamp<int64_t>((int64_t{1} << 18) / std::max<int64_t>(per_row, 1), 1, th);
   const int64_t row_floats = conv_detail::winograd_row_scratch_floats(tw, width);
-  std::atomic<bool> oom{false};
-  for (int64_t n = 0; n < g.n; ++n) {
-    for (int64_t ty0 = 0; ty0 < th; ty0 += rows_per_chunk) {
-      conv_detail::WinogradArgs a;
-      a.x = x + n * g.c * g.ih * g.iw;
-      a.c = cg_;
-      a.m = m_;
-      a.ih = g.ih;
-      a.iw = g.iw;
-      a.oh = g.oh;
-      a.ow = g.ow;
-      a.pad_top = g.pt;
-      a.pad_left = g.pl;
-      a.tw = tw;
-      a.ty0 = ty0;
-      a.ty1 = std::min(th, ty0 + rows_per_chunk);
-      const int64_t nt = (a.ty1 - ty0) * tw;
-      a.v = buf;
-      float* mt = buf + 16 * cg_ * nt;
-      a.mt = mt;
-      a.bias = bias;
-      a.residual = z ? z + n * m_ * g.oh * g.ow : nullptr;
-      a.y = y + n * m_ * g.oh * g.ow;
-      a.activation = act_.kind;
-      a.act_alpha = act_.alpha;
-      a.act_beta = act_.beta;
-      core::parallel_for(pool, cg_, 1, [&](int64_t c0, int64_t c1) {
-        conv_detail::WinogradArgs t = a;
-        t.row_scratch = thread_scratch(row_floats, 1);
-        if (!t.row_scratch) {
-          oom.store(true);
-          return;
-        }
-        wk.input(t, c0, c1);
-      });
-      if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate Winograd buffers");
-      // The 16 GEMMs are independent: with a pool each one is a task on one thread (each is small,
-      // so splitting every GEMM across threads would mostly add synchronization).
-      Status gemm_status[16];
-      auto gemm = [&](int64_t xi) {
-        SgemmContext one{nullptr, isa_};
-        gemm_status[xi] = sgemm(m_, nt, cg_, 1.f, SgemmA(winograd_[static_cast<size_t>(xi)]),
-                                SgemmB(a.v + xi * cg_ * nt, nt), 0.f, mt + xi * m_ * nt, nt, {}, one);
-      };
-      if (pool && pool->num_threads() > 1) {
-        pool->run(16, gemm);
-      } else {
-        for (int64_t xi = 0; xi < 16; ++xi) gemm(xi);
-      }
-      for (const Status& st : gemm_status) KESTREL_RETURN_IF_ERROR(st);
-      core::parallel_for(pool, m_, 1, [&](int64_t m0, int64_t m1) { wk.output(a, m0, m1); });
+  const int threads = pool ? pool->num_threads() : 1;
+  // With threads, whole chunks are tasks when there are enough tiles: each thread transforms,
+  // multiplies and writes back its own tiles in its own cache. Splitting every phase across the
+  // threads instead makes each phase read half its operands from the other core's cache.
+  bool chunk_tasks = false;
+  if (threads > 1) {
+    const int64_t chunks = (th + rows_per_chunk - 1) / rows_per_chunk;
+    const int64_t want = (std::max<int64_t>(chunks, threads) + threads - 1) / threads * threads;
+    const int64_t rows = (th + want - 1) / want;
+    if (rows * tw >= kWinogradMinTilesPerTask) {
+      rows_per_chunk = rows;
+      chunk_tasks = true;
     }
   }
+  const int64_t chunks = (th + rows_per_chunk - 1) / rows_per_chunk;
+  const int64_t buf_floats = per_row * rows_per_chunk + 64;
+  std::atomic<bool> oom{false};
+  // One chunk of tile rows [ty0, ty1) of image n; `inner` splits its phases (null: inline).
+  auto chunk = [&](int64_t n, int64_t ty0, float* buf, core::ThreadPool* inner) -> Status {
+    conv_detail::WinogradArgs a;
+    a.x = x + n * g.c * g.ih * g.iw;
+    a.c = cg_;
+    a.m = m_;
+    a.ih = g.ih;
+    a.iw = g.iw;
+    a.oh = g.oh;
+    a.ow = g.ow;
+    a.pad_top = g.pt;
+    a.pad_left = g.pl;
+    a.tw = tw;
+    a.ty0 = ty0;
+    a.ty1 = std::min(th, ty0 + rows_per_chunk);
+    const int64_t nt = (a.ty1 - ty0) * tw;
+    a.v = buf;
+    float* mt = buf + 16 * cg_ * nt;
+    a.mt = mt;
+    a.bias = bias;
+    a.residual = z ? z + n * m_ * g.oh * g.ow : nullptr;
+    a.y = y + n * m_ * g.oh * g.ow;
+    a.activation = act_.kind;
+    a.act_alpha = act_.alpha;
+    a.act_beta = act_.beta;
+    core::parallel_for(inner, cg_, 1, [&](int64_t c0, int64_t c1) {
+      conv_detail::WinogradArgs t = a;
+      t.row_scratch = thread_scratch(row_floats, 1);
+      if (!t.row_scratch) {
+        oom.store(true);
+        return;
+      }
+      wk.input(t, c0, c1);
+    });
+    if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate Winograd buffers");
+    // The 16 GEMMs are independent: with a pool each one is a task on one thread (each is small,
+    // so splitting every GEMM across threads would mostly add synchronization).
+    Status gemm_status[16];
+    auto gemm = [&](int64_t xi) {
+      SgemmContext one{nullptr, isa_};
+      gemm_status[xi] = sgemm(m_, nt, cg_, 1.f, SgemmA(winograd_[static_cast<size_t>(xi)]),
+                              SgemmB(a.v + xi * cg_ * nt, nt), 0.f, mt + xi * m_ * nt, nt, {}, one);
+    };
+    if (inner && inner->num_threads() > 1) {
+      inner->run(16, gemm);
+    } else {
+      for (int64_t xi = 0; xi < 16; ++xi) gemm(xi);
+    }
+    for (const Status& st : gemm_status) KESTREL_RETURN_IF_ERROR(st);
+    core::parallel_for(inner, m_, 1, [&](int64_t m0, int64_t m1) { wk.output(a, m0, m1); });
+    return Status::ok();
+  };
+  if (chunk_tasks) {
+    std::atomic<bool> failed{false};
+    pool->run(g.n * chunks, [&](int64_t i) {
+      float* buf = thread_scratch(buf_floats);
+      if (!buf) {
+        oom.store(true);
+        return;
+      }
+      if (!chunk(i / chunks, i % chunks * rows_per_chunk, buf, nullptr).is_ok()) failed.store(true);
+    });
+    if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate Winograd buffers");
+    if (failed.load()) return core::internal_error("conv: Winograd GEMM failed");
+    return Status::ok();
+  }
+  float* buf = thread_scratch(buf_floats);
+  if (!buf) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate Winograd buffers");
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t ty0 = 0; ty0 < th; ty0 += rows_per_chunk) KESTREL_RETURN_IF_ERROR(chunk(n, ty0, buf, pool));
   return Status::ok();
 }
 
@@ -529,14 +561,27 @@ Status FastConv::run_im2col(const Geometry& g, const float* x, const float* bias
   int64_t col_floats;
   if (__builtin_mul_overflow(rows, ohw, &col_floats) || col_floats > (int64_t{1} << 36))
     return core::out_of_range("conv: im2col buffer too large");
-  float* col = thread_scratch(std::max<int64_t>(col_floats, 1));
-  if (!col) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate im2col buffer");
   const conv_detail::Im2colFn im2col = conv_detail::im2col_fn(isa_);
-  SgemmContext ctx{pool, isa_};
   GemmEpilogue ep;
   ep.activation = act_.kind;
   ep.act_alpha = act_.alpha;
   ep.act_beta = act_.beta;
+  // With threads and enough output rows, strips of output rows are tasks: each thread unfolds its
+  // strip into its own buffer (sized for L2) and multiplies it there. Splitting im2col by rows of
+  // col and then the GEMM by columns makes every thread read half of col from the other core.
+  const int threads = pool ? pool->num_threads() : 1;
+  if (threads > 1) {
+    const int64_t per_row = rows * g.ow;  // col floats per output row
+    int64_t strips = std::max<int64_t>((per_row * g.oh + kIm2colStripFloats - 1) / kIm2colStripFloats, threads);
+    strips = std::min<int64_t>((strips + threads - 1) / threads * threads, g.oh);
+    const int64_t rows_per_strip = (g.oh + strips - 1) / strips;
+    strips = (g.oh + rows_per_strip - 1) / rows_per_strip;
+    if (strips >= threads && rows_per_strip * g.ow >= kIm2colMinStripColumns)
+      return run_im2col_strips(g, x, bias, z, y, pool, rows_per_strip, ep);
+  }
+  float* col = thread_scratch(std::max<int64_t>(col_floats, 1));
+  if (!col) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate im2col buffer");
+  SgemmContext ctx{pool, isa_};
   for (int64_t n = 0; n < g.n; ++n) {
     conv_detail::Im2colArgs args;
     args.x = x + n * g.c * ihw;
@@ -592,6 +637,77 @@ Status FastConv::run_im2col(const Geometry& g, const float* x, const float* bias
     KESTREL_RETURN_IF_ERROR(
         sgemm_batched(mg, ohw, kdim, 1.f, SgemmA(w_->data(), kdim), SgemmB(col, ohw), beta, yn, ohw, batch, e, ctx));
   }
+  return Status::ok();
+}
+
+Status FastConv::run_im2col_strips(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
+                                   core::ThreadPool* pool, int64_t rows_per_strip, const GemmEpilogue& ep) const {
+  const int64_t mg = m_ / group_, kdim = cg_ * kh_ * kw_, ihw = g.ih * g.iw, ohw = g.oh * g.ow;
+  const int64_t rows = g.c * kh_ * kw_;
+  const int64_t strips = (g.oh + rows_per_strip - 1) / rows_per_strip;
+  const conv_detail::Im2colFn im2col = conv_detail::im2col_fn(isa_);
+  const SgemmContext one{nullptr, isa_};
+  std::atomic<bool> oom{false}, failed{false};
+  pool->run(g.n * strips, [&](int64_t i) {
+    const int64_t n = i / strips, oy0 = i % strips * rows_per_strip, oy1 = std::min(g.oh, oy0 + rows_per_strip);
+    const int64_t cols = (oy1 - oy0) * g.ow;
+    float* col = thread_scratch(rows * cols);
+    if (!col) {
+      oom.store(true);
+      return;
+    }
+    // The strip as an image of its own: output rows from oy0, the top pad shifted to match
+    // (negative once the strip starts below the padding).
+    conv_detail::Im2colArgs args;
+    args.x = x + n * g.c * ihw;
+    args.ih = g.ih;
+    args.iw = g.iw;
+    args.kh = kh_;
+    args.kw = kw_;
+    args.sh = g.sh;
+    args.sw = g.sw;
+    args.dh = g.dh;
+    args.dw = g.dw;
+    args.pt = g.pt - oy0 * g.sh;
+    args.pl = g.pl;
+    args.oh = oy1 - oy0;
+    args.ow = g.ow;
+    args.col = col;
+    im2col(args, 0, rows);
+    float* yn = y + n * m_ * ohw + oy0 * g.ow;
+    const float* zn = z ? z + n * m_ * ohw + oy0 * g.ow : nullptr;
+    GemmEpilogue e = ep;
+    if (zn) {
+      e.residual = zn;
+      e.ldr = ohw;
+    }
+    Status st;
+    if (group_ == 1) {
+      if (bias) {
+        e.bias_kind = GemmBias::kPerRow;
+        e.bias = bias;
+      }
+      const SgemmA a = packed_.empty() ? SgemmA(w_->data(), kdim) : SgemmA(packed_[0]);
+      st = sgemm(mg, cols, kdim, 1.f, a, SgemmB(col, cols), 0.f, yn, ohw, e, one);
+    } else {
+      float beta = 0.f;
+      if (bias) {
+        for (int64_t m = 0; m < m_; ++m) std::fill(yn + m * ohw, yn + m * ohw + cols, bias[m]);
+        beta = 1.f;
+      }
+      SgemmBatch batch;
+      batch.count = group_;
+      batch.stride_a = mg * kdim;
+      batch.stride_b = kdim * cols;
+      batch.stride_c = mg * ohw;
+      if (zn) batch.stride_residual = mg * ohw;
+      st =
+          sgemm_batched(mg, cols, kdim, 1.f, SgemmA(w_->data(), kdim), SgemmB(col, cols), beta, yn, ohw, batch, e, one);
+    }
+    if (!st.is_ok()) failed.store(true);
+  });
+  if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate im2col buffer");
+  if (failed.load()) return core::internal_error("conv: im2col GEMM failed");
   return Status::ok();
 }
 

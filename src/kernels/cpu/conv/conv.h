@@ -38,6 +38,13 @@ class FastConv {
   // Winograd needs at least this many input and output channels: with C = 16 its 16 GEMMs of depth
   // C lose to im2col + GEMM; from 32 it wins (7-54% on the shapes in bench/conv_bench.cc).
   static constexpr int64_t kWinogradMinChannels = 32;
+  // With threads, Winograd runs whole chunks of tile rows as tasks when each has this many tiles
+  // (GEMM N); below, every phase is split across the threads instead.
+  static constexpr int64_t kWinogradMinTilesPerTask = 48;
+  // With threads, im2col runs strips of output rows as tasks, each unfolded into a buffer of about
+  // this many floats (L2), when a strip has at least kIm2colMinStripColumns outputs (GEMM N).
+  static constexpr int64_t kIm2colStripFloats = 1 << 16;
+  static constexpr int64_t kIm2colMinStripColumns = 256;
   Path path_for(const ref::ConvParams& p) const;
   const char* path_name(const ref::ConvParams& p) const;
 
@@ -53,6 +60,8 @@ class FastConv {
                       core::ThreadPool* pool) const;
   Status run_im2col(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
                     core::ThreadPool* pool) const;
+  Status run_im2col_strips(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
+                           core::ThreadPool* pool, int64_t rows_per_strip, const GemmEpilogue& ep) const;
 
   core::Isa isa_ = core::Isa::kScalar;
   FusedActivation act_;

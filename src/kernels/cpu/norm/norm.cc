@@ -10,6 +10,7 @@ namespace kestrel::kernels::cpu {
 namespace {
 
 constexpr int64_t kGrain = 64 * 1024;  // elements per thread task, at least
+constexpr int64_t kReduceGrain = 16 * 1024;
 
 bool f32(const Tensor& t) { return t.dtype() == core::DType::kF32; }
 
@@ -96,7 +97,10 @@ Status reduce_rows_f32(const NormTable& t, RowReduce op, const Tensor& x, int64_
   const int64_t rows = y.num_elements();
   const float* in = x.data<float>();
   float* out = y.data<float>();
-  core::parallel_for(pool, rows, grain_rows(inner), [&](int64_t r0, int64_t r1) {
+  // Rows are usually channels of a conv output split into one channel range per thread
+  // (GlobalAveragePool): smaller ranges than kGrain still pay, each thread reading its own cache.
+  const int64_t grain = std::max<int64_t>(1, kReduceGrain / inner);
+  core::parallel_for(pool, rows, grain, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) out[r] = t.reduce(op, in + r * inner, inner);
   });
   return Status::ok();
