@@ -143,6 +143,12 @@ const ConvCase kCases[] = {
     {1, 40, 40, 37, 48, 1, 3, 3, 1, 1, 1, P::kWinograd},
     {1, 32, 9, 9, 32, 1, 3, 3, 1, 2, 1, P::kWinograd},  // pad 2: output larger than input
     {1, 16, 9, 9, 64, 1, 3, 3, 1, 1, 1, P::kIm2col},    // too few input channels for Winograd
+    // plane-direct depthwise (rows at least one vector wide): strides, 5x5, tails, rows past 4 vectors, no pad
+    {1, 21, 56, 56, 21, 21, 3, 3, 2, 1, 1, P::kDepthwise},
+    {1, 5, 37, 47, 5, 5, 5, 5, 2, 2, 1, P::kDepthwise},
+    {2, 9, 33, 66, 9, 9, 5, 5, 1, 2, 1, P::kDepthwise},
+    {1, 3, 21, 36, 3, 3, 3, 3, 1, 0, 1, P::kDepthwise},
+    {1, 4, 19, 131, 4, 4, 3, 3, 2, 1, 1, P::kDepthwise},
 };
 
 TEST_P(FastConvTest, MatchesReference) {
@@ -171,7 +177,7 @@ TEST_P(FastConvTest, FusedEpilogues) {
   };
   // One case per path.
   const ConvCase cases[] = {kCases[2],  kCases[6],  kCases[8],  kCases[14], kCases[23],
-                            kCases[24], kCases[25], kCases[28], kCases[31], kCases[32], kCases[34], kCases[37]};
+                            kCases[24], kCases[25], kCases[28], kCases[31], kCases[32], kCases[34], kCases[37], kCases[42], kCases[44]};
   int i = 0;
   for (const ConvCase& cc : cases)
     for (const FusedActivation& a : acts)
