@@ -111,7 +111,7 @@ const ConvCase kCases[] = {
     {1, 2, 6, 6, 2, 2, 5, 5, 2, 3, 1, P::kDepthwise},    // pad > reach
     {1, 3, 12, 40, 3, 3, 3, 3, 1, 1, 1, P::kDepthwise},
     // im2col
-    {1, 3, 15, 15, 8, 1, 3, 3, 2, 1, 1, P::kIm2col},       // stem
+    {1, 3, 15, 15, 8, 1, 3, 3, 2, 1, 1, P::kStem},         // stem
     {2, 6, 9, 10, 4, 2, 3, 3, 1, 1, 1, P::kGrouped},       // grouped 3x3
     {1, 4, 11, 13, 5, 1, 3, 5, 1, 2, 2, P::kIm2col},       // dilated, non-square
     {1, 3, 9, 9, 3, 3, 3, 3, 1, 2, 2, P::kIm2col},         // depthwise, dilated: falls back
@@ -149,6 +149,13 @@ const ConvCase kCases[] = {
     {2, 9, 33, 66, 9, 9, 5, 5, 1, 2, 1, P::kDepthwise},
     {1, 3, 21, 36, 3, 3, 3, 3, 1, 0, 1, P::kDepthwise},
     {1, 4, 19, 131, 4, 4, 3, 3, 2, 1, 1, P::kDepthwise},
+    // stems (3x3 stride 2, at most 4 input channels): channel tails past blocks of 8 and 4, odd sizes, no pad,
+    // pad beyond the reach, rows past 2 vectors, batches
+    {1, 3, 224, 224, 32, 1, 3, 3, 2, 1, 1, P::kStem},
+    {2, 1, 37, 41, 13, 1, 3, 3, 2, 1, 1, P::kStem},
+    {1, 4, 30, 70, 7, 1, 3, 3, 2, 0, 1, P::kStem},
+    {1, 2, 9, 20, 16, 1, 3, 3, 2, 3, 1, P::kStem},
+    {1, 5, 17, 17, 8, 1, 3, 3, 2, 1, 1, P::kIm2col},  // 5 input channels: not a stem
 };
 
 TEST_P(FastConvTest, MatchesReference) {
@@ -177,7 +184,7 @@ TEST_P(FastConvTest, FusedEpilogues) {
   };
   // One case per path.
   const ConvCase cases[] = {kCases[2],  kCases[6],  kCases[8],  kCases[14], kCases[23],
-                            kCases[24], kCases[25], kCases[28], kCases[31], kCases[32], kCases[34], kCases[37], kCases[42], kCases[44]};
+                            kCases[24], kCases[25], kCases[28], kCases[31], kCases[32], kCases[34], kCases[37], kCases[42], kCases[44], kCases[48]};
   int i = 0;
   for (const ConvCase& cc : cases)
     for (const FusedActivation& a : acts)

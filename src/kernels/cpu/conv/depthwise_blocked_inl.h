@@ -250,6 +250,98 @@ void depthwise_direct(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, i
   });
 }
 
+// Stem: dense 3x3 stride-2 convolution over a.cg (few) input channels into a.mg output channels, output rows
+// [oy0, oy1). Each input channel's rows are split into even and odd columns as in the stride-2 direct depthwise
+// layout, so a tap of W consecutive outputs is one load; one load then feeds MB output channels (weights [M][C][3][3]
+// broadcast from memory), which keeps the FMA units busy where im2col + GEMM (K = 27) was bound by the copy.
+template <class S, int MB, int NX, class F>
+inline void stem_tile(const DepthwiseBlockArgs& a, const float* rows, int64_t rs, int64_t cs, int64_t half, int64_t m0,
+                      int64_t ox0, int64_t oy, F act) {
+  using V = typename S::V;
+  constexpr int W = S::kWidth;
+  V acc[MB][NX];
+  for (int mb = 0; mb < MB; ++mb) {
+    const V b = S::set1(a.bias ? a.bias[m0 + mb] : 0.f);
+    for (int i = 0; i < NX; ++i) acc[mb][i] = b;
+  }
+  const float* w = a.w + m0 * a.cg * 9;
+  for (int64_t c = 0; c < a.cg; ++c)
+    for (int ky = 0; ky < 3; ++ky)
+      for (int kx = 0; kx < 3; ++kx) {
+        const float* src = rows + c * cs + ky * rs + (kx & 1) * half + kx / 2 + ox0;
+        V v[NX];
+        for (int i = 0; i < NX; ++i) v[i] = S::load(src + i * W);
+        for (int mb = 0; mb < MB; ++mb) {
+          const V wv = S::set1(w[(mb * a.cg + c) * 9 + ky * 3 + kx]);
+          for (int i = 0; i < NX; ++i) acc[mb][i] = S::fmadd(wv, v[i], acc[mb][i]);
+        }
+      }
+  const int64_t ohw = a.oh * a.ow;
+  for (int mb = 0; mb < MB; ++mb)
+    for (int i = 0; i < NX; ++i) {
+      const int64_t ox = ox0 + i * W, at = (m0 + mb) * ohw + oy * a.ow + ox;
+      V v = acc[mb][i];
+      if (ox + W <= a.ow) {
+        if (a.residual) v = S::add(v, S::load(a.residual + at));
+        S::store(a.y + at, act(v));
+      } else {
+        const int n = static_cast<int>(a.ow - ox);
+        if (a.residual) v = S::add(v, S::load_n(a.residual + at, n));
+        S::store_n(a.y + at, act(v), n);
+      }
+    }
+}
+
+template <class S, int NX, class F>
+inline void stem_columns(const DepthwiseBlockArgs& a, const float* rows, int64_t rs, int64_t cs, int64_t half,
+                         int64_t ox0, int64_t oy, F act) {
+  int64_t m0 = 0;
+  for (; m0 + 8 <= a.mg; m0 += 8) stem_tile<S, 8, NX>(a, rows, rs, cs, half, m0, ox0, oy, act);
+  for (; m0 + 4 <= a.mg; m0 += 4) stem_tile<S, 4, NX>(a, rows, rs, cs, half, m0, ox0, oy, act);
+  for (; m0 < a.mg; ++m0) stem_tile<S, 1, NX>(a, rows, rs, cs, half, m0, ox0, oy, act);
+}
+
+template <class S>
+void stem_block(const DepthwiseBlockArgs& a, int64_t, int64_t oy0, int64_t oy1) {
+  using V = typename S::V;
+  constexpr int W = S::kWidth;
+  const int64_t rows_in = (oy1 - oy0 - 1) * 2 + 3, owr = round_up(a.ow, W);
+  const int64_t half = owr + W, rs = 2 * half, cs = rows_in * rs;
+  for (int64_t c = 0; c < a.cg; ++c) {
+    const float* xc = a.x + c * a.ih * a.iw;
+    for (int64_t r = 0; r < rows_in; ++r) {
+      const int64_t iy = oy0 * 2 + r - a.pad_top;
+      float* d = a.scratch + c * cs + r * rs;
+      if (iy < 0 || iy >= a.ih) {
+        for (int64_t j = 0; j < rs; j += W) S::store(d + j, S::zero());
+        continue;
+      }
+      const float* xr = xc + iy * a.iw;
+      const int64_t lo = a.pad_left, hi = a.pad_left + a.iw;
+      auto padded = [&](int64_t j) {  // as in dw_direct_channel
+        if (j >= lo && j + W <= hi) return S::load(xr + (j - lo));
+        if (j + W <= lo || j >= hi) return S::zero();
+        const int l0 = static_cast<int>(std::max<int64_t>(lo - j, 0)), l1 = static_cast<int>(std::min<int64_t>(hi - j, W));
+        return S::load_lanes(xr + (j - lo), l0, l1);
+      };
+      for (int64_t j = 0; j < half; j += W) {
+        V e, o;
+        S::deinterleave(padded(2 * j), padded(2 * j + W), e, o);
+        S::store(d + j, e);
+        S::store(d + half + j, o);
+      }
+    }
+  }
+  with_activation<S>(a.activation, a.act_alpha, a.act_beta, [&](auto act) {
+    for (int64_t oy = oy0; oy < oy1; ++oy) {
+      const float* rows = a.scratch + (oy - oy0) * 2 * rs;
+      int64_t ox = 0;
+      for (; ox + W < a.ow; ox += 2 * W) stem_columns<S, 2>(a, rows, rs, cs, half, ox, oy, act);
+      if (ox < a.ow) stem_columns<S, 1>(a, rows, rs, cs, half, ox, oy, act);
+    }
+  });
+}
+
 template <class S>
 void depthwise_block(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, int64_t oy1) {
   constexpr int W = S::kWidth;
