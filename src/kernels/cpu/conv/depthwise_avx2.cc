@@ -41,6 +41,7 @@ struct Avx2Ops {
   static V load_lanes(const float* p, int lo, int hi) {
     return _mm256_maskload_ps(p, _mm256_andnot_si256(mask(lo), mask(hi)));
   }
+  static V rcp(V a) { return _mm256_rcp_ps(a); }
   static V zero() { return _mm256_setzero_ps(); }
   static V set1(float x) { return _mm256_set1_ps(x); }
   static V load(const float* p) { return _mm256_loadu_ps(p); }

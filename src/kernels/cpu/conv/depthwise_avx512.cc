@@ -52,6 +52,7 @@ struct Avx512Ops {
   static V load_lanes(const float* p, int lo, int hi) {
     return _mm512_maskz_loadu_ps(static_cast<__mmask16>(mask(hi) & ~mask(lo)), p);
   }
+  static V rcp(V a) { return _mm512_rcp14_ps(a); }
   static V zero() { return _mm512_setzero_ps(); }
   static V set1(float x) { return _mm512_set1_ps(x); }
   static V load(const float* p) { return _mm512_loadu_ps(p); }
