@@ -146,8 +146,8 @@ const ConvCase kCases[] = {
     // plane-direct depthwise (rows at least one vector wide): strides, 5x5, tails, rows past 4 vectors, no pad
     {1, 21, 56, 56, 21, 21, 3, 3, 2, 1, 1, P::kDepthwise},
     {1, 5, 37, 47, 5, 5, 5, 5, 2, 2, 1, P::kDepthwise},
-    {2, 9, 33, 66, 9, 9, 5, 5, 1, 2, 1, P::kDepthwise},
-    {1, 3, 21, 36, 3, 3, 3, 3, 1, 0, 1, P::kDepthwise},
+    {2, 9, 33, 100, 9, 9, 5, 5, 1, 2, 1, P::kDepthwise},
+    {1, 3, 21, 120, 3, 3, 3, 3, 1, 0, 1, P::kDepthwise},
     {1, 4, 19, 131, 4, 4, 3, 3, 2, 1, 1, P::kDepthwise},
     // stems (3x3 stride 2, at most 4 input channels): channel tails past blocks of 8 and 4, odd sizes, no pad,
     // pad beyond the reach, rows past 2 vectors, batches
