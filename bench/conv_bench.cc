@@ -59,6 +59,10 @@ void BM_Conv2T(benchmark::State& st) {
 #define DW(C, H, K, S) ->Args({C, C, H, K, S, C, 7})
 BENCHMARK(BM_Conv) DW(144, 56, 3, 2) DW(96, 112, 3, 2) DW(144, 56, 3, 1) DW(144, 56, 5, 2) DW(240, 28, 5, 1) DW(240, 28, 3, 2)
     DW(480, 14, 3, 1) DW(672, 14, 5, 1) DW(672, 14, 5, 2) DW(1152, 7, 5, 1) DW(1152, 7, 3, 1);
+// The same with ReLU6 (Clip; MobileNet-V2) to separate the convolution from the SiLU epilogue.
+#define DWC(C, H, K, S) ->Args({C, C, H, K, S, C, 2})
+BENCHMARK(BM_Conv) DWC(144, 56, 3, 2) DWC(96, 112, 3, 2) DWC(144, 56, 3, 1) DWC(32, 112, 3, 1) DWC(192, 28, 3, 1)
+    DWC(240, 28, 5, 1) DWC(480, 14, 3, 1);
 // Stems: 3 -> 32 / 64 channels, 3x3 stride 2.
 BENCHMARK(BM_Conv)->Args({3, 32, 224, 3, 2, 1, 1})->Args({3, 64, 224, 3, 2, 1, 1});
 // Grouped 3x3 (RegNet-X 400MF, group width 16).

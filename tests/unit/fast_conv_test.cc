@@ -111,7 +111,7 @@ const ConvCase kCases[] = {
     {1, 2, 6, 6, 2, 2, 5, 5, 2, 3, 1, P::kDepthwise},    // pad > reach
     {1, 3, 12, 40, 3, 3, 3, 3, 1, 1, 1, P::kDepthwise},
     // im2col
-    {1, 3, 15, 15, 8, 1, 3, 3, 2, 1, 1, P::kIm2col},       // stem
+    {1, 3, 15, 15, 8, 1, 3, 3, 2, 1, 1, P::kStem},         // stem
     {2, 6, 9, 10, 4, 2, 3, 3, 1, 1, 1, P::kGrouped},       // grouped 3x3
     {1, 4, 11, 13, 5, 1, 3, 5, 1, 2, 2, P::kIm2col},       // dilated, non-square
     {1, 3, 9, 9, 3, 3, 3, 3, 1, 2, 2, P::kIm2col},         // depthwise, dilated: falls back
@@ -143,9 +143,22 @@ const ConvCase kCases[] = {
     {1, 40, 40, 37, 48, 1, 3, 3, 1, 1, 1, P::kWinograd},
     {1, 32, 9, 9, 32, 1, 3, 3, 1, 2, 1, P::kWinograd},  // pad 2: output larger than input
     {1, 16, 9, 9, 64, 1, 3, 3, 1, 1, 1, P::kIm2col},    // too few input channels for Winograd
-    {2, 32, 20, 19, 40, 1, 3, 3, 1, 1, 1, P::kWinograd},  // 2 threads: chunks of tiles as tasks, batch
+    // plane-direct depthwise (rows at least one vector wide): strides, 5x5, tails, rows past 4 vectors, no pad
+    {1, 21, 56, 56, 21, 21, 3, 3, 2, 1, 1, P::kDepthwise},
+    {1, 5, 37, 47, 5, 5, 5, 5, 2, 2, 1, P::kDepthwise},
+    {2, 9, 33, 100, 9, 9, 5, 5, 1, 2, 1, P::kDepthwise},
+    {1, 3, 21, 120, 3, 3, 3, 3, 1, 0, 1, P::kDepthwise},
+    {1, 4, 19, 131, 4, 4, 3, 3, 2, 1, 1, P::kDepthwise},
+    // stems (3x3 stride 2, at most 4 input channels): channel tails past blocks of 8 and 4, odd sizes, no pad,
+    // pad beyond the reach, rows past 2 vectors, batches
+    {1, 3, 224, 224, 32, 1, 3, 3, 2, 1, 1, P::kStem},
+    {2, 1, 37, 41, 13, 1, 3, 3, 2, 1, 1, P::kStem},
+    {1, 4, 30, 70, 7, 1, 3, 3, 2, 0, 1, P::kStem},
+    {1, 2, 9, 20, 16, 1, 3, 3, 2, 3, 1, P::kStem},
+    {1, 5, 17, 17, 8, 1, 3, 3, 2, 1, 1, P::kIm2col},  // 5 input channels: not a stem    {2, 32, 20, 19, 40, 1, 3, 3, 1, 1, 1, P::kWinograd},  // 2 threads: chunks of tiles as tasks, batch
     // 2 threads: strips of output rows as tasks (stem, stride 1 with a residual-sized plane, groups)
-    {1, 3, 67, 70, 16, 1, 3, 3, 2, 1, 1, P::kIm2col},
+    {1, 5, 67, 70, 16, 1, 3, 3, 2, 1, 1, P::kIm2col},  // 5 input channels: not a stem
+    {1, 3, 67, 70, 16, 1, 3, 3, 2, 1, 1, P::kStem},
     {2, 16, 41, 37, 24, 1, 3, 3, 1, 1, 1, P::kIm2col},
     {1, 8, 40, 45, 12, 2, 3, 3, 1, 2, 2, P::kIm2col},  // grouped, dilated
 };
@@ -176,7 +189,7 @@ TEST_P(FastConvTest, FusedEpilogues) {
   };
   // One case per path.
   const ConvCase cases[] = {kCases[2],  kCases[6],  kCases[8],  kCases[14], kCases[23],
-                            kCases[24], kCases[25], kCases[28], kCases[31], kCases[32], kCases[34], kCases[37]};
+                            kCases[24], kCases[25], kCases[28], kCases[31], kCases[32], kCases[34], kCases[37], kCases[42], kCases[44], kCases[48]};
   int i = 0;
   for (const ConvCase& cc : cases)
     for (const FusedActivation& a : acts)
@@ -187,14 +200,14 @@ TEST_P(FastConvTest, FusedEpilogues) {
 }
 
 // The 2-thread task splits (Winograd chunks, im2col strips) with every epilogue input: bias,
-// residual and an activation, on the cases sized to take them (the last four of kCases).
+// residual and an activation, on the cases sized to take them (the last five of kCases).
 TEST_P(FastConvTest, ThreadedSplitsWithEpilogues) {
   KESTREL_SKIP_IF_ISA_MISSING(GetParam());
   std::mt19937 rng(31);
   core::ThreadPool pool(2);
   const size_t count = std::size(kCases);
   int i = 0;
-  for (size_t c = count - 4; c < count; ++c)
+  for (size_t c = count - 5; c < count; ++c)
     for (int residual = 0; residual < 2; ++residual)
       for (int with_bias = 0; with_bias < 2; ++with_bias, ++i) {
         SCOPED_TRACE(i);

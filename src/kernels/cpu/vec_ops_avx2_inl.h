@@ -18,6 +18,12 @@ struct VecOps {
   static KESTREL_VEC_INLINE __m256i mask(int n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   }
+  // (a, b)[0, 2, 4, ...]: the even elements of two consecutive vectors.
+  static KESTREL_VEC_INLINE V even(V a, V b) {
+    const V e = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
+  }
+  static KESTREL_VEC_INLINE V rcp(V a) { return _mm256_rcp_ps(a); }  // relative error < 1.5 * 2^-12
   static KESTREL_VEC_INLINE V zero() { return _mm256_setzero_ps(); }
   static KESTREL_VEC_INLINE V set1(float x) { return _mm256_set1_ps(x); }
   static KESTREL_VEC_INLINE V load(const float* p) { return _mm256_loadu_ps(p); }

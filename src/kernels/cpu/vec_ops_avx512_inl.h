@@ -24,6 +24,11 @@ struct VecOps {
   static KESTREL_VEC_INLINE __mmask16 mask(int n) {
     return n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1u);
   }
+  // (a, b)[0, 2, 4, ...]: the even elements of two consecutive vectors.
+  static KESTREL_VEC_INLINE V even(V a, V b) {
+    return _mm512_permutex2var_ps(a, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), b);
+  }
+  static KESTREL_VEC_INLINE V rcp(V a) { return _mm512_rcp14_ps(a); }  // relative error < 2^-14
   static KESTREL_VEC_INLINE V zero() { return _mm512_setzero_ps(); }
   static KESTREL_VEC_INLINE V set1(float x) { return _mm512_set1_ps(x); }
   static KESTREL_VEC_INLINE V load(const float* p) { return _mm512_loadu_ps(p); }

@@ -14,6 +14,7 @@ namespace {
 struct VecOps {
   using V = float;
   static constexpr int kWidth = 1;
+  static KESTREL_VEC_INLINE V even(V a, V) { return a; }  // (a, b)[0, 2, 4, ...]
   static KESTREL_VEC_INLINE V zero() { return 0.f; }
   static KESTREL_VEC_INLINE V set1(float x) { return x; }
   static KESTREL_VEC_INLINE V load(const float* p) { return *p; }

@@ -19,6 +19,11 @@ int64_t depthwise_block_scratch_floats(int64_t rows_out, int64_t ow, int k, int 
   return rows_in * lp * channels + (rows_out * ow + width) * width + 64;
 }
 
+int64_t stem_scratch_floats(int64_t c, int64_t rows_out, int64_t ow, int width) {
+  const int64_t owr = (ow + width - 1) / width * width;  // layout of stem_block (depthwise_blocked_inl.h)
+  return c * ((rows_out - 1) * 2 + 3) * 2 * (owr + width) + 64;
+}
+
 DepthwiseBlocked depthwise_blocked(core::Isa isa) {
   switch (isa) {
     case core::Isa::kScalar:
@@ -221,6 +226,10 @@ FastConv::Path FastConv::path_for(const ref::ConvParams& p) const {
   if (depthwise_shaped_ && rank_ == 4 && sh == sw && (sh == 1 || sh == 2) && dh == 1 && dw == 1)
     return Path::kDepthwise;
   if (kh_ == 1 && kw_ == 1 && sh == 1 && sw == 1 && pt == 0 && pl == 0) return Path::kPointwise;
+  // Network stems (3x3 stride 2 on RGB): direct, im2col's K = 27 GEMM is bound by the copy.
+  if (group_ == 1 && rank_ == 4 && kh_ == 3 && kw_ == 3 && cg_ <= kStemMaxChannels && sh == 2 && sw == 2 && dh == 1 &&
+      dw == 1)
+    return Path::kStem;
   if (!winograd_.empty() && sh == 1 && sw == 1 && dh == 1 && dw == 1) return Path::kWinograd;
   if (gp_packed_ && sh == sw && dh == 1 && dw == 1) return Path::kGrouped;
   return Path::kIm2col;
@@ -238,6 +247,8 @@ const char* FastConv::path_name(const ref::ConvParams& p) const {
       return "grouped";
     case Path::kWinograd:
       return "winograd";
+    case Path::kStem:
+      return "stem";
   }
   return "?";
 }
@@ -295,6 +306,8 @@ Status FastConv::run(const ref::ConvParams& p, const Tensor& x, const Tensor* bi
       break;
     case Path::kWinograd:
       return run_winograd(g, x.data<float>(), bd, zd, y.data<float>(), pool);
+    case Path::kStem:
+      return run_stem(g, x.data<float>(), bd, zd, y.data<float>(), pool);
     case Path::kIm2col:
       break;
   }
@@ -452,6 +465,56 @@ Status FastConv::run_grouped(const Geometry& g, const float* x, const float* bia
     for (int64_t i = b; i < e; ++i) task(i);
   });
   if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate grouped conv scratch");
+  return Status::ok();
+}
+
+Status FastConv::run_stem(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
+                          core::ThreadPool* pool) const {
+  const conv_detail::DepthwiseBlocked dw = conv_detail::depthwise_blocked(isa_);
+  // Strips of output rows whose split input rows (C x rows x 2 (ow + width)) stay near 64 KiB (L1/L2).
+  const int64_t row_floats = cg_ * 4 * (g.ow + dw.width);
+  const int64_t rows_per_strip = std::clamp<int64_t>(16384 / std::max<int64_t>(row_floats, 1), 1, g.oh);
+  const int64_t strips = (g.oh + rows_per_strip - 1) / rows_per_strip, tasks = g.n * strips;
+  const int64_t scratch = conv_detail::stem_scratch_floats(cg_, rows_per_strip, g.ow, dw.width);
+  const int64_t ihw = g.ih * g.iw, ohw = g.oh * g.ow;
+  std::atomic<bool> oom{false};
+  auto task = [&](int64_t i) {
+    float* buf = thread_scratch(scratch);
+    if (!buf) {
+      oom.store(true);
+      return;
+    }
+    const int64_t strip = i % strips, n = i / strips;
+    conv_detail::DepthwiseBlockArgs a;
+    a.x = x + n * g.c * ihw;
+    a.c = g.c;
+    a.ih = g.ih;
+    a.iw = g.iw;
+    a.oh = g.oh;
+    a.ow = g.ow;
+    a.k = 3;
+    a.stride = 2;
+    a.pad_top = g.pt;
+    a.pad_left = g.pl;
+    a.w = w_->data();
+    a.bias = bias;
+    a.residual = z ? z + n * m_ * ohw : nullptr;
+    a.y = y + n * m_ * ohw;
+    a.activation = act_.kind;
+    a.act_alpha = act_.alpha;
+    a.act_beta = act_.beta;
+    a.scratch = buf;
+    a.cg = cg_;
+    a.mg = m_;
+    const int64_t oy0 = strip * rows_per_strip;
+    dw.stem(a, 0, oy0, std::min(g.oh, oy0 + rows_per_strip));
+  };
+  if (pool && pool->num_threads() > 1 && tasks > 1) {
+    pool->run(tasks, task);
+  } else {
+    for (int64_t i = 0; i < tasks; ++i) task(i);
+  }
+  if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate stem scratch");
   return Status::ok();
 }
 

@@ -34,7 +34,7 @@ class FastConv {
   const char* name() const;
 
   // Which path run() takes for these parameters (for tests and profiles).
-  enum class Path { kPointwise, kDepthwise, kIm2col, kGrouped, kWinograd };
+  enum class Path { kPointwise, kDepthwise, kIm2col, kGrouped, kWinograd, kStem };
   // Winograd needs at least this many input and output channels: with C = 16 its 16 GEMMs of depth
   // C lose to im2col + GEMM; from 32 it wins (7-54% on the shapes in bench/conv_bench.cc).
   static constexpr int64_t kWinogradMinChannels = 32;
@@ -45,6 +45,7 @@ class FastConv {
   // this many floats (L2), when a strip has at least kIm2colMinStripColumns outputs (GEMM N).
   static constexpr int64_t kIm2colStripFloats = 1 << 16;
   static constexpr int64_t kIm2colMinStripColumns = 256;
+  static constexpr int64_t kStemMaxChannels = 4;  // 3x3 stride 2 with at most this many input channels: direct
   Path path_for(const ref::ConvParams& p) const;
   const char* path_name(const ref::ConvParams& p) const;
 
@@ -58,6 +59,8 @@ class FastConv {
                      core::ThreadPool* pool) const;
   Status run_winograd(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
                       core::ThreadPool* pool) const;
+  Status run_stem(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
+                  core::ThreadPool* pool) const;
   Status run_im2col(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
                     core::ThreadPool* pool) const;
   Status run_im2col_strips(const Geometry& g, const float* x, const float* bias, const float* z, float* y,

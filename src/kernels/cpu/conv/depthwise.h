@@ -31,12 +31,16 @@ struct DepthwiseBlocked {
   int width = 1;  // channels per block (the ISA's vector width)
   DepthwiseBlockFn fn = nullptr;
   DepthwiseBlockFn grouped = nullptr;  // (a, group, oy0, oy1)
+  // Dense 3x3 stride-2 conv over a.cg input and a.mg output channels, weights [M][C][3][3] unpacked;
+  // (a, unused, oy0, oy1); scratch stem_scratch_floats(...).
+  DepthwiseBlockFn stem = nullptr;
 };
 // fn null when the ISA is not compiled into this binary.
 DepthwiseBlocked depthwise_blocked(core::Isa isa);
 DepthwiseBlocked depthwise_blocked_scalar();
 DepthwiseBlocked depthwise_blocked_avx2();
 DepthwiseBlocked depthwise_blocked_avx512();
+int64_t stem_scratch_floats(int64_t c, int64_t rows_out, int64_t ow, int width);
 // Channels: width for depthwise, cg for grouped (the output block is always `width` channels).
 int64_t depthwise_block_scratch_floats(int64_t rows_out, int64_t ow, int k, int stride, int width, int64_t channels);
 

@@ -31,6 +31,17 @@ struct Avx2Ops {
       r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
     }
   }
+  // even <- (a, b)[0, 2, 4, ...], odd <- (a, b)[1, 3, 5, ...]: in-lane shuffles, then the 64-bit halves in order.
+  static void deinterleave(V a, V b, V& even, V& odd) {
+    const V e = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)), o = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+    even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
+    odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0)));
+  }
+  // Lanes [lo, hi) from p[lane], zero elsewhere; the other lanes' addresses are not accessed.
+  static V load_lanes(const float* p, int lo, int hi) {
+    return _mm256_maskload_ps(p, _mm256_andnot_si256(mask(lo), mask(hi)));
+  }
+  static V rcp(V a) { return _mm256_rcp_ps(a); }
   static V zero() { return _mm256_setzero_ps(); }
   static V set1(float x) { return _mm256_set1_ps(x); }
   static V load(const float* p) { return _mm256_loadu_ps(p); }
@@ -67,7 +78,7 @@ struct Avx2Ops {
 }  // namespace
 
 DepthwiseBlocked depthwise_blocked_avx2() {
-  return {Avx2Ops::kWidth, &depthwise_block<Avx2Ops>, &grouped_block<Avx2Ops>};
+  return {Avx2Ops::kWidth, &depthwise_block<Avx2Ops>, &grouped_block<Avx2Ops>, &stem_block<Avx2Ops>};
 }
 WinogradKernels winograd_kernels_avx2() {
   return {&winograd_input<Avx2Ops>, &winograd_output<Avx2Ops>};

@@ -41,6 +41,18 @@ struct Avx512Ops {
       r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
     }
   }
+  // even <- (a, b)[0, 2, 4, ...], odd <- (a, b)[1, 3, 5, ...].
+  static void deinterleave(V a, V b, V& even, V& odd) {
+    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    even = _mm512_permutex2var_ps(a, ie, b);
+    odd = _mm512_permutex2var_ps(a, io, b);
+  }
+  // Lanes [lo, hi) from p[lane], zero elsewhere; the other lanes' addresses are not accessed.
+  static V load_lanes(const float* p, int lo, int hi) {
+    return _mm512_maskz_loadu_ps(static_cast<__mmask16>(mask(hi) & ~mask(lo)), p);
+  }
+  static V rcp(V a) { return _mm512_rcp14_ps(a); }
   static V zero() { return _mm512_setzero_ps(); }
   static V set1(float x) { return _mm512_set1_ps(x); }
   static V load(const float* p) { return _mm512_loadu_ps(p); }
@@ -66,7 +78,7 @@ struct Avx512Ops {
 }  // namespace
 
 DepthwiseBlocked depthwise_blocked_avx512() {
-  return {Avx512Ops::kWidth, &depthwise_block<Avx512Ops>, &grouped_block<Avx512Ops>};
+  return {Avx512Ops::kWidth, &depthwise_block<Avx512Ops>, &grouped_block<Avx512Ops>, &stem_block<Avx512Ops>};
 }
 WinogradKernels winograd_kernels_avx512() {
   return {&winograd_input<Avx512Ops>, &winograd_output<Avx512Ops>};

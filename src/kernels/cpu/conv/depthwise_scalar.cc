@@ -13,6 +13,11 @@ struct ScalarOps {
   using V = float;
   static constexpr int kWidth = 1;
   static void transpose(V*) {}
+  static void deinterleave(V a, V b, V& even, V& odd) {
+    even = a;
+    odd = b;
+  }
+  static V load_lanes(const float* p, int lo, int hi) { return lo <= 0 && hi > 0 ? *p : 0.f; }
   static V zero() { return 0.f; }
   static V set1(float x) { return x; }
   static V load(const float* p) { return *p; }
@@ -42,7 +47,7 @@ struct ScalarOps {
 }  // namespace
 
 DepthwiseBlocked depthwise_blocked_scalar() {
-  return {ScalarOps::kWidth, &depthwise_block<ScalarOps>, &grouped_block<ScalarOps>};
+  return {ScalarOps::kWidth, &depthwise_block<ScalarOps>, &grouped_block<ScalarOps>, &stem_block<ScalarOps>};
 }
 WinogradKernels winograd_kernels_scalar() {
   return {&winograd_input<ScalarOps>, &winograd_output<ScalarOps>};

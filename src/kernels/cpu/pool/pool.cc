@@ -27,7 +27,8 @@ const PoolTable* pool_table(core::Isa isa) {
 }
 
 int64_t pool2d_buffer_len(const Pool2dParams& p, int64_t w, int64_t ow) {
-  return std::max(p.pad_left + w, (ow - 1) * p.sw + (p.kw - 1) * p.dw + 1);
+  // + 16: the stride-2 path loads whole vectors (up to 16 floats) past the last window.
+  return std::max(p.pad_left + w, (ow - 1) * p.sw + (p.kw - 1) * p.dw + 1) + 16;
 }
 
 Status pool2d_f32(const PoolTable& t, const Pool2dParams& p, const Tensor& x, Tensor& y, core::ThreadPool* pool) {

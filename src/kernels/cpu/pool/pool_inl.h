@@ -49,7 +49,20 @@ void pool_plane_impl(const Pool2dParams& p, const float* x, int64_t h, int64_t w
     // Horizontal pass over buf (window start of output c is buf[c * sw]).
     float* out = y + r * ow;
     int64_t c = 0;
-    if (p.sw == 1) {
+    if (p.sw == 2) {
+      // Window start of output c + i is buf[2 (c + i)]: the even elements of two loads per tap (the buffer has a
+      // vector of slack past the last window).
+      for (; c + kW <= ow; c += kW) {
+        const float* b = buf + 2 * c;
+        V acc = S::even(S::load(b), S::load(b + kW));
+        for (int64_t k = 1; k < p.kw; ++k) {
+          const float* bk = b + k * p.dw;
+          V v = S::even(S::load(bk), S::load(bk + kW));
+          acc = kMax ? S::max(v, acc) : S::add(acc, v);
+        }
+        S::store(out + c, acc);
+      }
+    } else if (p.sw == 1) {
       for (; c + kW <= ow; c += kW) {
         V acc = S::load(buf + c);
         for (int64_t k = 1; k < p.kw; ++k) {
