@@ -155,8 +155,9 @@ const ConvCase kCases[] = {
     {2, 1, 37, 41, 13, 1, 3, 3, 2, 1, 1, P::kStem},
     {1, 4, 30, 70, 7, 1, 3, 3, 2, 0, 1, P::kStem},
     {1, 2, 9, 20, 16, 1, 3, 3, 2, 3, 1, P::kStem},
-    {1, 5, 17, 17, 8, 1, 3, 3, 2, 1, 1, P::kIm2col},  // 5 input channels: not a stem    {2, 32, 20, 19, 40, 1, 3, 3, 1, 1, 1, P::kWinograd},  // 2 threads: chunks of tiles as tasks, batch
-    // 2 threads: strips of output rows as tasks (stem, stride 1 with a residual-sized plane, groups)
+    {1, 5, 17, 17, 8, 1, 3, 3, 2, 1, 1, P::kIm2col},  // 5 input channels: not a stem
+    {2, 32, 20, 19, 40, 1, 3, 3, 1, 1, 1, P::kWinograd},  // 2 threads: chunks of tiles as tasks, batch
+    // 2 threads: strips of output rows as tasks (stride 2, the direct stem, stride 1 with a residual-sized plane, groups)
     {1, 5, 67, 70, 16, 1, 3, 3, 2, 1, 1, P::kIm2col},  // 5 input channels: not a stem
     {1, 3, 67, 70, 16, 1, 3, 3, 2, 1, 1, P::kStem},
     {2, 16, 41, 37, 24, 1, 3, 3, 1, 1, 1, P::kIm2col},
