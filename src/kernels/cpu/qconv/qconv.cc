@@ -22,15 +22,47 @@ int64_t qdw_scratch_floats(int64_t oh, int64_t ow, int kh, int kw, int sh, int s
   return std::max(ow, oh * len) + 16 + ph * sw * len + sw * len + 64;  // sums, plane, one padded row, slack
 }
 
-QDwFn qdw_fn(core::Isa isa) {
+namespace {
+bool dw_vnni_usable(core::Isa isa, bool vnni) {
+  const auto& f = core::cpu_features();
+  return vnni && (isa == core::Isa::kAvx512 ? f.avx512_vnni : f.avx_vnni);
+}
+}  // namespace
+
+QDwFn qdw_fn(core::Isa isa, bool vnni) {
+#if defined(__x86_64__) || defined(_M_X64)
+  const bool v = dw_vnni_usable(isa, vnni);
   switch (isa) {
     case core::Isa::kAvx512:
-      return qdw_fn_avx512();
+      return v ? qdw_fn_avx512vnni() : qdw_fn_avx512();
     case core::Isa::kAvx2:
-      return qdw_fn_avx2();
+      return v ? qdw_fn_avxvnni() : qdw_fn_avx2();
     default:
-      return qdw_fn_scalar();
+      break;
   }
+#else
+  (void)vnni;
+#endif
+  (void)isa;
+  return qdw_fn_scalar();
+}
+
+const char* qdw_fn_name(core::Isa isa, bool vnni) {
+#if defined(__x86_64__) || defined(_M_X64)
+  const bool v = dw_vnni_usable(isa, vnni);
+  switch (isa) {
+    case core::Isa::kAvx512:
+      return v ? "qconv.dw.avx512vnni" : "qconv.dw.avx512";
+    case core::Isa::kAvx2:
+      return v ? "qconv.dw.avxvnni" : "qconv.dw.avx2";
+    default:
+      break;
+  }
+#else
+  (void)isa;
+  (void)vnni;
+#endif
+  return "qconv.dw.scalar";
 }
 
 }  // namespace qconv_detail
@@ -154,12 +186,29 @@ core::Result<std::unique_ptr<QConv>> QConv::create(const QConvSpec& spec) {
   conv->depthwise_ =
       spec.c_per_group == 1 && mg == 1 && spec.group > 1 && spec.kh * spec.kw <= qconv_detail::kQDwMaxTaps;
   if (conv->depthwise_) {
-    conv->dw_w_.assign(spec.w, spec.w + spec.m * spec.kh * spec.kw);
-    conv->dw_fn_ = qconv_detail::qdw_fn(spec.isa);
-    if (!conv->dw_fn_) conv->dw_fn_ = qconv_detail::qdw_fn_scalar();
-    conv->impl_name_ = spec.isa == core::Isa::kAvx512 ? "qconv.dw.avx512"
-                       : spec.isa == core::Isa::kAvx2 ? "qconv.dw.avx2"
-                                                      : "qconv.dw.scalar";
+    const int64_t taps = spec.kh * spec.kw;
+    conv->dw_w_.assign(spec.w, spec.w + spec.m * taps);
+    conv->dw_wsum_.assign(static_cast<size_t>(spec.m), 0);
+    for (int64_t c = 0; c < spec.m; ++c)
+      for (int64_t t = 0; t < taps; ++t) conv->dw_wsum_[static_cast<size_t>(c)] += spec.w[c * taps + t];
+    if (spec.kh == spec.kw && (spec.kh == 3 || spec.kh == 5)) {
+      // Per kernel row: taps 0..3 and 4.. as little-endian words of s8, missing taps 0.
+      const int64_t k = spec.kh;
+      conv->dw_wq_.assign(static_cast<size_t>(spec.m * k * 2), 0);
+      for (int64_t c = 0; c < spec.m; ++c)
+        for (int64_t ky = 0; ky < k; ++ky)
+          for (int64_t kx = 0; kx < k; ++kx) {
+            const uint32_t b = static_cast<uint8_t>(spec.w[(c * k + ky) * k + kx]);
+            uint32_t& word = reinterpret_cast<uint32_t&>(conv->dw_wq_[static_cast<size_t>((c * k + ky) * 2 + kx / 4)]);
+            word |= b << (8 * (kx % 4));
+          }
+    }
+    conv->dw_fn_ = qconv_detail::qdw_fn(spec.isa, spec.dw_vnni);
+    conv->impl_name_ = qconv_detail::qdw_fn_name(spec.isa, spec.dw_vnni);
+    if (!conv->dw_fn_) {
+      conv->dw_fn_ = qconv_detail::qdw_fn_scalar();
+      conv->impl_name_ = "qconv.dw.scalar";
+    }
     return conv;
   }
   // Weights [M, C/g, kh, kw] -> [M, kh, kw, C/g]: the (ky, kx, c) order of the HWC patches.
@@ -213,6 +262,8 @@ Status QConv::run(const QConvShape& s, const uint8_t* x, void* y, core::ThreadPo
       q.ih = s.ih;
       q.iw = s.iw;
       q.w = dw_w_.data() + c * sp.kh * sp.kw;
+      q.wq = dw_wq_.empty() ? nullptr : dw_wq_.data() + c * sp.kh * 2;
+      q.wsum = dw_wsum_[static_cast<size_t>(c)];
       q.kh = static_cast<int>(sp.kh);
       q.kw = static_cast<int>(sp.kw);
       q.sh = static_cast<int>(s.sh);
