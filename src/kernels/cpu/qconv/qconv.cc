@@ -19,7 +19,10 @@ int64_t qdw_scratch_floats(int64_t oh, int64_t ow, int kh, int kw, int sh, int s
   const int64_t ph = (oh - 1) * sh + (kh - 1) * dh + 1;
   const int64_t pw = (ow - 1) * sw + (kw - 1) * dw + 1;
   const int64_t len = (pw + sw - 1) / sw;
-  return std::max(ow, oh * len) + 16 + ph * sw * len + sw * len + 64;  // sums, plane, one padded row, slack
+  const int64_t flt = std::max(ow, oh * len) + 16 + ph * sw * len + sw * len + 64;  // sums, plane, padded row, slack
+  // Integer kernels: two slots of (flat int32 sums, u8 padded plane + 128 bytes slack), 64-byte rounded.
+  const int64_t ints = (2 * ((4 * (oh * pw + 16) + 63) / 64 * 64 + (ph * pw + 128 + 63) / 64 * 64) + 3) / 4;
+  return std::max(flt, ints);
 }
 
 namespace {
@@ -254,41 +257,48 @@ Status QConv::run(const QConvShape& s, const uint8_t* x, void* y, core::ThreadPo
     const int64_t need = qconv_detail::qdw_scratch_floats(s.oh, s.ow, static_cast<int>(sp.kh), static_cast<int>(sp.kw),
                                                           static_cast<int>(s.sh), static_cast<int>(s.sw),
                                                           static_cast<int>(s.dh), static_cast<int>(s.dw));
-    auto task = [&](int64_t t) {
+    constexpr int64_t kBatch = qconv_detail::kQDwBatch;
+    auto task = [&](int64_t tb) {
       if (static_cast<int64_t>(t_dw_scratch.size()) < need) t_dw_scratch.resize(static_cast<size_t>(need));
-      const int64_t c = t % sp.m;
-      qconv_detail::QDwPlane q;
-      q.x = x + t * s.ih * s.iw;
-      q.ih = s.ih;
-      q.iw = s.iw;
-      q.w = dw_w_.data() + c * sp.kh * sp.kw;
-      q.wq = dw_wq_.empty() ? nullptr : dw_wq_.data() + c * sp.kh * 2;
-      q.wsum = dw_wsum_[static_cast<size_t>(c)];
-      q.kh = static_cast<int>(sp.kh);
-      q.kw = static_cast<int>(sp.kw);
-      q.sh = static_cast<int>(s.sh);
-      q.sw = static_cast<int>(s.sw);
-      q.dh = static_cast<int>(s.dh);
-      q.dw = static_cast<int>(s.dw);
-      q.pad_top = s.pad_top;
-      q.pad_left = s.pad_left;
-      q.oh = s.oh;
-      q.ow = s.ow;
-      q.x_zp = sp.x_zp;
-      q.bias = sp.bias.empty() ? 0 : sp.bias[static_cast<size_t>(c)];
-      q.scale = sp.out == QOut::kU8 ? sp.scale[static_cast<size_t>(c)] : 1.f;
-      q.y_zp = sp.y_zp;
-      q.lo = std::max(sp.out_min, 0);
-      q.hi = std::min(sp.out_max, 255);
-      q.out = sp.out;
-      q.y = static_cast<uint8_t*>(y) + static_cast<size_t>(t * p) * esize;
-      q.scratch = t_dw_scratch.data();
-      dw_fn_(q);
+      qconv_detail::QDwPlane qs[kBatch];
+      const int64_t t0 = tb * kBatch, count = std::min(kBatch, planes - t0);
+      for (int64_t i = 0; i < count; ++i) {
+        const int64_t t = t0 + i;
+        const int64_t c = t % sp.m;
+        qconv_detail::QDwPlane& q = qs[i];
+        q.x = x + t * s.ih * s.iw;
+        q.ih = s.ih;
+        q.iw = s.iw;
+        q.w = dw_w_.data() + c * sp.kh * sp.kw;
+        q.wq = dw_wq_.empty() ? nullptr : dw_wq_.data() + c * sp.kh * 2;
+        q.wsum = dw_wsum_[static_cast<size_t>(c)];
+        q.kh = static_cast<int>(sp.kh);
+        q.kw = static_cast<int>(sp.kw);
+        q.sh = static_cast<int>(s.sh);
+        q.sw = static_cast<int>(s.sw);
+        q.dh = static_cast<int>(s.dh);
+        q.dw = static_cast<int>(s.dw);
+        q.pad_top = s.pad_top;
+        q.pad_left = s.pad_left;
+        q.oh = s.oh;
+        q.ow = s.ow;
+        q.x_zp = sp.x_zp;
+        q.bias = sp.bias.empty() ? 0 : sp.bias[static_cast<size_t>(c)];
+        q.scale = sp.out == QOut::kU8 ? sp.scale[static_cast<size_t>(c)] : 1.f;
+        q.y_zp = sp.y_zp;
+        q.lo = std::max(sp.out_min, 0);
+        q.hi = std::min(sp.out_max, 255);
+        q.out = sp.out;
+        q.y = static_cast<uint8_t*>(y) + static_cast<size_t>(t * p) * esize;
+        q.scratch = t_dw_scratch.data();
+      }
+      dw_fn_(qs, static_cast<int>(count));
     };
-    if (pool && pool->num_threads() > 1 && planes > 1)
-      pool->run(planes, task);
+    const int64_t tasks = (planes + kBatch - 1) / kBatch;
+    if (pool && pool->num_threads() > 1 && tasks > 1)
+      pool->run(tasks, task);
     else
-      for (int64_t t = 0; t < planes; ++t) task(t);
+      for (int64_t t = 0; t < tasks; ++t) task(t);
     return Status::ok();
   }
   const int64_t mg = sp.m / sp.group, cg = sp.c_per_group, k = cg * sp.kh * sp.kw;

@@ -31,14 +31,17 @@ struct QDwPlane {
   float* scratch = nullptr;  // qdw_scratch_floats(...) floats
 };
 
-// Floats of scratch one plane needs (the zero-point-shifted padded plane split into stride
-// phases, and one output row).
+// Floats of scratch one QDwFn call needs (float kernel: the zero-point-shifted padded plane split
+// into stride phases, and the sums; integer kernels: two slots of padded u8 plane and flat sums).
 int64_t qdw_scratch_floats(int64_t oh, int64_t ow, int kh, int kw, int sh, int sw, int dh, int dw);
 
 // Sum magnitude bound for the float accumulation to stay exact: kh * kw * 255 * 128 < 2^24.
 constexpr int64_t kQDwMaxTaps = 256;
 
-using QDwFn = void (*)(const QDwPlane& p);
+// n planes of one geometry (channels, images) sharing p[0].scratch.
+using QDwFn = void (*)(const QDwPlane* p, int n);
+// Planes per QDwFn call.
+constexpr int kQDwBatch = 8;
 // The kernel for isa, with the VNNI dot products of that level (avx_vnni / avx512_vnni) when vnni
 // is set and the CPU has them. Null when the ISA is not compiled into this binary.
 QDwFn qdw_fn(core::Isa isa, bool vnni);

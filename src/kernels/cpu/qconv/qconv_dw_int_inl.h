@@ -47,56 +47,6 @@ inline void fill_plane_u8(const QDwPlane& p, int64_t ph, int64_t pw, uint8_t* bu
   std::memset(buf + ph * pw, zp, kDwIntSlack);
 }
 
-// V: the vector traits (kLanes int32 outputs per block). K: window size, S: stride.
-template <class V, int K, int S>
-void dw_int_plane(const QDwPlane& p) {
-  constexpr int kQuads = (K + 3) / 4;
-  constexpr int L = V::kLanes;
-  const int64_t ph = (p.oh - 1) * S + K, pw = (p.ow - 1) * S + K;
-  uint8_t* buf = reinterpret_cast<uint8_t*>(p.scratch);
-  fill_plane_u8(p, ph, pw, buf);
-  // Lane k of 128 bits holds outputs 4k..4k+3, which read bytes from 4k * S: 32-bit words
-  // k * S + 0..3 of the load, then in-lane bytes j * S + b (+ 4 for the second quad).
-  const typename V::Vec perm = V::perm_index(S);
-  typename V::Vec shuf[kQuads];
-  for (int q = 0; q < kQuads; ++q) shuf[q] = V::shuffle_index(S, 4 * q);
-  typename V::W w[K][kQuads];
-  for (int ky = 0; ky < K; ++ky)
-    for (int q = 0; q < kQuads; ++q) w[ky][q] = V::weight(p.wq[ky * 2 + q]);
-  // sum((x - x_zp) * w) + bias = sum(x * w) + (bias - x_zp * sum(w)); wrapping arithmetic, as the
-  // sum itself wraps only when the true result does not fit int32.
-  const int32_t bias = static_cast<int32_t>(static_cast<uint32_t>(p.bias) -
-                                            static_cast<uint32_t>(p.x_zp) * static_cast<uint32_t>(p.wsum));
-  const typename V::Vec vbias = V::set1(bias);
-  const typename V::Out out = V::out_params(p);
-  const int64_t ow = p.ow;
-  for (int64_t oy = 0; oy < p.oh; ++oy) {
-    const uint8_t* rows = buf + oy * S * pw;
-    for (int64_t ox0 = 0; ox0 < ow; ox0 += L) {
-      typename V::Vec acc = vbias;
-      const uint8_t* src = rows + ox0 * S;
-#pragma GCC unroll 5
-      for (int ky = 0; ky < K; ++ky) {
-        const typename V::Vec g = V::gather_words(src + ky * pw, perm);
-#pragma GCC unroll 2
-        for (int q = 0; q < kQuads; ++q) acc = V::dot(acc, V::shuffle(g, shuf[q]), w[ky][q]);
-      }
-      V::store(acc, out, p, oy * ow + ox0, static_cast<int>(std::min<int64_t>(L, ow - ox0)));
-    }
-  }
-}
-
-// The int kernel when it applies (packed weights present, square 3x3 / 5x5, stride 1 or 2 in
-// both directions, no dilation), else the float kernel of qconv_dw_inl.h.
-template <class V>
-void dw_int_dispatch(const QDwPlane& p) {
-  const bool fits = p.wq && p.kh == p.kw && (p.kh == 3 || p.kh == 5) && p.sh == p.sw && (p.sh == 1 || p.sh == 2) &&
-                    p.dh == 1 && p.dw == 1;
-  if (!fits) return qdw_plane(p);
-  if (p.kh == 3) return p.sh == 1 ? dw_int_plane<V, 3, 1>(p) : dw_int_plane<V, 3, 2>(p);
-  return p.sh == 1 ? dw_int_plane<V, 5, 1>(p) : dw_int_plane<V, 5, 2>(p);
-}
-
 // Requantization constants shared by the traits.
 struct DwOut {
   float scale, lo, hi;  // lo / hi: the clamp minus the zero point
@@ -114,6 +64,128 @@ inline DwOut dw_out_params(const QDwPlane& p) {
   return o;
 }
 
+// The gather indices for stride s: 32-bit words k * s + 0..3 into 128-bit lane k, then in-lane
+// bytes j * s + b (+ 4 for the second quad of a 5-wide row). The 256-bit traits use the first half.
+struct alignas(64) DwIdx {
+  int32_t perm[16];
+  int8_t shuf[2][64];
+};
+constexpr DwIdx dw_idx(int s) {
+  DwIdx t{};
+  for (int k = 0; k < 4; ++k)
+    for (int j = 0; j < 4; ++j) {
+      t.perm[k * 4 + j] = k * s + j;
+      for (int b = 0; b < 4; ++b)
+        for (int q = 0; q < 2; ++q) t.shuf[q][k * 16 + j * 4 + b] = static_cast<int8_t>(j * s + b + 4 * q);
+    }
+  return t;
+}
+alignas(64) inline constexpr DwIdx kDwIdx[2] = {dw_idx(1), dw_idx(2)};
+
+// V: the vector traits (kLanes int32 outputs per block). K: window size, S: stride.
+template <class V, int K, int S>
+void dw_int_compute(const QDwPlane& p, const uint8_t* buf, uint8_t* tmp) {
+  constexpr int kQuads = (K + 3) / 4;
+  constexpr int L = V::kLanes;
+  const int64_t pw = (p.ow - 1) * S + K;
+  // Lane k of 128 bits holds outputs 4k..4k+3, which read bytes from 4k * S: 32-bit words
+  // k * S + 0..3 of the load, then in-lane bytes j * S + b (+ 4 for the second quad).
+  const DwIdx& idx = kDwIdx[S - 1];
+  const typename V::Vec perm = V::load(idx.perm);
+  typename V::Vec shuf[kQuads];
+  for (int q = 0; q < kQuads; ++q) shuf[q] = V::load(idx.shuf[q]);
+  typename V::W w[K][kQuads];
+  for (int ky = 0; ky < K; ++ky)
+    for (int q = 0; q < kQuads; ++q) w[ky][q] = V::weight(p.wq[ky * 2 + q]);
+  // sum((x - x_zp) * w) + bias = sum(x * w) + (bias - x_zp * sum(w)); wrapping arithmetic, as the
+  // sum itself wraps only when the true result does not fit int32.
+  const int32_t bias = static_cast<int32_t>(static_cast<uint32_t>(p.bias) -
+                                            static_cast<uint32_t>(p.x_zp) * static_cast<uint32_t>(p.wsum));
+  const typename V::Vec vbias = V::set1(bias);
+  const DwOut out = dw_out_params(p);
+  const int64_t ow = p.ow, oh = p.oh;
+  // L outputs whose window rows start at src (output i reads src[i * S + ky * pw + kx]).
+  const auto block = [&](const uint8_t* src) {
+    typename V::Vec acc = vbias;
+#pragma GCC unroll 5
+    for (int ky = 0; ky < K; ++ky) {
+      const typename V::Vec g = V::gather_words(src + ky * pw, perm);
+#pragma GCC unroll 2
+      for (int q = 0; q < kQuads; ++q) acc = V::dot(acc, V::shuffle(g, shuf[q]), w[ky][q]);
+    }
+    return V::finish(acc, out);
+  };
+  if constexpr (S == 1) {
+    // All rows at once over the flattened padded plane: output (oy, ox) is flat f = oy * pw + ox
+    // and reads from buf + f, so 7- and 14-wide planes fill whole blocks; the K - 1 columns
+    // past ow of each row are computed and not stored.
+    const int64_t n = (oh - 1) * pw + ow;
+    for (int64_t f0 = 0; f0 < n; f0 += L) V::store_range(block(buf + f0), out, tmp, f0, 0, L);
+  } else {
+    (void)tmp;
+    for (int64_t oy = 0; oy < oh; ++oy) {
+      const uint8_t* rows = buf + oy * S * pw;
+      for (int64_t ox0 = 0; ox0 < ow; ox0 += L)
+        V::store_range(block(rows + ox0 * S), out, p.y, oy * ow + ox0, 0,
+                       static_cast<int>(std::min<int64_t>(L, ow - ox0)));
+    }
+  }
+}
+
+// Stride 1: the flat outputs at row pitch pw -> y at pitch ow.
+template <class V>
+void dw_int_copy_out(const QDwPlane& p, int64_t pw, const uint8_t* tmp) {
+  const int64_t es = p.out == QOut::kI32 ? 4 : 1, ow = p.ow;
+  uint8_t* y = static_cast<uint8_t*>(p.y);
+  for (int64_t r = 0; r < p.oh; ++r) V::copy_bytes(y + r * ow * es, tmp + r * pw * es, ow * es);
+}
+
+// Bytes of scratch per plane slot: (stride 1) the flat outputs, oh * pw + 16 elements of up to 4
+// bytes; the padded plane with its slack.
+inline int64_t dw_int_tmp_bytes(int64_t oh, int64_t pw) {
+  return (4 * (oh * pw + 16) + 63) / 64 * 64;
+}
+inline int64_t dw_int_buf_bytes(int64_t ph, int64_t pw) {
+  return (ph * pw + kDwIntSlack + 63) / 64 * 64;
+}
+
+// n planes of one geometry, software-pipelined: plane i + 1 is padded before plane i is computed,
+// and (stride 1) plane i - 1's outputs are copied out after, in two scratch slots, so no load reads
+// bytes stored just before (a store-to-load forwarding stall on every block of a small plane).
+template <class V, int K, int S>
+void dw_int_planes(const QDwPlane* ps, int n) {
+  const QDwPlane& p0 = ps[0];
+  const int64_t ph = (p0.oh - 1) * S + K, pw = (p0.ow - 1) * S + K;
+  const int64_t tmp_bytes = S == 1 ? dw_int_tmp_bytes(p0.oh, pw) : 0, slot = tmp_bytes + dw_int_buf_bytes(ph, pw);
+  uint8_t* base = reinterpret_cast<uint8_t*>(p0.scratch);
+  const auto tmp = [&](int i) { return base + (i & 1) * slot; };
+  const auto buf = [&](int i) { return base + (i & 1) * slot + tmp_bytes; };
+  V::fill(ps[0], ph, pw, buf(0));
+  for (int i = 0; i < n; ++i) {
+    if (i + 1 < n) V::fill(ps[i + 1], ph, pw, buf(i + 1));
+    dw_int_compute<V, K, S>(ps[i], buf(i), tmp(i));
+    if (S == 1 && i > 0) dw_int_copy_out<V>(ps[i - 1], pw, tmp(i - 1));
+  }
+  if (S == 1) dw_int_copy_out<V>(ps[n - 1], pw, tmp(n - 1));
+}
+
+// The int kernel when it applies (packed weights present, square 3x3 / 5x5, stride 1 or 2 in
+// both directions, no dilation), else the float kernel of qconv_dw_inl.h. All n planes share one
+// geometry and scratch.
+template <class V>
+void dw_int_dispatch(const QDwPlane* ps, int n) {
+  if (n < 1) return;
+  const QDwPlane& p = ps[0];
+  const bool fits = p.wq && p.kh == p.kw && (p.kh == 3 || p.kh == 5) && p.sh == p.sw && (p.sh == 1 || p.sh == 2) &&
+                    p.dh == 1 && p.dw == 1;
+  if (!fits) {
+    for (int i = 0; i < n; ++i) qdw_plane(ps[i]);
+    return;
+  }
+  if (p.kh == 3) return p.sh == 1 ? dw_int_planes<V, 3, 1>(ps, n) : dw_int_planes<V, 3, 2>(ps, n);
+  return p.sh == 1 ? dw_int_planes<V, 5, 1>(ps, n) : dw_int_planes<V, 5, 2>(ps, n);
+}
+
 #if defined(__AVX512F__) && defined(__AVX512BW__)
 // 16 outputs per block in a zmm register.
 template <bool kVnni>
@@ -123,20 +195,13 @@ struct V512 {
   struct W {
     __m512i a, b;  // VNNI: a = the 4 weights; else a = (w0, w2), b = (w1, w3) as int16 pairs
   };
-  using Out = DwOut;
   static Vec set1(int32_t v) { return _mm512_set1_epi32(v); }
-  static Vec perm_index(int s) {
-    alignas(64) int32_t idx[16];
-    for (int k = 0; k < 4; ++k)
-      for (int j = 0; j < 4; ++j) idx[k * 4 + j] = k * s + j;
-    return _mm512_load_si512(idx);
-  }
-  static Vec shuffle_index(int s, int off) {
-    alignas(64) int8_t idx[64];
-    for (int k = 0; k < 4; ++k)
-      for (int j = 0; j < 4; ++j)
-        for (int b = 0; b < 4; ++b) idx[k * 16 + j * 4 + b] = static_cast<int8_t>(j * s + b + off);
-    return _mm512_load_si512(idx);
+  static Vec load(const void* aligned) { return _mm512_load_si512(aligned); }
+  static void copy_bytes(uint8_t* dst, const uint8_t* src, int64_t n) {
+    for (int64_t j = 0; j < n; j += 64) {
+      const __mmask64 m = n - j >= 64 ? ~__mmask64{0} : _cvtu64_mask64((uint64_t{1} << (n - j)) - 1);
+      _mm512_mask_storeu_epi8(dst + j, m, _mm512_maskz_loadu_epi8(m, src + j));
+    }
   }
   static W weight(int32_t packed) {
     W w;
@@ -164,20 +229,52 @@ struct V512 {
     const __m512i odd = _mm512_srli_epi16(x, 8);
     return _mm512_add_epi32(acc, _mm512_add_epi32(_mm512_madd_epi16(even, w.a), _mm512_madd_epi16(odd, w.b)));
   }
-  static Out out_params(const QDwPlane& p) {
-    return dw_out_params(p);
-  }
-  static void store(Vec acc, const Out& o, const QDwPlane& p, int64_t at, int n) {
-    const __mmask16 m = n == 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
-    if (o.i32) {
-      _mm512_mask_storeu_epi32(static_cast<int32_t*>(p.y) + at, m, acc);
-      return;
-    }
+  // Requantized lanes (within [0, 255]) for u8 output, the sums for int32.
+  static Vec finish(Vec acc, const DwOut& o) {
+    if (o.i32) return acc;
     __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), _mm512_set1_ps(o.scale));
     f = _mm512_min_ps(_mm512_max_ps(f, _mm512_set1_ps(o.lo)), _mm512_set1_ps(o.hi));
-    // Round half to even (default MXCSR) like nearbyint; the result is within [0, 255].
-    const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(f), _mm512_set1_epi32(o.zp));
-    _mm512_mask_cvtusepi32_storeu_epi8(static_cast<uint8_t*>(p.y) + at, m, q);
+    // Round half to even (default MXCSR) like nearbyint.
+    return _mm512_add_epi32(_mm512_cvtps_epi32(f), _mm512_set1_epi32(o.zp));
+  }
+  // Lanes [lo, hi) to y[at ..].
+  static void store_range(Vec q, const DwOut& o, void* y, int64_t at, int lo, int hi) {
+    if (lo > 0) q = _mm512_maskz_compress_epi32(static_cast<__mmask16>(0xffffu << lo), q);
+    const int n = hi - lo;
+    const __mmask16 m = n == 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
+    if (o.i32)
+      _mm512_mask_storeu_epi32(static_cast<int32_t*>(y) + at, m, q);
+    else
+      _mm512_mask_cvtusepi32_storeu_epi8(static_cast<uint8_t*>(y) + at, m, q);
+  }
+  // fill_plane_u8 with 64-byte stores (writes run up to 63 bytes past a row: the next row, or the
+  // slack, is written after).
+  static void fill(const QDwPlane& p, int64_t ph, int64_t pw, uint8_t* buf) {
+    const __m512i z = _mm512_set1_epi8(static_cast<char>(p.x_zp));
+    const int64_t c0 = std::min<int64_t>(std::max<int64_t>(p.pad_left, 0), pw);
+    const int64_t c1 = std::max<int64_t>(std::min<int64_t>(p.pad_left + p.iw, pw), c0);
+    const int64_t n = c1 - c0;
+    for (int64_t r = 0; r < ph; ++r) {
+      uint8_t* row = buf + r * pw;
+      const int64_t iy = r - p.pad_top;
+      if (iy < 0 || iy >= p.ih) {
+        for (int64_t j = 0; j < pw; j += 64) _mm512_storeu_si512(row + j, z);
+        continue;
+      }
+      for (int64_t j = 0; j < c0; j += 64) _mm512_storeu_si512(row + j, z);
+      const uint8_t* src = p.x + iy * p.iw + (c0 - p.pad_left);
+      for (int64_t j = 0; j < pw - c0; j += 64) {
+        const int64_t rem = n - j;
+        __m512i v = z;
+        if (rem >= 64)
+          v = _mm512_loadu_si512(src + j);
+        else if (rem > 0)
+          v = _mm512_mask_loadu_epi8(z, _cvtu64_mask64((uint64_t{1} << rem) - 1), src + j);
+        _mm512_storeu_si512(row + c0 + j, v);
+      }
+    }
+    _mm512_storeu_si512(buf + ph * pw, z);
+    _mm512_storeu_si512(buf + ph * pw + 64, z);
   }
 };
 #endif
@@ -191,16 +288,9 @@ struct V256 {
   struct W {
     __m256i a, b;
   };
-  using Out = DwOut;
   static Vec set1(int32_t v) { return _mm256_set1_epi32(v); }
-  static Vec perm_index(int s) { return _mm256_setr_epi32(0, 1, 2, 3, s, s + 1, s + 2, s + 3); }
-  static Vec shuffle_index(int s, int off) {
-    alignas(32) int8_t idx[32];
-    for (int k = 0; k < 2; ++k)
-      for (int j = 0; j < 4; ++j)
-        for (int b = 0; b < 4; ++b) idx[k * 16 + j * 4 + b] = static_cast<int8_t>(j * s + b + off);
-    return _mm256_load_si256(reinterpret_cast<const __m256i*>(idx));
-  }
+  static Vec load(const void* aligned) { return _mm256_load_si256(static_cast<const __m256i*>(aligned)); }
+  static void copy_bytes(uint8_t* dst, const uint8_t* src, int64_t n) { std::memcpy(dst, src, static_cast<size_t>(n)); }
   static W weight(int32_t packed) {
     W w;
     if constexpr (kVnni) {
@@ -227,34 +317,39 @@ struct V256 {
     const __m256i odd = _mm256_srli_epi16(x, 8);
     return _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(even, w.a), _mm256_madd_epi16(odd, w.b)));
   }
-  static Out out_params(const QDwPlane& p) {
-    return dw_out_params(p);
+  static Vec finish(Vec acc, const DwOut& o) {
+    if (o.i32) return acc;
+    __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(acc), _mm256_set1_ps(o.scale));
+    f = _mm256_min_ps(_mm256_max_ps(f, _mm256_set1_ps(o.lo)), _mm256_set1_ps(o.hi));
+    return _mm256_add_epi32(_mm256_cvtps_epi32(f), _mm256_set1_epi32(o.zp));
   }
-  static void store(Vec acc, const Out& o, const QDwPlane& p, int64_t at, int n) {
+  static void store_range(Vec q, const DwOut& o, void* y, int64_t at, int lo, int hi) {
+    const size_t n = static_cast<size_t>(hi - lo);
     if (o.i32) {
-      int32_t* y = static_cast<int32_t*>(p.y) + at;
+      int32_t* dst = static_cast<int32_t*>(y) + at;
       if (n == 8) {
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(y), acc);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), q);
       } else {
-        const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-        _mm256_maskstore_epi32(reinterpret_cast<int*>(y), m, acc);
+        alignas(32) int32_t tmp[8];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(tmp), q);
+        std::memcpy(dst, tmp + lo, n * sizeof(int32_t));
       }
       return;
     }
-    __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(acc), _mm256_set1_ps(o.scale));
-    f = _mm256_min_ps(_mm256_max_ps(f, _mm256_set1_ps(o.lo)), _mm256_set1_ps(o.hi));
-    const __m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(f), _mm256_set1_epi32(o.zp));
     // q is within [0, 255]: both packs are exact.
     const __m128i h = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
     const __m128i b = _mm_packus_epi16(h, h);
-    uint8_t* y = static_cast<uint8_t*>(p.y) + at;
+    uint8_t* dst = static_cast<uint8_t*>(y) + at;
     if (n == 8) {
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(y), b);
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), b);
     } else {
       alignas(16) uint8_t tmp[16];
       _mm_store_si128(reinterpret_cast<__m128i*>(tmp), b);
-      std::memcpy(y, tmp, static_cast<size_t>(n));
+      std::memcpy(dst, tmp + lo, n);
     }
+  }
+  static void fill(const QDwPlane& p, int64_t ph, int64_t pw, uint8_t* buf) {
+    fill_plane_u8(p, ph, pw, buf);
   }
 };
 #endif
