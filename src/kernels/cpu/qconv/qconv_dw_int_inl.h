@@ -137,7 +137,7 @@ template <class V>
 void dw_int_copy_out(const QDwPlane& p, int64_t pw, const uint8_t* tmp) {
   const int64_t es = p.out == QOut::kI32 ? 4 : 1, ow = p.ow;
   uint8_t* y = static_cast<uint8_t*>(p.y);
-  for (int64_t r = 0; r < p.oh; ++r) V::copy_bytes(y + r * ow * es, tmp + r * pw * es, ow * es);
+  V::copy_rows(y, ow * es, tmp, pw * es, ow * es, p.oh);
 }
 
 // Bytes of scratch per plane slot: (stride 1) the flat outputs, oh * pw + 16 elements of up to 4
@@ -197,11 +197,20 @@ struct V512 {
   };
   static Vec set1(int32_t v) { return _mm512_set1_epi32(v); }
   static Vec load(const void* aligned) { return _mm512_load_si512(aligned); }
-  static void copy_bytes(uint8_t* dst, const uint8_t* src, int64_t n) {
-    for (int64_t j = 0; j < n; j += 64) {
-      const __mmask64 m = n - j >= 64 ? ~__mmask64{0} : _cvtu64_mask64((uint64_t{1} << (n - j)) - 1);
-      _mm512_mask_storeu_epi8(dst + j, m, _mm512_maskz_loadu_epi8(m, src + j));
+  static __mmask64 first_bytes(int64_t n) { return n >= 64 ? ~__mmask64{0} : _cvtu64_mask64((uint64_t{1} << n) - 1); }
+  // rows of n bytes, src pitch sp -> dst pitch dp.
+  static void copy_rows(uint8_t* dst, int64_t dp, const uint8_t* src, int64_t sp, int64_t n, int64_t rows) {
+    if (n <= 64) {  // the small planes, where per-row overhead matters
+      const __mmask64 m = first_bytes(n);
+      for (int64_t r = 0; r < rows; ++r)
+        _mm512_mask_storeu_epi8(dst + r * dp, m, _mm512_maskz_loadu_epi8(m, src + r * sp));
+      return;
     }
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < n; j += 64) {
+        const __mmask64 m = first_bytes(n - j);
+        _mm512_mask_storeu_epi8(dst + r * dp + j, m, _mm512_maskz_loadu_epi8(m, src + r * sp + j));
+      }
   }
   static W weight(int32_t packed) {
     W w;
@@ -254,6 +263,26 @@ struct V512 {
     const int64_t c0 = std::min<int64_t>(std::max<int64_t>(p.pad_left, 0), pw);
     const int64_t c1 = std::max<int64_t>(std::min<int64_t>(p.pad_left + p.iw, pw), c0);
     const int64_t n = c1 - c0;
+    if (pw <= 64) {  // one store per row
+      const __mmask64 m = first_bytes(n);
+      const int64_t r0 = std::clamp<int64_t>(p.pad_top, 0, ph), r1 = std::clamp<int64_t>(p.pad_top + p.ih, r0, ph);
+      for (int64_t r = 0; r < r0; ++r) _mm512_storeu_si512(buf + r * pw, z);
+      const uint8_t* src = p.x + (r0 - p.pad_top) * p.iw + (c0 - p.pad_left);
+      uint8_t* row = buf + r0 * pw;
+      if (c0 > 0) {
+        for (int64_t r = r0; r < r1; ++r, row += pw, src += p.iw) {
+          _mm512_storeu_si512(row, z);
+          _mm512_storeu_si512(row + c0, _mm512_mask_loadu_epi8(z, m, src));
+        }
+      } else {
+        for (int64_t r = r0; r < r1; ++r, row += pw, src += p.iw)
+          _mm512_storeu_si512(row, _mm512_mask_loadu_epi8(z, m, src));
+      }
+      for (int64_t r = r1; r < ph; ++r) _mm512_storeu_si512(buf + r * pw, z);
+      _mm512_storeu_si512(buf + ph * pw, z);
+      _mm512_storeu_si512(buf + ph * pw + 64, z);
+      return;
+    }
     for (int64_t r = 0; r < ph; ++r) {
       uint8_t* row = buf + r * pw;
       const int64_t iy = r - p.pad_top;
@@ -269,7 +298,7 @@ struct V512 {
         if (rem >= 64)
           v = _mm512_loadu_si512(src + j);
         else if (rem > 0)
-          v = _mm512_mask_loadu_epi8(z, _cvtu64_mask64((uint64_t{1} << rem) - 1), src + j);
+          v = _mm512_mask_loadu_epi8(z, first_bytes(rem), src + j);
         _mm512_storeu_si512(row + c0 + j, v);
       }
     }
@@ -290,7 +319,9 @@ struct V256 {
   };
   static Vec set1(int32_t v) { return _mm256_set1_epi32(v); }
   static Vec load(const void* aligned) { return _mm256_load_si256(static_cast<const __m256i*>(aligned)); }
-  static void copy_bytes(uint8_t* dst, const uint8_t* src, int64_t n) { std::memcpy(dst, src, static_cast<size_t>(n)); }
+  static void copy_rows(uint8_t* dst, int64_t dp, const uint8_t* src, int64_t sp, int64_t n, int64_t rows) {
+    for (int64_t r = 0; r < rows; ++r) std::memcpy(dst + r * dp, src + r * sp, static_cast<size_t>(n));
+  }
   static W weight(int32_t packed) {
     W w;
     if constexpr (kVnni) {
