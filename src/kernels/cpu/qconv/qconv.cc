@@ -260,37 +260,38 @@ Status QConv::run(const QConvShape& s, const uint8_t* x, void* y, core::ThreadPo
     constexpr int64_t kBatch = qconv_detail::kQDwBatch;
     auto task = [&](int64_t tb) {
       if (static_cast<int64_t>(t_dw_scratch.size()) < need) t_dw_scratch.resize(static_cast<size_t>(need));
+      // The fields all planes share, then per plane what varies (channel c counts up from t0 % M).
+      qconv_detail::QDwPlane base;
+      base.ih = s.ih;
+      base.iw = s.iw;
+      base.kh = static_cast<int>(sp.kh);
+      base.kw = static_cast<int>(sp.kw);
+      base.sh = static_cast<int>(s.sh);
+      base.sw = static_cast<int>(s.sw);
+      base.dh = static_cast<int>(s.dh);
+      base.dw = static_cast<int>(s.dw);
+      base.pad_top = s.pad_top;
+      base.pad_left = s.pad_left;
+      base.oh = s.oh;
+      base.ow = s.ow;
+      base.x_zp = sp.x_zp;
+      base.y_zp = sp.y_zp;
+      base.lo = std::max(sp.out_min, 0);
+      base.hi = std::min(sp.out_max, 255);
+      base.out = sp.out;
+      base.scratch = t_dw_scratch.data();
+      const int64_t taps = sp.kh * sp.kw, t0 = tb * kBatch, count = std::min(kBatch, planes - t0);
       qconv_detail::QDwPlane qs[kBatch];
-      const int64_t t0 = tb * kBatch, count = std::min(kBatch, planes - t0);
-      for (int64_t i = 0; i < count; ++i) {
-        const int64_t t = t0 + i;
-        const int64_t c = t % sp.m;
+      for (int64_t i = 0, t = t0, c = t0 % sp.m; i < count; ++i, ++t, c = c + 1 == sp.m ? 0 : c + 1) {
         qconv_detail::QDwPlane& q = qs[i];
+        q = base;
         q.x = x + t * s.ih * s.iw;
-        q.ih = s.ih;
-        q.iw = s.iw;
-        q.w = dw_w_.data() + c * sp.kh * sp.kw;
+        q.y = static_cast<uint8_t*>(y) + static_cast<size_t>(t * p) * esize;
+        q.w = dw_w_.data() + c * taps;
         q.wq = dw_wq_.empty() ? nullptr : dw_wq_.data() + c * sp.kh * 2;
         q.wsum = dw_wsum_[static_cast<size_t>(c)];
-        q.kh = static_cast<int>(sp.kh);
-        q.kw = static_cast<int>(sp.kw);
-        q.sh = static_cast<int>(s.sh);
-        q.sw = static_cast<int>(s.sw);
-        q.dh = static_cast<int>(s.dh);
-        q.dw = static_cast<int>(s.dw);
-        q.pad_top = s.pad_top;
-        q.pad_left = s.pad_left;
-        q.oh = s.oh;
-        q.ow = s.ow;
-        q.x_zp = sp.x_zp;
         q.bias = sp.bias.empty() ? 0 : sp.bias[static_cast<size_t>(c)];
         q.scale = sp.out == QOut::kU8 ? sp.scale[static_cast<size_t>(c)] : 1.f;
-        q.y_zp = sp.y_zp;
-        q.lo = std::max(sp.out_min, 0);
-        q.hi = std::min(sp.out_max, 255);
-        q.out = sp.out;
-        q.y = static_cast<uint8_t*>(y) + static_cast<size_t>(t * p) * esize;
-        q.scratch = t_dw_scratch.data();
       }
       dw_fn_(qs, static_cast<int>(count));
     };
