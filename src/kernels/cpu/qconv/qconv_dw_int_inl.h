@@ -319,8 +319,16 @@ struct V256 {
   };
   static Vec set1(int32_t v) { return _mm256_set1_epi32(v); }
   static Vec load(const void* aligned) { return _mm256_load_si256(static_cast<const __m256i*>(aligned)); }
+  // Whole 32-byte chunks while they end inside the destination plane (a row's overrun is rewritten
+  // by the next rows), memcpy for the rest; src has slack to read whole chunks.
   static void copy_rows(uint8_t* dst, int64_t dp, const uint8_t* src, int64_t sp, int64_t n, int64_t rows) {
-    for (int64_t r = 0; r < rows; ++r) std::memcpy(dst + r * dp, src + r * sp, static_cast<size_t>(n));
+    const int64_t chunks = (n + 31) / 32;
+    int64_t r = 0;
+    for (; r < rows && r * dp + chunks * 32 <= rows * dp; ++r)
+      for (int64_t j = 0; j < chunks * 32; j += 32)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + r * dp + j),
+                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + r * sp + j)));
+    for (; r < rows; ++r) std::memcpy(dst + r * dp, src + r * sp, static_cast<size_t>(n));
   }
   static W weight(int32_t packed) {
     W w;
@@ -379,8 +387,18 @@ struct V256 {
       std::memcpy(dst, tmp + lo, n);
     }
   }
+  // x_zp everywhere (32-byte stores), then one memcpy per input row.
   static void fill(const QDwPlane& p, int64_t ph, int64_t pw, uint8_t* buf) {
-    fill_plane_u8(p, ph, pw, buf);
+    const __m256i z = _mm256_set1_epi8(static_cast<char>(p.x_zp));
+    const int64_t total = ph * pw + kDwIntSlack;
+    int64_t j = 0;
+    for (; j + 32 <= total; j += 32) _mm256_storeu_si256(reinterpret_cast<__m256i*>(buf + j), z);
+    std::memset(buf + j, p.x_zp, static_cast<size_t>(total - j));
+    const int64_t c0 = std::min<int64_t>(std::max<int64_t>(p.pad_left, 0), pw);
+    const int64_t c1 = std::max<int64_t>(std::min<int64_t>(p.pad_left + p.iw, pw), c0);
+    const int64_t r0 = std::clamp<int64_t>(p.pad_top, 0, ph), r1 = std::clamp<int64_t>(p.pad_top + p.ih, r0, ph);
+    const uint8_t* src = p.x + (r0 - p.pad_top) * p.iw + (c0 - p.pad_left);
+    for (int64_t r = r0; r < r1; ++r, src += p.iw) std::memcpy(buf + r * pw + c0, src, static_cast<size_t>(c1 - c0));
   }
 };
 #endif
