@@ -189,7 +189,7 @@ TEST_P(QConvTest, DepthwiseRandomShapes) {
   const Level& lv = kLevels[GetParam()];
   std::mt19937 rng(4242);
   const int64_t chans[] = {1, 2, 3, 7, 13, 15, 16, 17, 31, 33};
-  const int64_t sizes[] = {1, 2, 3, 5, 7, 11, 16, 17, 23, 31, 37};
+  const int64_t sizes[] = {1, 2, 3, 5, 7, 11, 16, 17, 23, 31, 37, 66, 131};  // rows past one 64-byte vector too
   const auto pick = [&](const auto& arr) { return arr[rng() % (sizeof(arr) / sizeof(arr[0]))]; };
   int ran = 0;
   for (int it = 0; ran < 120 && it < 1000; ++it) {
@@ -208,7 +208,8 @@ TEST_P(QConvTest, DepthwiseRandomShapes) {
     cs.pb = static_cast<int64_t>(rng() % static_cast<uint32_t>(cs.kh));
     cs.pl = static_cast<int64_t>(rng() % static_cast<uint32_t>(cs.kw));
     cs.pr = static_cast<int64_t>(rng() % static_cast<uint32_t>(cs.kw));
-    if (out_size(cs.ih, cs.kh, cs.sh, cs.dh, cs.pt, cs.pb) < 1 || out_size(cs.iw, cs.kw, cs.sw, cs.dw, cs.pl, cs.pr) < 1)
+    if (out_size(cs.ih, cs.kh, cs.sh, cs.dh, cs.pt, cs.pb) < 1 ||
+        out_size(cs.iw, cs.kw, cs.sw, cs.dw, cs.pl, cs.pr) < 1)
       continue;
     const uint32_t seed = 1000 + static_cast<uint32_t>(it);
     const bool i32 = rng() % 4 == 0;
@@ -226,6 +227,8 @@ TEST_P(QConvTest, DepthwiseExtremeValues) {
       {1, 17, 19, 21, 17, 3, 3, 17, 1, 1, 1, 1, 1, 1, 1, 1},
       {1, 17, 19, 21, 17, 5, 5, 17, 2, 2, 1, 1, 2, 2, 2, 2},
       {1, 9, 40, 37, 9, 5, 5, 9, 1, 1, 1, 1, 0, 4, 4, 0},
+      {1, 3, 5, 150, 3, 3, 3, 3, 1, 1, 1, 1, 1, 2, 1, 0},  // padded rows wider than 128 bytes
+      {1, 3, 6, 149, 3, 5, 5, 3, 2, 2, 1, 1, 2, 0, 1, 4},
   };
   uint32_t seed = 300;
   for (const Case& c : cases)
