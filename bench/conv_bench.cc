@@ -1,5 +1,6 @@
 // Google Benchmark: FastConv on convolution shapes from the shared CNNs (depthwise small planes,
-// grouped, 3x3 im2col vs Winograd), single thread, printing GFLOP/s.
+// grouped, 3x3 im2col vs Winograd), single thread, printing GFLOP/s; and the int8 depthwise QConv
+// on the same depthwise shapes, per ISA path.
 #include <benchmark/benchmark.h>
 
 #include <random>
@@ -8,6 +9,7 @@
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/conv/conv.h"
+#include "kernels/cpu/qconv/qconv.h"
 
 namespace {
 
@@ -74,6 +76,48 @@ BENCHMARK(BM_Conv) D3(16, 64, 55) D3(32, 128, 27) D3(48, 192, 13) D3(64, 256, 13
     D3(256, 256, 14);
 BENCHMARK(BM_ConvNoWinograd) D3(16, 64, 55) D3(32, 128, 27) D3(48, 192, 13) D3(64, 256, 13) D3(64, 64, 56)
     D3(128, 128, 28) D3(256, 256, 14);
+
+// Int8 depthwise QConv (u8 output, Relu6-like clamp): {C, H, K, stride, path}; path 0 = the active
+// ISA with its VNNI, 1 = the active ISA without VNNI, 2 = avx2, 3 = avx2 + avx_vnni, 4 = scalar.
+void BM_QConvDw(benchmark::State& st) {
+  const int64_t c = st.range(0), h = st.range(1), k = st.range(2), s = st.range(3), path = st.range(4);
+  const int64_t pad = k / 2, oh = (h + 2 * pad - k) / s + 1;
+  std::mt19937 rng(1);
+  std::vector<uint8_t> x(static_cast<size_t>(c * h * h)), y(static_cast<size_t>(c * oh * oh));
+  std::vector<int8_t> w(static_cast<size_t>(c * k * k));
+  for (auto& v : x) v = static_cast<uint8_t>(rng());
+  for (auto& v : w) v = static_cast<int8_t>(rng());
+  cpu::QConvSpec sp;
+  sp.m = sp.group = c;
+  sp.c_per_group = 1;
+  sp.kh = sp.kw = k;
+  sp.w = w.data();
+  sp.scale.assign(static_cast<size_t>(c), 1e-3f);
+  sp.bias.assign(static_cast<size_t>(c), 100);
+  sp.x_zp = 3;
+  sp.y_zp = 0;
+  sp.out_max = 200;
+  sp.isa = path <= 1 ? core::active_isa() : path <= 3 ? core::Isa::kAvx2 : core::Isa::kScalar;
+  sp.dw_vnni = path == 0 || path == 3;
+  auto conv = cpu::QConv::create(sp);
+  if (!conv.is_ok()) {
+    st.SkipWithError(conv.status().to_string().c_str());
+    return;
+  }
+  cpu::QConvShape shape{1, c, h, h, oh, oh, s, s, 1, 1, pad, pad};
+  for (auto _ : st) {
+    benchmark::DoNotOptimize((*conv)->run(shape, x.data(), y.data(), nullptr));
+    benchmark::ClobberMemory();
+  }
+  st.SetLabel((*conv)->impl_name());
+}
+#define QDW(C, H, K, S) ->Args({C, H, K, S, 0})->Args({C, H, K, S, 1})->Args({C, H, K, S, 2})->Args({C, H, K, S, 3})
+BENCHMARK(BM_QConvDw) QDW(96, 112, 3, 2) QDW(144, 56, 3, 1) QDW(144, 56, 3, 2) QDW(32, 112, 3, 1) QDW(192, 28, 3, 1)
+    QDW(384, 14, 3, 1) QDW(960, 7, 3, 1) QDW(144, 56, 5, 2) QDW(240, 28, 5, 1) QDW(672, 14, 5, 1) QDW(1152, 7, 5, 1);
+// The float depthwise kernel on the same shapes with Clip (as in MobileNet-V2), for the ratio.
+#define DWC(C, H, K, S) ->Args({C, C, H, K, S, C, 2})
+BENCHMARK(BM_Conv) DWC(96, 112, 3, 2) DWC(144, 56, 3, 1) DWC(144, 56, 3, 2) DWC(32, 112, 3, 1) DWC(192, 28, 3, 1)
+    DWC(384, 14, 3, 1) DWC(960, 7, 3, 1) DWC(144, 56, 5, 2) DWC(240, 28, 5, 1) DWC(672, 14, 5, 1) DWC(1152, 7, 5, 1);
 
 BENCHMARK(BM_Conv2T) DW(144, 56, 3, 2) DW(672, 14, 5, 1) DW(1152, 7, 3, 1) D3(32, 128, 27) D3(256, 256, 14)
     ->Args({400, 400, 7, 3, 1, 25, 1})

@@ -1,7 +1,9 @@
 // Int8 kernels (kernels/cpu/qconv, kernels/cpu/qops) against independent naive computations:
 // convolution (gemm path: 1x1, im2col, groups; direct depthwise: 3x3 / 5x5 / other sizes, strides,
-// dilations, pads) on every ISA this CPU has, u8 and int32 outputs, and the u8 element-wise,
-// lookup and pooling kernels.
+// dilations, pads, plus random depthwise shapes and extreme values) on every ISA this CPU has
+// (with and without VNNI), u8 and int32 outputs, and the u8 element-wise, lookup and pooling
+// kernels. All bit-exact: the kernels requantize like the reference (float(acc) * scale, round
+// half to even, clamp).
 #include "kernels/cpu/qconv/qconv.h"
 
 #include <gtest/gtest.h>
@@ -29,11 +31,14 @@ struct Level {
   const char* name;
   core::Isa isa;
   QgemmIsa qisa;
+  bool dw_vnni;  // the depthwise kernel's VNNI (avx_vnni at avx2, avx512_vnni at avx512)
 };
-const Level kLevels[] = {{"scalar", core::Isa::kScalar, QgemmIsa::kScalar},
-                         {"avx2", core::Isa::kAvx2, QgemmIsa::kAvx2},
-                         {"avxvnni", core::Isa::kAvx2, QgemmIsa::kAvxVnni},
-                         {"avx512vnni", core::Isa::kAvx512, QgemmIsa::kAvx512Vnni}};
+const Level kLevels[] = {{"scalar", core::Isa::kScalar, QgemmIsa::kScalar, false},
+                         {"avx2", core::Isa::kAvx2, QgemmIsa::kAvx2, false},
+                         {"avxvnni", core::Isa::kAvx2, QgemmIsa::kAvxVnni, true},
+                         {"avx512", core::Isa::kAvx512, QgemmIsa::kAvx2, false},
+                         {"avx512vnni", core::Isa::kAvx512, QgemmIsa::kAvx512Vnni, true}};
+constexpr int kNumLevels = sizeof(kLevels) / sizeof(kLevels[0]);
 
 class QConvTest : public ::testing::TestWithParam<int> {
  protected:
@@ -52,7 +57,9 @@ int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_
   return (in + pb + pe - ((k - 1) * d + 1)) / s + 1;
 }
 
-void run_case(const Case& cs, const Level& lv, QOut out, bool with_bias, uint32_t seed, core::ThreadPool* pool) {
+// extremes: inputs and weights only at the ends of their ranges (the largest sums).
+void run_case(const Case& cs, const Level& lv, QOut out, bool with_bias, uint32_t seed, core::ThreadPool* pool,
+              bool extremes = false) {
   std::mt19937 rng(seed);
   const int64_t cg = cs.c / cs.group, mg = cs.m / cs.group;
   const int64_t oh = out_size(cs.ih, cs.kh, cs.sh, cs.dh, cs.pt, cs.pb);
@@ -60,8 +67,8 @@ void run_case(const Case& cs, const Level& lv, QOut out, bool with_bias, uint32_
   std::vector<uint8_t> x(static_cast<size_t>(cs.n * cs.c * cs.ih * cs.iw));
   std::vector<int8_t> w(static_cast<size_t>(cs.m * cg * cs.kh * cs.kw));
   std::uniform_int_distribution<int> du(0, 255), ds(-128, 127), db(-5000, 5000);
-  for (auto& v : x) v = static_cast<uint8_t>(du(rng));
-  for (auto& v : w) v = static_cast<int8_t>(ds(rng));
+  for (auto& v : x) v = static_cast<uint8_t>(extremes ? (rng() & 1) * 255 : du(rng));
+  for (auto& v : w) v = static_cast<int8_t>(extremes ? ((rng() & 1) ? 127 : -128) : ds(rng));
   QConvSpec sp;
   sp.m = cs.m;
   sp.c_per_group = cg;
@@ -69,13 +76,23 @@ void run_case(const Case& cs, const Level& lv, QOut out, bool with_bias, uint32_
   sp.kw = cs.kw;
   sp.group = cs.group;
   sp.w = w.data();
-  sp.x_zp = static_cast<uint8_t>(du(rng));
+  sp.x_zp = static_cast<uint8_t>(extremes ? (rng() & 1) * 255 : du(rng));
   sp.y_zp = du(rng);
-  sp.out_min = std::min(sp.y_zp, 40);
-  sp.out_max = 250;
+  switch (seed % 3) {  // no clamp, a Relu-like one, a Relu6-like narrow one
+    case 0:
+      break;
+    case 1:
+      sp.out_min = std::min(sp.y_zp, 40);
+      sp.out_max = 250;
+      break;
+    default:
+      sp.out_min = sp.y_zp;
+      sp.out_max = std::min(255, sp.y_zp + 30);
+  }
   sp.out = out;
   sp.isa = lv.isa;
   sp.qgemm_isa = lv.qisa;
+  sp.dw_vnni = lv.dw_vnni;
   for (int64_t i = 0; i < cs.m; ++i) sp.scale.push_back(std::uniform_real_distribution<float>(1e-4f, 3e-3f)(rng));
   if (with_bias)
     for (int64_t i = 0; i < cs.m; ++i) sp.bias.push_back(db(rng));
@@ -165,7 +182,60 @@ TEST_P(QConvTest, TwoThreads) {
   for (const Case& c : kCases) run_case(c, lv, QOut::kU8, true, seed++, &pool);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllIsas, QConvTest, ::testing::Range(0, 4),
+// Random depthwise shapes: channel counts around the vector widths, planes from 1 x 1, 3x3 and 5x5
+// windows (the integer kernels) and a few others (the float fallback), strides 1 / 2 / 3, every
+// begin / end pad combination, dilation, u8 (three clamps) and int32 outputs, with and without bias.
+TEST_P(QConvTest, DepthwiseRandomShapes) {
+  const Level& lv = kLevels[GetParam()];
+  std::mt19937 rng(4242);
+  const int64_t chans[] = {1, 2, 3, 7, 13, 15, 16, 17, 31, 33};
+  const int64_t sizes[] = {1, 2, 3, 5, 7, 11, 16, 17, 23, 31, 37, 66, 131};  // rows past one 64-byte vector too
+  const auto pick = [&](const auto& arr) { return arr[rng() % (sizeof(arr) / sizeof(arr[0]))]; };
+  int ran = 0;
+  for (int it = 0; ran < 120 && it < 1000; ++it) {
+    Case cs{};
+    cs.n = 1 + static_cast<int64_t>(rng() % 4 == 0);
+    cs.c = cs.m = cs.group = pick(chans);
+    const int kind = static_cast<int>(rng() % 8);
+    cs.kh = cs.kw = kind < 4 ? 3 : kind < 7 ? 5 : 1 + static_cast<int64_t>(rng() % 4) * 2;
+    if (rng() % 8 == 0) cs.kw = 1 + static_cast<int64_t>(rng() % 5);  // non-square: the float kernel
+    cs.sh = cs.sw = 1 + static_cast<int64_t>(rng() % 2);
+    if (rng() % 10 == 0) cs.sw = 3;
+    cs.dh = cs.dw = rng() % 8 == 0 ? 2 : 1;
+    cs.ih = pick(sizes);
+    cs.iw = pick(sizes);
+    cs.pt = static_cast<int64_t>(rng() % static_cast<uint32_t>(cs.kh));
+    cs.pb = static_cast<int64_t>(rng() % static_cast<uint32_t>(cs.kh));
+    cs.pl = static_cast<int64_t>(rng() % static_cast<uint32_t>(cs.kw));
+    cs.pr = static_cast<int64_t>(rng() % static_cast<uint32_t>(cs.kw));
+    if (out_size(cs.ih, cs.kh, cs.sh, cs.dh, cs.pt, cs.pb) < 1 ||
+        out_size(cs.iw, cs.kw, cs.sw, cs.dw, cs.pl, cs.pr) < 1)
+      continue;
+    const uint32_t seed = 1000 + static_cast<uint32_t>(it);
+    const bool i32 = rng() % 4 == 0;
+    run_case(cs, lv, i32 ? QOut::kI32 : QOut::kU8, rng() % 3 != 0, seed, nullptr, rng() % 6 == 0);
+    if (HasFailure()) return;
+    ++ran;
+  }
+  EXPECT_EQ(ran, 120);
+}
+
+TEST_P(QConvTest, DepthwiseExtremeValues) {
+  const Level& lv = kLevels[GetParam()];
+  const Case cases[] = {
+      // n, c, ih, iw, m, kh, kw, group, sh, sw, dh, dw, pt, pl, pb, pr
+      {1, 17, 19, 21, 17, 3, 3, 17, 1, 1, 1, 1, 1, 1, 1, 1},
+      {1, 17, 19, 21, 17, 5, 5, 17, 2, 2, 1, 1, 2, 2, 2, 2},
+      {1, 9, 40, 37, 9, 5, 5, 9, 1, 1, 1, 1, 0, 4, 4, 0},
+      {1, 3, 5, 150, 3, 3, 3, 3, 1, 1, 1, 1, 1, 2, 1, 0},  // padded rows wider than 128 bytes
+      {1, 3, 6, 149, 3, 5, 5, 3, 2, 2, 1, 1, 2, 0, 1, 4},
+  };
+  uint32_t seed = 300;
+  for (const Case& c : cases)
+    for (QOut out : {QOut::kU8, QOut::kI32}) run_case(c, lv, out, true, seed++, nullptr, true);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, QConvTest, ::testing::Range(0, kNumLevels),
                          [](const ::testing::TestParamInfo<int>& i) { return std::string(kLevels[i.param].name); });
 
 TEST(QConv, RejectsBadArguments) {

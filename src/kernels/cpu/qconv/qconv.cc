@@ -19,18 +19,53 @@ int64_t qdw_scratch_floats(int64_t oh, int64_t ow, int kh, int kw, int sh, int s
   const int64_t ph = (oh - 1) * sh + (kh - 1) * dh + 1;
   const int64_t pw = (ow - 1) * sw + (kw - 1) * dw + 1;
   const int64_t len = (pw + sw - 1) / sw;
-  return std::max(ow, oh * len) + 16 + ph * sw * len + sw * len + 64;  // sums, plane, one padded row, slack
+  const int64_t flt = std::max(ow, oh * len) + 16 + ph * sw * len + sw * len + 64;  // sums, plane, padded row, slack
+  // Integer kernels: two slots of (flat int32 sums, u8 padded plane + 128 bytes slack), 64-byte rounded.
+  const int64_t ints = (2 * ((4 * (oh * pw + 16) + 63) / 64 * 64 + (ph * pw + 128 + 63) / 64 * 64) + 3) / 4;
+  return std::max(flt, ints);
 }
 
-QDwFn qdw_fn(core::Isa isa) {
+namespace {
+bool dw_vnni_usable(core::Isa isa, bool vnni) {
+  const auto& f = core::cpu_features();
+  return vnni && (isa == core::Isa::kAvx512 ? f.avx512_vnni : f.avx_vnni);
+}
+}  // namespace
+
+QDwFn qdw_fn(core::Isa isa, bool vnni) {
+#if defined(__x86_64__) || defined(_M_X64)
+  const bool v = dw_vnni_usable(isa, vnni);
   switch (isa) {
     case core::Isa::kAvx512:
-      return qdw_fn_avx512();
+      return v ? qdw_fn_avx512vnni() : qdw_fn_avx512();
     case core::Isa::kAvx2:
-      return qdw_fn_avx2();
+      return v ? qdw_fn_avxvnni() : qdw_fn_avx2();
     default:
-      return qdw_fn_scalar();
+      break;
   }
+#else
+  (void)vnni;
+#endif
+  (void)isa;
+  return qdw_fn_scalar();
+}
+
+const char* qdw_fn_name(core::Isa isa, bool vnni) {
+#if defined(__x86_64__) || defined(_M_X64)
+  const bool v = dw_vnni_usable(isa, vnni);
+  switch (isa) {
+    case core::Isa::kAvx512:
+      return v ? "qconv.dw.avx512vnni" : "qconv.dw.avx512";
+    case core::Isa::kAvx2:
+      return v ? "qconv.dw.avxvnni" : "qconv.dw.avx2";
+    default:
+      break;
+  }
+#else
+  (void)isa;
+  (void)vnni;
+#endif
+  return "qconv.dw.scalar";
 }
 
 }  // namespace qconv_detail
@@ -154,12 +189,29 @@ core::Result<std::unique_ptr<QConv>> QConv::create(const QConvSpec& spec) {
   conv->depthwise_ =
       spec.c_per_group == 1 && mg == 1 && spec.group > 1 && spec.kh * spec.kw <= qconv_detail::kQDwMaxTaps;
   if (conv->depthwise_) {
-    conv->dw_w_.assign(spec.w, spec.w + spec.m * spec.kh * spec.kw);
-    conv->dw_fn_ = qconv_detail::qdw_fn(spec.isa);
-    if (!conv->dw_fn_) conv->dw_fn_ = qconv_detail::qdw_fn_scalar();
-    conv->impl_name_ = spec.isa == core::Isa::kAvx512 ? "qconv.dw.avx512"
-                       : spec.isa == core::Isa::kAvx2 ? "qconv.dw.avx2"
-                                                      : "qconv.dw.scalar";
+    const int64_t taps = spec.kh * spec.kw;
+    conv->dw_w_.assign(spec.w, spec.w + spec.m * taps);
+    conv->dw_wsum_.assign(static_cast<size_t>(spec.m), 0);
+    for (int64_t c = 0; c < spec.m; ++c)
+      for (int64_t t = 0; t < taps; ++t) conv->dw_wsum_[static_cast<size_t>(c)] += spec.w[c * taps + t];
+    if (spec.kh == spec.kw && (spec.kh == 3 || spec.kh == 5)) {
+      // Per kernel row: taps 0..3 and 4.. as little-endian words of s8, missing taps 0.
+      const int64_t k = spec.kh;
+      conv->dw_wq_.assign(static_cast<size_t>(spec.m * k * 2), 0);
+      for (int64_t c = 0; c < spec.m; ++c)
+        for (int64_t ky = 0; ky < k; ++ky)
+          for (int64_t kx = 0; kx < k; ++kx) {
+            const uint32_t b = static_cast<uint8_t>(spec.w[(c * k + ky) * k + kx]);
+            uint32_t& word = reinterpret_cast<uint32_t&>(conv->dw_wq_[static_cast<size_t>((c * k + ky) * 2 + kx / 4)]);
+            word |= b << (8 * (kx % 4));
+          }
+    }
+    conv->dw_fn_ = qconv_detail::qdw_fn(spec.isa, spec.dw_vnni);
+    conv->impl_name_ = qconv_detail::qdw_fn_name(spec.isa, spec.dw_vnni);
+    if (!conv->dw_fn_) {
+      conv->dw_fn_ = qconv_detail::qdw_fn_scalar();
+      conv->impl_name_ = "qconv.dw.scalar";
+    }
     return conv;
   }
   // Weights [M, C/g, kh, kw] -> [M, kh, kw, C/g]: the (ky, kx, c) order of the HWC patches.
@@ -205,39 +257,49 @@ Status QConv::run(const QConvShape& s, const uint8_t* x, void* y, core::ThreadPo
     const int64_t need = qconv_detail::qdw_scratch_floats(s.oh, s.ow, static_cast<int>(sp.kh), static_cast<int>(sp.kw),
                                                           static_cast<int>(s.sh), static_cast<int>(s.sw),
                                                           static_cast<int>(s.dh), static_cast<int>(s.dw));
-    auto task = [&](int64_t t) {
+    constexpr int64_t kBatch = qconv_detail::kQDwBatch;
+    auto task = [&](int64_t tb) {
       if (static_cast<int64_t>(t_dw_scratch.size()) < need) t_dw_scratch.resize(static_cast<size_t>(need));
-      const int64_t c = t % sp.m;
-      qconv_detail::QDwPlane q;
-      q.x = x + t * s.ih * s.iw;
-      q.ih = s.ih;
-      q.iw = s.iw;
-      q.w = dw_w_.data() + c * sp.kh * sp.kw;
-      q.kh = static_cast<int>(sp.kh);
-      q.kw = static_cast<int>(sp.kw);
-      q.sh = static_cast<int>(s.sh);
-      q.sw = static_cast<int>(s.sw);
-      q.dh = static_cast<int>(s.dh);
-      q.dw = static_cast<int>(s.dw);
-      q.pad_top = s.pad_top;
-      q.pad_left = s.pad_left;
-      q.oh = s.oh;
-      q.ow = s.ow;
-      q.x_zp = sp.x_zp;
-      q.bias = sp.bias.empty() ? 0 : sp.bias[static_cast<size_t>(c)];
-      q.scale = sp.out == QOut::kU8 ? sp.scale[static_cast<size_t>(c)] : 1.f;
-      q.y_zp = sp.y_zp;
-      q.lo = std::max(sp.out_min, 0);
-      q.hi = std::min(sp.out_max, 255);
-      q.out = sp.out;
-      q.y = static_cast<uint8_t*>(y) + static_cast<size_t>(t * p) * esize;
-      q.scratch = t_dw_scratch.data();
-      dw_fn_(q);
+      // The fields all planes share, then per plane what varies (channel c counts up from t0 % M).
+      qconv_detail::QDwPlane base;
+      base.ih = s.ih;
+      base.iw = s.iw;
+      base.kh = static_cast<int>(sp.kh);
+      base.kw = static_cast<int>(sp.kw);
+      base.sh = static_cast<int>(s.sh);
+      base.sw = static_cast<int>(s.sw);
+      base.dh = static_cast<int>(s.dh);
+      base.dw = static_cast<int>(s.dw);
+      base.pad_top = s.pad_top;
+      base.pad_left = s.pad_left;
+      base.oh = s.oh;
+      base.ow = s.ow;
+      base.x_zp = sp.x_zp;
+      base.y_zp = sp.y_zp;
+      base.lo = std::max(sp.out_min, 0);
+      base.hi = std::min(sp.out_max, 255);
+      base.out = sp.out;
+      base.scratch = t_dw_scratch.data();
+      const int64_t taps = sp.kh * sp.kw, t0 = tb * kBatch, count = std::min(kBatch, planes - t0);
+      qconv_detail::QDwPlane qs[kBatch];
+      for (int64_t i = 0, t = t0, c = t0 % sp.m; i < count; ++i, ++t, c = c + 1 == sp.m ? 0 : c + 1) {
+        qconv_detail::QDwPlane& q = qs[i];
+        q = base;
+        q.x = x + t * s.ih * s.iw;
+        q.y = static_cast<uint8_t*>(y) + static_cast<size_t>(t * p) * esize;
+        q.w = dw_w_.data() + c * taps;
+        q.wq = dw_wq_.empty() ? nullptr : dw_wq_.data() + c * sp.kh * 2;
+        q.wsum = dw_wsum_[static_cast<size_t>(c)];
+        q.bias = sp.bias.empty() ? 0 : sp.bias[static_cast<size_t>(c)];
+        q.scale = sp.out == QOut::kU8 ? sp.scale[static_cast<size_t>(c)] : 1.f;
+      }
+      dw_fn_(qs, static_cast<int>(count));
     };
-    if (pool && pool->num_threads() > 1 && planes > 1)
-      pool->run(planes, task);
+    const int64_t tasks = (planes + kBatch - 1) / kBatch;
+    if (pool && pool->num_threads() > 1 && tasks > 1)
+      pool->run(tasks, task);
     else
-      for (int64_t t = 0; t < planes; ++t) task(t);
+      for (int64_t t = 0; t < tasks; ++t) task(t);
     return Status::ok();
   }
   const int64_t mg = sp.m / sp.group, cg = sp.c_per_group, k = cg * sp.kh * sp.kw;

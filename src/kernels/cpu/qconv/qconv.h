@@ -29,6 +29,7 @@ struct QConvSpec {
   int32_t y_zp = 0, out_min = 0, out_max = 255;  // output clamp in the quantized domain (fused Relu / Clip)
   QOut out = QOut::kU8;
   core::Isa isa = core::Isa::kScalar;  // depthwise kernel's ISA
+  bool dw_vnni = true;                  // depthwise: use the VNNI of isa if the CPU has it (tests turn it off)
   std::optional<QgemmIsa> qgemm_isa;   // default: qgemm_active_isa()
 };
 
@@ -53,6 +54,8 @@ class QConv {
   bool depthwise_ = false;
   std::vector<PackedBS8> packed_;  // one per group (gemm path)
   std::vector<float> dw_w_;        // depthwise weights as floats [M, kh*kw]
+  std::vector<int32_t> dw_wq_;     // 3x3 / 5x5 depthwise: [M, kh, 2] words of 4 s8 taps (QDwPlane::wq)
+  std::vector<int32_t> dw_wsum_;   // [M] sums of the depthwise taps
   qconv_detail::QDwFn dw_fn_ = nullptr;
   std::vector<uint8_t> col_;       // patches [pixels, K] (or the transposed input of a 1x1 conv)
   std::vector<uint8_t> hwc_;       // padded HWC copy of one group of one image

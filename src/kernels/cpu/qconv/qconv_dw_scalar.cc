@@ -4,7 +4,9 @@
 namespace kestrel::kernels::cpu::qconv_detail {
 
 QDwFn qdw_fn_scalar() {
-  return &qdw_plane;
+  return [](const QDwPlane* p, int n) {
+    for (int i = 0; i < n; ++i) qdw_plane(p[i]);
+  };
 }
 
 }  // namespace kestrel::kernels::cpu::qconv_detail
