@@ -1,0 +1,52 @@
+// The int8 convolution GEMM computed directly in NCHW, Y[M, pixels] = W[M, K] * X[K, pixels]:
+// weights packed once into MR-row blocks, activations packed per panel of pixels so that one
+// vector lane holds KG consecutive k of one pixel (4 u8 for vpdpbusd, 2 u16 for vpmaddwd), and a
+// register-blocked micro-kernel with the requantizing epilogue storing contiguous NCHW rows.
+// The per-ISA units instantiate qconv_gemm_inl.h with that ISA's compiler flags.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cpu/qgemm/qgemm.h"
+
+namespace kestrel::kernels::cpu::qconv_detail {
+
+// Everything the epilogue needs that does not depend on the row.
+struct QcEpilogue {
+  bool i32 = false;              // store the int32 sums (ConvInteger), else requantize to u8
+  float lo_f = 0.f, hi_f = 0.f;  // out_min - y_zp, out_max - y_zp (clamp before rounding)
+  int32_t zp = 0;                // y_zp
+};
+
+// One panel of pixels against rows [m0, m1) of one group's weights.
+struct QcPanel {
+  const uint8_t* w = nullptr;    // packed weights of the group (all row blocks)
+  int64_t m0 = 0, m1 = 0;        // rows to compute (m0 a multiple of MR)
+  int64_t groups = 0;            // ceil(K / KG)
+  const uint8_t* x = nullptr;    // packed panel [groups][pt][4 bytes]
+  int64_t pt = 0;                // panel stride in pixels (a multiple of the vector lanes)
+  int64_t cols = 0;              // valid pixels (<= pt)
+  const int32_t* offset = nullptr;  // [M] bias - x_zp * sum_k w (the accumulators' start)
+  const float* scale = nullptr;     // [M] (u8 output)
+  const QcEpilogue* ep = nullptr;
+  uint8_t* y = nullptr;  // &Y[0, p0] of the group in the output type
+  int64_t ldy = 0;       // elements between rows of Y (pixels of the image)
+};
+
+struct QcTable {
+  int mr = 0, lanes = 0, nr = 0, kg = 4;
+  // W [m, k] (s8 row-major) -> ceil(m / MR) blocks of [groups][MR][4 bytes], zero padded.
+  void (*pack_w)(const int8_t* w, int64_t m, int64_t k, uint8_t* dst) = nullptr;
+  // Rows [0, k) of src (row stride ld), pixels [0, cols) -> [groups][pt][4 bytes]; k past K is 0.
+  void (*pack_x)(const uint8_t* src, int64_t ld, int64_t k, int64_t cols, int64_t pt, uint8_t* dst) = nullptr;
+  void (*run)(const QcPanel& p) = nullptr;
+};
+
+// Null when the ISA was not compiled into this binary.
+const QcTable* qc_table(QgemmIsa isa);
+const QcTable* qc_table_scalar();
+const QcTable* qc_table_avx2();
+const QcTable* qc_table_avxvnni();
+const QcTable* qc_table_avx512vnni();
+
+}  // namespace kestrel::kernels::cpu::qconv_detail

@@ -1,0 +1,182 @@
+// The NCHW int8 convolution GEMM (qconv_gemm.h) written once over an ISA traits type T and
+// instantiated per ISA by qconv_gemm_*.cc.
+//
+// Include only from a kernel .cc; the unnamed namespace keeps each ISA's copy private to its
+// translation unit (they are compiled with different -m flags and must never be merged).
+//
+// T provides: V (int32 accumulators of kLanes pixels), VX / VW (what load_x / bcast_w return),
+// kLanes, kKg (4: u8 x s8 bytes, 2: u16 x s16), splat(int32), load_x(p) (kLanes groups of 4
+// bytes), bcast_w(p) (one 4-byte group to every lane), dot(acc, x, w), and
+// finish<I32>(acc, scale, ep, out, n): the epilogue of the first n pixels of one row.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "kernels/cpu/qconv/qconv_gemm.h"
+
+#define KESTREL_QC_INLINE inline __attribute__((always_inline))
+#define KESTREL_QC_PRAGMA(x) _Pragma(#x)
+#define KESTREL_QC_UNROLL(n) KESTREL_QC_PRAGMA(GCC unroll n)
+
+namespace kestrel::kernels::cpu::qconv_detail {
+namespace {
+
+template <class T, int MR, int NV>
+struct QcKernel {
+  static constexpr int kLanes = T::kLanes;
+  static constexpr int kNr = NV * kLanes;
+
+  // R rows x NE vectors of pixels over all groups of K, accumulators started at the rows'
+  // offsets, then the epilogue straight from the registers. Edge tiles are their own
+  // instantiations so that narrow remainders do not pay for the full block.
+  template <int R, int NE, bool I32>
+  static void tile(const uint8_t* w, const uint8_t* x, int64_t groups, int64_t xs, const int32_t* off,
+                   const float* sc, const QcEpilogue& ep, uint8_t* y, int64_t ldy_bytes, int cols) {
+    typename T::V acc[R][NE];
+    KESTREL_QC_UNROLL(16)
+    for (int r = 0; r < R; ++r) {
+      const typename T::V o = T::splat(off[r]);
+      KESTREL_QC_UNROLL(8)
+      for (int v = 0; v < NE; ++v) acc[r][v] = o;
+    }
+    for (int64_t g = 0; g < groups; ++g) {
+      typename T::VX xv[NE];
+      KESTREL_QC_UNROLL(8)
+      for (int v = 0; v < NE; ++v) xv[v] = T::load_x(x + v * kLanes * 4);
+      KESTREL_QC_UNROLL(16)
+      for (int r = 0; r < R; ++r) {
+        const typename T::VW wv = T::bcast_w(w + r * 4);
+        KESTREL_QC_UNROLL(8)
+        for (int v = 0; v < NE; ++v) acc[r][v] = T::dot(acc[r][v], xv[v], wv);
+      }
+      x += xs;
+      w += MR * 4;
+    }
+    constexpr int esize = I32 ? 4 : 1;
+    KESTREL_QC_UNROLL(16)
+    for (int r = 0; r < R; ++r) {
+      const float s = I32 ? 0.f : sc[r];
+      KESTREL_QC_UNROLL(8)
+      for (int v = 0; v < NE; ++v) {
+        const int n = cols - v * kLanes < kLanes ? cols - v * kLanes : kLanes;
+        T::template finish<I32>(acc[r][v], s, ep, y + r * ldy_bytes + v * kLanes * esize, n);
+      }
+    }
+  }
+
+  using TileFn = void (*)(const uint8_t*, const uint8_t*, int64_t, int64_t, const int32_t*, const float*,
+                          const QcEpilogue&, uint8_t*, int64_t, int);
+
+  template <int NE, bool I32, size_t... I>
+  static constexpr std::array<TileFn, MR> make_row(std::index_sequence<I...>) {
+    return {&tile<static_cast<int>(I) + 1, NE, I32>...};
+  }
+  template <bool I32, size_t... J>
+  static constexpr auto make_tiles(std::index_sequence<J...>) {
+    return std::array<std::array<TileFn, MR>, NV>{
+        make_row<static_cast<int>(J) + 1, I32>(std::make_index_sequence<MR>{})...};
+  }
+
+  static void run(const QcPanel& p) {
+    static constexpr auto kTilesU8 = make_tiles<false>(std::make_index_sequence<NV>{});
+    static constexpr auto kTilesI32 = make_tiles<true>(std::make_index_sequence<NV>{});
+    const auto& tiles = p.ep->i32 ? kTilesI32 : kTilesU8;
+    const int esize = p.ep->i32 ? 4 : 1;
+    const int64_t ldy_bytes = p.ldy * esize;
+    const int64_t block = p.groups * MR * 4;
+    for (int64_t m = p.m0; m < p.m1; m += MR) {
+      const int rows = static_cast<int>(p.m1 - m < MR ? p.m1 - m : MR);
+      const uint8_t* w = p.w + (m / MR) * block;
+      const float* sc = p.scale ? p.scale + m : nullptr;
+      for (int64_t j = 0; j < p.cols; j += kNr) {
+        const int cols = static_cast<int>(p.cols - j < kNr ? p.cols - j : kNr);
+        tiles[(cols + kLanes - 1) / kLanes - 1][rows - 1](w, p.x + j * 4, p.groups, p.pt * 4, p.offset + m, sc,
+                                                          *p.ep, p.y + (m * p.ldy + j) * esize, ldy_bytes, cols);
+      }
+    }
+  }
+
+  static void pack_w(const int8_t* w, int64_t m, int64_t k, uint8_t* dst) {
+    const int64_t groups = (k + T::kKg - 1) / T::kKg;
+    for (int64_t b = 0; b * MR < m; ++b)
+      for (int64_t g = 0; g < groups; ++g)
+        for (int r = 0; r < MR; ++r) {
+          uint8_t* d = dst + ((b * groups + g) * MR + r) * 4;
+          const int64_t mm = b * MR + r;
+          for (int e = 0; e < T::kKg; ++e) {
+            const int64_t kk = g * T::kKg + e;
+            const int8_t v = mm < m && kk < k ? w[mm * k + kk] : int8_t{0};
+            if constexpr (T::kKg == 4) {
+              d[e] = static_cast<uint8_t>(v);
+            } else {
+              const int16_t s = v;
+              std::memcpy(d + 2 * e, &s, 2);
+            }
+          }
+        }
+  }
+
+  static void pack_x(const uint8_t* src, int64_t ld, int64_t k, int64_t cols, int64_t pt, uint8_t* dst) {
+    constexpr int kg = T::kKg;
+    const int64_t full = k / kg, groups = (k + kg - 1) / kg;
+    for (int64_t g = 0; g < groups; ++g) {
+      uint8_t* d = dst + g * pt * 4;
+      const uint8_t* s = src + g * kg * ld;
+      int64_t p = 0;
+#if defined(__SSE2__)
+      if (g < full) {
+        const __m128i z = _mm_setzero_si128();
+        for (; p + 16 <= cols; p += 16) {
+          __m128i o0, o1, o2, o3;
+          if constexpr (kg == 4) {
+            const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + p));
+            const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + ld + p));
+            const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 2 * ld + p));
+            const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 3 * ld + p));
+            const __m128i t0 = _mm_unpacklo_epi8(a, b), t1 = _mm_unpackhi_epi8(a, b);
+            const __m128i t2 = _mm_unpacklo_epi8(c, e), t3 = _mm_unpackhi_epi8(c, e);
+            o0 = _mm_unpacklo_epi16(t0, t2);
+            o1 = _mm_unpackhi_epi16(t0, t2);
+            o2 = _mm_unpacklo_epi16(t1, t3);
+            o3 = _mm_unpackhi_epi16(t1, t3);
+          } else {
+            const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + p));
+            const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + ld + p));
+            const __m128i t0 = _mm_unpacklo_epi8(a, b), t1 = _mm_unpackhi_epi8(a, b);
+            o0 = _mm_unpacklo_epi8(t0, z);
+            o1 = _mm_unpackhi_epi8(t0, z);
+            o2 = _mm_unpacklo_epi8(t1, z);
+            o3 = _mm_unpackhi_epi8(t1, z);
+          }
+          __m128i* o = reinterpret_cast<__m128i*>(d + p * 4);
+          _mm_storeu_si128(o, o0);
+          _mm_storeu_si128(o + 1, o1);
+          _mm_storeu_si128(o + 2, o2);
+          _mm_storeu_si128(o + 3, o3);
+        }
+      }
+#endif
+      const int rows = static_cast<int>(k - g * kg < kg ? k - g * kg : kg);
+      for (; p < cols; ++p) {
+        uint8_t q[4] = {0, 0, 0, 0};
+        for (int e = 0; e < rows; ++e) q[kg == 4 ? e : 2 * e] = s[e * ld + p];
+        std::memcpy(d + p * 4, q, 4);
+      }
+    }
+  }
+
+  static const QcTable* table() {
+    static const QcTable t{MR, kLanes, kNr, T::kKg, &pack_w, &pack_x, &run};
+    return &t;
+  }
+};
+
+}  // namespace
+}  // namespace kestrel::kernels::cpu::qconv_detail
