@@ -26,7 +26,7 @@ struct QcPanel {
   const uint8_t* x = nullptr;    // packed panel [groups][pt][4 bytes]
   int64_t pt = 0;                // panel stride in pixels (a multiple of the vector lanes)
   int64_t cols = 0;              // valid pixels (<= pt)
-  const int32_t* offset = nullptr;  // [M] bias - x_zp * sum_k w (the accumulators' start)
+  const int32_t* offset = nullptr;  // [M] bias - x_zp * sum_k w (added to the sums)
   const float* scale = nullptr;     // [M] (u8 output)
   const QcEpilogue* ep = nullptr;
   uint8_t* y = nullptr;  // &Y[0, p0] of the group in the output type

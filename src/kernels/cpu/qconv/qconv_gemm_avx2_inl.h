@@ -18,6 +18,7 @@ struct Qc256Epilogue {
   using VX = __m256i;
   using VW = __m256i;
   static KESTREL_QC_INLINE V splat(int32_t v) { return _mm256_set1_epi32(v); }
+  static KESTREL_QC_INLINE V add(V a, V b) { return _mm256_add_epi32(a, b); }
   static KESTREL_QC_INLINE VX load_x(const uint8_t* p) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
   }

@@ -22,6 +22,7 @@ struct Avx512VnniQc {
   using VX = __m512i;
   using VW = __m512i;
   static KESTREL_QC_INLINE V splat(int32_t v) { return _mm512_set1_epi32(v); }
+  static KESTREL_QC_INLINE V add(V a, V b) { return _mm512_add_epi32(a, b); }
   static KESTREL_QC_INLINE VX load_x(const uint8_t* p) { return _mm512_loadu_si512(p); }
   static KESTREL_QC_INLINE VW bcast_w(const uint8_t* p) {
     int32_t w;
@@ -30,6 +31,58 @@ struct Avx512VnniQc {
   }
   // vpdpbusd: 4 u8 (x) x 4 s8 (w) products summed into int32 without intermediate saturation.
   static KESTREL_QC_INLINE V dot(V acc, VX x, VW w) { return _mm512_dpbusd_epi32(acc, x, w); }
+  // The full 8 x 3 tile (QcKernel::tile's contract) with 24 named accumulators and the
+  // multiply-adds in assembly. GCC 12 kept the accumulator array of the generic tile in memory
+  // (a stack store per vpdpbusd); named variables stay in registers. Two asm statements of 4
+  // rows per k step (at most 30 operands each); zmm31 holds the broadcast weight.
+  template <int R, int NE, bool I32>
+    requires(R == 8 && NE == 3)
+  static void full_tile(const uint8_t* w, const uint8_t* x, int64_t groups, int64_t xs, const int32_t* off,
+                        const float* sc, const QcEpilogue& ep, uint8_t* y, int64_t ldy_bytes, int cols) {
+#define KESTREL_QC_ROW(r, o)                    \
+  "vpbroadcastd " #o "(%[w]), %%zmm31\n\t"       \
+  "vpdpbusd %%zmm31, %[x0], %[a" #r "0]\n\t" \
+  "vpdpbusd %%zmm31, %[x1], %[a" #r "1]\n\t" \
+  "vpdpbusd %%zmm31, %[x2], %[a" #r "2]\n\t"
+    __m512i a00 = _mm512_setzero_si512(), a01 = a00, a02 = a00, a10 = a00, a11 = a00, a12 = a00, a20 = a00,
+            a21 = a00, a22 = a00, a30 = a00, a31 = a00, a32 = a00, a40 = a00, a41 = a00, a42 = a00, a50 = a00,
+            a51 = a00, a52 = a00, a60 = a00, a61 = a00, a62 = a00, a70 = a00, a71 = a00, a72 = a00;
+    for (int64_t g = 0; g < groups; ++g) {
+      const __m512i x0 = _mm512_loadu_si512(x), x1 = _mm512_loadu_si512(x + 64), x2 = _mm512_loadu_si512(x + 128);
+      asm(KESTREL_QC_ROW(0, 0) KESTREL_QC_ROW(1, 4) KESTREL_QC_ROW(2, 8) KESTREL_QC_ROW(3, 12)
+          : [a00] "+v"(a00), [a01] "+v"(a01), [a02] "+v"(a02), [a10] "+v"(a10), [a11] "+v"(a11), [a12] "+v"(a12),
+            [a20] "+v"(a20), [a21] "+v"(a21), [a22] "+v"(a22), [a30] "+v"(a30), [a31] "+v"(a31), [a32] "+v"(a32)
+          : [x0] "v"(x0), [x1] "v"(x1), [x2] "v"(x2), [w] "r"(w), "m"(*reinterpret_cast<const uint8_t(*)[16]>(w))
+          : "zmm31");
+      asm(KESTREL_QC_ROW(0, 16) KESTREL_QC_ROW(1, 20) KESTREL_QC_ROW(2, 24) KESTREL_QC_ROW(3, 28)
+          : [a00] "+v"(a40), [a01] "+v"(a41), [a02] "+v"(a42), [a10] "+v"(a50), [a11] "+v"(a51), [a12] "+v"(a52),
+            [a20] "+v"(a60), [a21] "+v"(a61), [a22] "+v"(a62), [a30] "+v"(a70), [a31] "+v"(a71), [a32] "+v"(a72)
+          : [x0] "v"(x0), [x1] "v"(x1), [x2] "v"(x2), [w] "r"(w),
+            "m"(*reinterpret_cast<const uint8_t(*)[16]>(w + 16))
+          : "zmm31");
+      x += xs;
+      w += 32;
+    }
+#undef KESTREL_QC_ROW
+    constexpr int esize = I32 ? 4 : 1;
+    auto row = [&](int r, __m512i c0, __m512i c1, __m512i c2) {
+      const __m512i o = _mm512_set1_epi32(off[r]);
+      const float s = I32 ? 0.f : sc[r];
+      uint8_t* yr = y + r * ldy_bytes;
+      finish<I32>(_mm512_add_epi32(c0, o), s, ep, yr, 16);
+      finish<I32>(_mm512_add_epi32(c1, o), s, ep, yr + 16 * esize, 16);
+      finish<I32>(_mm512_add_epi32(c2, o), s, ep, yr + 32 * esize, cols - 32);
+    };
+    row(0, a00, a01, a02);
+    row(1, a10, a11, a12);
+    row(2, a20, a21, a22);
+    row(3, a30, a31, a32);
+    row(4, a40, a41, a42);
+    row(5, a50, a51, a52);
+    row(6, a60, a61, a62);
+    row(7, a70, a71, a72);
+  }
+
   template <bool I32>
   static KESTREL_QC_INLINE void finish(V acc, float scale, const QcEpilogue& ep, uint8_t* out, int n) {
     const __mmask16 mask = static_cast<__mmask16>(n >= 16 ? 0xffff : (1u << n) - 1);

@@ -5,14 +5,16 @@
 // translation unit (they are compiled with different -m flags and must never be merged).
 //
 // T provides: V (int32 accumulators of kLanes pixels), VX / VW (what load_x / bcast_w return),
-// kLanes, kKg (4: u8 x s8 bytes, 2: u16 x s16), splat(int32), load_x(p) (kLanes groups of 4
+// kLanes, kKg (4: u8 x s8 bytes, 2: u16 x s16), splat(int32), add(V, V), load_x(p) (kLanes groups of 4
 // bytes), bcast_w(p) (one 4-byte group to every lane), dot(acc, x, w), and
-// finish<I32>(acc, scale, ep, out, n): the epilogue of the first n pixels of one row.
+// finish<I32>(acc, scale, ep, out, n): the epilogue of the first n pixels of one row; optionally
+// full_tile<R, NE, I32>(...): the ISA's own version of tile<R, NE, I32> (same arguments).
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #if defined(__SSE2__)
@@ -28,6 +30,14 @@
 namespace kestrel::kernels::cpu::qconv_detail {
 namespace {
 
+// f(std::integral_constant<int, 0>) ... f(std::integral_constant<int, N - 1>), unrolled.
+template <int N, class F>
+KESTREL_QC_INLINE void static_for(F&& f) {
+  [&]<int... I>(std::integer_sequence<int, I...>) {
+    (f(std::integral_constant<int, I>{}), ...);
+  }(std::make_integer_sequence<int, N>{});
+}
+
 template <class T, int MR, int NV>
 struct QcKernel {
   static constexpr int kLanes = T::kLanes;
@@ -39,36 +49,36 @@ struct QcKernel {
   template <int R, int NE, bool I32>
   static void tile(const uint8_t* w, const uint8_t* x, int64_t groups, int64_t xs, const int32_t* off,
                    const float* sc, const QcEpilogue& ep, uint8_t* y, int64_t ldy_bytes, int cols) {
-    typename T::V acc[R][NE];
-    KESTREL_QC_UNROLL(16)
-    for (int r = 0; r < R; ++r) {
-      const typename T::V o = T::splat(off[r]);
-      KESTREL_QC_UNROLL(8)
-      for (int v = 0; v < NE; ++v) acc[r][v] = o;
+    // Every loop over rows / vectors is unrolled at compile time (static_for) so that acc lives
+    // in registers: with loop pragmas GCC 12 kept a memory copy of acc updated every k step, and
+    // starting the accumulators of a row at one shared offset vector made it shuffle them.
+    if constexpr (requires { T::template full_tile<R, NE, I32>(w, x, groups, xs, off, sc, ep, y, ldy_bytes, cols); }) {
+      T::template full_tile<R, NE, I32>(w, x, groups, xs, off, sc, ep, y, ldy_bytes, cols);  // the ISA's own
+      return;
     }
-    for (int64_t g = 0; g < groups; ++g) {
-      typename T::VX xv[NE];
-      KESTREL_QC_UNROLL(8)
-      for (int v = 0; v < NE; ++v) xv[v] = T::load_x(x + v * kLanes * 4);
-      KESTREL_QC_UNROLL(16)
-      for (int r = 0; r < R; ++r) {
-        const typename T::VW wv = T::bcast_w(w + r * 4);
-        KESTREL_QC_UNROLL(8)
-        for (int v = 0; v < NE; ++v) acc[r][v] = T::dot(acc[r][v], xv[v], wv);
+    typename T::V acc[R][NE];
+    static_for<R>([&](auto r) { static_for<NE>([&](auto v) { acc[r][v] = T::splat(0); }); });
+    {
+      for (int64_t g = 0; g < groups; ++g) {
+        typename T::VX xv[NE];
+        static_for<NE>([&](auto v) { xv[v] = T::load_x(x + v * kLanes * 4); });
+        static_for<R>([&](auto r) {
+          const typename T::VW wv = T::bcast_w(w + r * 4);
+          static_for<NE>([&](auto v) { acc[r][v] = T::dot(acc[r][v], xv[v], wv); });
+        });
+        x += xs;
+        w += MR * 4;
       }
-      x += xs;
-      w += MR * 4;
     }
     constexpr int esize = I32 ? 4 : 1;
-    KESTREL_QC_UNROLL(16)
-    for (int r = 0; r < R; ++r) {
+    static_for<R>([&](auto r) {
       const float s = I32 ? 0.f : sc[r];
-      KESTREL_QC_UNROLL(8)
-      for (int v = 0; v < NE; ++v) {
+      const typename T::V o = T::splat(off[r]);
+      static_for<NE>([&](auto v) {
         const int n = cols - v * kLanes < kLanes ? cols - v * kLanes : kLanes;
-        T::template finish<I32>(acc[r][v], s, ep, y + r * ldy_bytes + v * kLanes * esize, n);
-      }
-    }
+        T::template finish<I32>(T::add(acc[r][v], o), s, ep, y + r * ldy_bytes + v * kLanes * esize, n);
+      });
+    });
   }
 
   using TileFn = void (*)(const uint8_t*, const uint8_t*, int64_t, int64_t, const int32_t*, const float*,

@@ -25,6 +25,10 @@ struct ScalarQc {
     for (auto& v : r.v) v = static_cast<uint32_t>(s);
     return r;
   }
+  static V add(V a, const V& b) {
+    for (int j = 0; j < kLanes; ++j) a.v[j] += b.v[j];
+    return a;
+  }
   static VX load_x(const uint8_t* p) {
     VX r;
     std::memcpy(r.x, p, sizeof(r.x));
