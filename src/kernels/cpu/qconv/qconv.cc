@@ -39,50 +39,36 @@ int64_t ceil_div(int64_t a, int64_t d) {  // d > 0, a of any sign
   return a >= 0 ? (a + d - 1) / d : -((-a) / d);
 }
 
-// Rows [0, K) of im2col for output pixels [p0, p0 + cols) of one group of one image: row
-// (c, ky, kx) (the weights' own order) at dst + row * ld, the input under that tap or the zero
-// point in the padding (which then adds 0). One output-row segment at a time, so the bounds are
-// worked out per segment, not per pixel.
-void im2col_u8(const uint8_t* x, int64_t cg, const QConvShape& s, int64_t kh, int64_t kw, uint8_t zp, int64_t p0,
-               int64_t cols, uint8_t* dst, int64_t ld) {
-  const int64_t ih = s.ih, iw = s.iw, ow = s.ow, sw = s.sw;
-  for (int64_t c = 0; c < cg; ++c) {
-    const uint8_t* plane = x + c * ih * iw;
-    for (int64_t ky = 0; ky < kh; ++ky)
-      for (int64_t kx = 0; kx < kw; ++kx) {
-        uint8_t* row = dst + ((c * kh + ky) * kw + kx) * ld;
-        const int64_t shift = kx * s.dw - s.pad_left;  // ix = ox * sw + shift
-        // ox with 0 <= ix < iw
-        const int64_t ox_lo = std::max<int64_t>(0, ceil_div(-shift, sw));
-        const int64_t ox_hi = std::max(ox_lo, ceil_div(iw - shift, sw));
-        for (int64_t i = 0, p = p0; i < cols;) {
-          const int64_t oy = p / ow, ox0 = p % ow, n = std::min(ow - ox0, cols - i);
-          uint8_t* d = row + i;
-          const int64_t iy = oy * s.sh - s.pad_top + ky * s.dh;
-          if (iy < 0 || iy >= ih) {
-            std::memset(d, zp, static_cast<size_t>(n));
-          } else {
-            const int64_t lo = std::clamp(ox_lo, ox0, ox0 + n), hi = std::clamp(ox_hi, lo, ox0 + n);
-            std::memset(d, zp, static_cast<size_t>(lo - ox0));
-            const uint8_t* src = plane + iy * iw + lo * sw + shift;
-            uint8_t* dd = d + (lo - ox0);
-            if (sw == 1) {
-              std::memcpy(dd, src, static_cast<size_t>(hi - lo));
-            } else {
-              for (int64_t j = 0; j < hi - lo; ++j) dd[j] = src[j * sw];
-            }
-            std::memset(d + (hi - ox0), zp, static_cast<size_t>(ox0 + n - hi));
-          }
-          i += n;
-          p += n;
-        }
+// One channel's phase planes for QcIm2col: rows [0, ph) of the window's reach, padded column q
+// of phase j at dst[(j * ph + r) * pws + q] = input (r - pad_top, q * sw + j - pad_left), or the
+// zero point outside the input (it then adds 0).
+void phase_planes_u8(const uint8_t* x, const QConvShape& s, int64_t ph, int64_t pws, uint8_t zp, uint8_t* dst) {
+  const int64_t sw = s.sw, pl = s.pad_left;
+  for (int64_t r = 0; r < ph; ++r) {
+    const int64_t iy = r - s.pad_top;
+    for (int64_t j = 0; j < sw; ++j) {
+      uint8_t* d = dst + (j * ph + r) * pws;
+      if (iy < 0 || iy >= s.ih) {
+        std::memset(d, zp, static_cast<size_t>(pws));
+        continue;
       }
+      // q with 0 <= q * sw + j - pl < iw
+      const int64_t lo = std::clamp<int64_t>(ceil_div(pl - j, sw), 0, pws);
+      const int64_t hi = std::clamp<int64_t>(ceil_div(s.iw + pl - j, sw), lo, pws);
+      std::memset(d, zp, static_cast<size_t>(lo));
+      const uint8_t* src = x + iy * s.iw + lo * sw + j - pl;
+      if (sw == 1) {
+        std::memcpy(d + lo, src, static_cast<size_t>(hi - lo));
+      } else {
+        for (int64_t q = 0; q < hi - lo; ++q) d[lo + q] = src[q * sw];
+      }
+      std::memset(d + hi, zp, static_cast<size_t>(pws - hi));
+    }
   }
 }
 
 // Per-thread panel scratch of the gemm path: grows to the largest panel, then is reused.
 thread_local std::vector<uint8_t> t_panel;
-thread_local std::vector<uint8_t> t_cols;
 
 thread_local std::vector<float> t_dw_scratch;
 
@@ -213,7 +199,7 @@ Status QConv::run(const QConvShape& s, const uint8_t* x, void* y, core::ThreadPo
   // Tasks: (image, group, panel, row range); rows are split only when there are too few panels
   // to keep every thread busy.
   const int threads = pool ? pool->num_threads() : 1;
-  const int64_t base = s.n * sp.group * panels;
+  const int64_t base = sp.group * panels;
   int64_t msplit = 1;
   const bool parallel =
       threads > 1 && static_cast<double>(p) * static_cast<double>(sp.m) * static_cast<double>(k) * s.n >= 5e5;
@@ -223,42 +209,72 @@ Status QConv::run(const QConvShape& s, const uint8_t* x, void* y, core::ThreadPo
   ep.zp = sp.y_zp;
   ep.lo_f = static_cast<float>(std::max(sp.out_min, 0) - sp.y_zp);
   ep.hi_f = static_cast<float>(std::min(sp.out_max, 255) - sp.y_zp);
-  auto task = [&](int64_t task_id) {
-    const int64_t ms = task_id % msplit, rest = task_id / msplit;
-    const int64_t panel = rest % panels, ng = rest / panels, g = ng % sp.group, n = ng / sp.group;
-    const int64_t p0 = panel * panel_px, cols = std::min(panel_px, p - p0);
-    const int64_t pt = (cols + t.lanes - 1) / t.lanes * t.lanes;
-    const size_t panel_bytes = static_cast<size_t>(groups * pt * 4);
-    if (t_panel.size() < panel_bytes) t_panel.resize(panel_bytes);
-    const uint8_t* xg = x + (n * s.c + g * cg) * s.ih * s.iw;
-    if (pointwise) {
-      t.pack_x(xg + p0, p, k, cols, pt, t_panel.data());
+  // Windows read the input through phase planes (QcIm2col); the input itself is one when there
+  // is no padding and no stride along the row.
+  const int64_t ph = (s.oh - 1) * s.sh + (sp.kh - 1) * s.dh + 1, pw = (s.ow - 1) * s.sw + (sp.kw - 1) * s.dw + 1;
+  const bool direct = s.pad_top == 0 && s.pad_left == 0 && s.sw == 1 && ph <= s.ih && pw <= s.iw;
+  const int64_t pws = (pw + s.sw - 1) / s.sw;
+  qconv_detail::QcIm2col im;
+  im.k = k;
+  im.kh = sp.kh;
+  im.kw = sp.kw;
+  im.sh = s.sh;
+  im.sw = s.sw;
+  im.dh = s.dh;
+  im.dw = s.dw;
+  im.ow = s.ow;
+  if (!pointwise) {
+    if (direct) {
+      im.chan_stride = s.ih * s.iw;
+      im.prow = s.iw;
     } else {
-      const size_t col_bytes = static_cast<size_t>(k * pt);
-      if (t_cols.size() < col_bytes) t_cols.resize(col_bytes);
-      im2col_u8(xg, cg, s, sp.kh, sp.kw, sp.x_zp, p0, cols, t_cols.data(), pt);
-      t.pack_x(t_cols.data(), pt, k, cols, pt, t_panel.data());
+      im.phase_stride = ph * pws;
+      im.chan_stride = s.sw * ph * pws;
+      im.prow = pws;
+      const size_t bytes = static_cast<size_t>(s.c * im.chan_stride);
+      if (planes_.size() < bytes) planes_.resize(bytes);
     }
-    qconv_detail::QcPanel q;
-    q.w = w_packed_.data() + g * w_group_bytes_;
-    q.m0 = std::min(mg, mblocks * ms / msplit * t.mr);
-    q.m1 = std::min(mg, mblocks * (ms + 1) / msplit * t.mr);
-    q.groups = groups;
-    q.x = t_panel.data();
-    q.pt = pt;
-    q.cols = cols;
-    q.offset = offset_.data() + g * mg;
-    q.scale = sp.out == QOut::kU8 ? sp.scale.data() + g * mg : nullptr;
-    q.ep = &ep;
-    q.y = static_cast<uint8_t*>(y) + static_cast<size_t>((n * sp.m + g * mg) * p + p0) * esize;
-    q.ldy = p;
-    if (q.m0 < q.m1) t.run(q);
-  };
-  const int64_t tasks = base * msplit;
-  if (parallel && tasks > 1) {
-    pool->run(tasks, task);
-  } else {
-    for (int64_t i = 0; i < tasks; ++i) task(i);
+  }
+  const int64_t tasks = sp.group * panels * msplit;
+  for (int64_t n = 0; n < s.n; ++n) {
+    const uint8_t* xn = x + n * s.c * s.ih * s.iw;
+    if (!pointwise && !direct)
+      for (int64_t c = 0; c < s.c; ++c)
+        phase_planes_u8(xn + c * s.ih * s.iw, s, ph, pws, sp.x_zp, planes_.data() + c * im.chan_stride);
+    auto task = [&](int64_t task_id) {
+      const int64_t ms = task_id % msplit, rest = task_id / msplit;
+      const int64_t panel = rest % panels, g = rest / panels;
+      const int64_t p0 = panel * panel_px, cols = std::min(panel_px, p - p0);
+      const int64_t pt = (cols + t.lanes - 1) / t.lanes * t.lanes;
+      const size_t panel_bytes = static_cast<size_t>(groups * pt * 4);
+      if (t_panel.size() < panel_bytes) t_panel.resize(panel_bytes);
+      if (pointwise) {
+        t.pack_x(xn + g * cg * p + p0, p, k, cols, pt, t_panel.data());
+      } else {
+        qconv_detail::QcIm2col a = im;
+        a.src = (direct ? xn : planes_.data()) + g * cg * im.chan_stride;
+        t.pack_im2col(a, p0, cols, pt, t_panel.data());
+      }
+      qconv_detail::QcPanel q;
+      q.w = w_packed_.data() + g * w_group_bytes_;
+      q.m0 = std::min(mg, mblocks * ms / msplit * t.mr);
+      q.m1 = std::min(mg, mblocks * (ms + 1) / msplit * t.mr);
+      q.groups = groups;
+      q.x = t_panel.data();
+      q.pt = pt;
+      q.cols = cols;
+      q.offset = offset_.data() + g * mg;
+      q.scale = sp.out == QOut::kU8 ? sp.scale.data() + g * mg : nullptr;
+      q.ep = &ep;
+      q.y = static_cast<uint8_t*>(y) + static_cast<size_t>((n * sp.m + g * mg) * p + p0) * esize;
+      q.ldy = p;
+      if (q.m0 < q.m1) t.run(q);
+    };
+    if (parallel && tasks > 1) {
+      pool->run(tasks, task);
+    } else {
+      for (int64_t i = 0; i < tasks; ++i) task(i);
+    }
   }
   return Status::ok();
 }

@@ -33,12 +33,23 @@ struct QcPanel {
   int64_t ldy = 0;       // elements between rows of Y (pixels of the image)
 };
 
+// Where pack_im2col finds the input: per channel, sw phase planes of the zero-point padded
+// input, phase j holding padded columns j, j + sw, ... (so that a run of outputs along a row
+// reads a contiguous run whatever the stride), rows prow bytes apart.
+struct QcIm2col {
+  const uint8_t* src = nullptr;
+  int64_t chan_stride = 0, phase_stride = 0, prow = 0;
+  int64_t k = 0, kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, ow = 1;
+};
+
 struct QcTable {
   int mr = 0, lanes = 0, nr = 0, kg = 4;
   // W [m, k] (s8 row-major) -> ceil(m / MR) blocks of [groups][MR][4 bytes], zero padded.
   void (*pack_w)(const int8_t* w, int64_t m, int64_t k, uint8_t* dst) = nullptr;
   // Rows [0, k) of src (row stride ld), pixels [0, cols) -> [groups][pt][4 bytes]; k past K is 0.
   void (*pack_x)(const uint8_t* src, int64_t ld, int64_t k, int64_t cols, int64_t pt, uint8_t* dst) = nullptr;
+  // im2col of output pixels [p0, p0 + cols) (rows (c, ky, kx) of K) -> [groups][pt][4 bytes].
+  void (*pack_im2col)(const QcIm2col& a, int64_t p0, int64_t cols, int64_t pt, uint8_t* dst) = nullptr;
   void (*run)(const QcPanel& p) = nullptr;
 };
 

@@ -11,6 +11,7 @@
 // full_tile<R, NE, I32>(...): the ISA's own version of tile<R, NE, I32> (same arguments).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -18,7 +19,7 @@
 #include <utility>
 
 #if defined(__SSE2__)
-#include <emmintrin.h>
+#include <immintrin.h>
 #endif
 
 #include "kernels/cpu/qconv/qconv_gemm.h"
@@ -133,57 +134,110 @@ struct QcKernel {
         }
   }
 
+  // n pixels of KG source rows (null: past K, zeros) -> n groups of 4 bytes at d.
+  static KESTREL_QC_INLINE void pack_rows(const uint8_t* const* rows, int64_t n, uint8_t* d) {
+    constexpr int kg = T::kKg;
+    static const uint8_t kZeros[16] = {};
+    int64_t p = 0;
+#if defined(__SSE2__)
+    const uint8_t* r[kg];
+    for (int e = 0; e < kg; ++e) r[e] = rows[e];
+    // Rows past K read 16 zero bytes (the stride 0 keeps the same load in the loop).
+    int64_t step[kg];
+    for (int e = 0; e < kg; ++e) {
+      step[e] = r[e] ? 16 : 0;
+      if (!r[e]) r[e] = kZeros;
+    }
+    auto pack16 = [&](const __m128i* v, uint8_t* o) {
+      __m128i o0, o1, o2, o3;
+      if constexpr (kg == 4) {
+        const __m128i t0 = _mm_unpacklo_epi8(v[0], v[1]), t1 = _mm_unpackhi_epi8(v[0], v[1]);
+        const __m128i t2 = _mm_unpacklo_epi8(v[2], v[3]), t3 = _mm_unpackhi_epi8(v[2], v[3]);
+        o0 = _mm_unpacklo_epi16(t0, t2);
+        o1 = _mm_unpackhi_epi16(t0, t2);
+        o2 = _mm_unpacklo_epi16(t1, t3);
+        o3 = _mm_unpackhi_epi16(t1, t3);
+      } else {
+        const __m128i z = _mm_setzero_si128();
+        const __m128i t0 = _mm_unpacklo_epi8(v[0], v[1]), t1 = _mm_unpackhi_epi8(v[0], v[1]);
+        o0 = _mm_unpacklo_epi8(t0, z);
+        o1 = _mm_unpackhi_epi8(t0, z);
+        o2 = _mm_unpacklo_epi8(t1, z);
+        o3 = _mm_unpackhi_epi8(t1, z);
+      }
+      __m128i* q = reinterpret_cast<__m128i*>(o);
+      _mm_storeu_si128(q, o0);
+      _mm_storeu_si128(q + 1, o1);
+      _mm_storeu_si128(q + 2, o2);
+      _mm_storeu_si128(q + 3, o3);
+    };
+    for (; p + 16 <= n; p += 16) {
+      __m128i v[kg];
+      for (int e = 0; e < kg; ++e) v[e] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r[e]));
+      pack16(v, d + p * 4);
+      for (int e = 0; e < kg; ++e) r[e] += step[e];
+    }
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+    if (p < n) {  // the tail through masked loads (bytes past n are not read) and stores
+      const __mmask16 m = static_cast<__mmask16>((1u << (n - p)) - 1);
+      __m128i v[kg];
+      for (int e = 0; e < kg; ++e) v[e] = _mm_maskz_loadu_epi8(m, r[e]);
+      alignas(16) uint8_t tmp[64];
+      pack16(v, tmp);
+      std::memcpy(d + p * 4, tmp, static_cast<size_t>((n - p) * 4));
+      return;
+    }
+#endif
+#endif
+    for (; p < n; ++p) {
+      uint8_t q[4] = {0, 0, 0, 0};
+      for (int e = 0; e < kg; ++e)
+        if (rows[e]) q[kg == 4 ? e : 2 * e] = rows[e][p];
+      std::memcpy(d + p * 4, q, 4);
+    }
+  }
+
   static void pack_x(const uint8_t* src, int64_t ld, int64_t k, int64_t cols, int64_t pt, uint8_t* dst) {
     constexpr int kg = T::kKg;
-    const int64_t full = k / kg, groups = (k + kg - 1) / kg;
+    const int64_t groups = (k + kg - 1) / kg;
     for (int64_t g = 0; g < groups; ++g) {
-      uint8_t* d = dst + g * pt * 4;
-      const uint8_t* s = src + g * kg * ld;
-      int64_t p = 0;
-#if defined(__SSE2__)
-      if (g < full) {
-        const __m128i z = _mm_setzero_si128();
-        for (; p + 16 <= cols; p += 16) {
-          __m128i o0, o1, o2, o3;
-          if constexpr (kg == 4) {
-            const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + p));
-            const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + ld + p));
-            const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 2 * ld + p));
-            const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 3 * ld + p));
-            const __m128i t0 = _mm_unpacklo_epi8(a, b), t1 = _mm_unpackhi_epi8(a, b);
-            const __m128i t2 = _mm_unpacklo_epi8(c, e), t3 = _mm_unpackhi_epi8(c, e);
-            o0 = _mm_unpacklo_epi16(t0, t2);
-            o1 = _mm_unpackhi_epi16(t0, t2);
-            o2 = _mm_unpacklo_epi16(t1, t3);
-            o3 = _mm_unpackhi_epi16(t1, t3);
-          } else {
-            const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + p));
-            const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + ld + p));
-            const __m128i t0 = _mm_unpacklo_epi8(a, b), t1 = _mm_unpackhi_epi8(a, b);
-            o0 = _mm_unpacklo_epi8(t0, z);
-            o1 = _mm_unpackhi_epi8(t0, z);
-            o2 = _mm_unpacklo_epi8(t1, z);
-            o3 = _mm_unpackhi_epi8(t1, z);
-          }
-          __m128i* o = reinterpret_cast<__m128i*>(d + p * 4);
-          _mm_storeu_si128(o, o0);
-          _mm_storeu_si128(o + 1, o1);
-          _mm_storeu_si128(o + 2, o2);
-          _mm_storeu_si128(o + 3, o3);
+      const uint8_t* rows[kg];
+      for (int e = 0; e < kg; ++e) rows[e] = g * kg + e < k ? src + (g * kg + e) * ld : nullptr;
+      pack_rows(rows, cols, dst + g * pt * 4);
+    }
+  }
+
+  // im2col straight into the packed panel from the padded phase planes (QcIm2col): every
+  // (row of K, output row) run is contiguous there, whatever the stride, dilation or padding.
+  static void pack_im2col(const QcIm2col& a, int64_t p0, int64_t cols, int64_t pt, uint8_t* dst) {
+    constexpr int kg = T::kKg;
+    const int64_t taps = a.kh * a.kw, groups = (a.k + kg - 1) / kg;
+    for (int64_t g = 0; g < groups; ++g) {
+      const uint8_t* base[kg];
+      for (int e = 0; e < kg; ++e) {
+        const int64_t kk = g * kg + e;
+        if (kk >= a.k) {
+          base[e] = nullptr;
+          continue;
         }
+        const int64_t c = kk / taps, t = kk % taps, ky = t / a.kw, kx = t % a.kw, xo = kx * a.dw;
+        base[e] = a.src + c * a.chan_stride + (xo % a.sw) * a.phase_stride + ky * a.dh * a.prow + xo / a.sw;
       }
-#endif
-      const int rows = static_cast<int>(k - g * kg < kg ? k - g * kg : kg);
-      for (; p < cols; ++p) {
-        uint8_t q[4] = {0, 0, 0, 0};
-        for (int e = 0; e < rows; ++e) q[kg == 4 ? e : 2 * e] = s[e * ld + p];
-        std::memcpy(d + p * 4, q, 4);
+      uint8_t* d = dst + g * pt * 4;
+      for (int64_t i = 0, p = p0; i < cols;) {
+        const int64_t oy = p / a.ow, ox0 = p % a.ow, n = std::min(a.ow - ox0, cols - i);
+        const int64_t off = oy * a.sh * a.prow + ox0;
+        const uint8_t* rows[kg];
+        for (int e = 0; e < kg; ++e) rows[e] = base[e] ? base[e] + off : nullptr;
+        pack_rows(rows, n, d + i * 4);
+        i += n;
+        p += n;
       }
     }
   }
 
   static const QcTable* table() {
-    static const QcTable t{MR, kLanes, kNr, T::kKg, &pack_w, &pack_x, &run};
+    static const QcTable t{MR, kLanes, kNr, T::kKg, &pack_w, &pack_x, &pack_im2col, &run};
     return &t;
   }
 };
