@@ -1,4 +1,5 @@
-// AVX-VNNI NCHW int8 convolution GEMM (6 rows x 16 pixels): 256-bit vpdpbusd (VEX) of 8 pixels'
+// AVX-VNNI NCHW int8 convolution GEMM (4 rows x 16 pixels; 6 rows left GCC too few of the 16
+// registers and it stored accumulators every k step): 256-bit vpdpbusd (VEX) of 8 pixels.
 // 4 u8 activations against one row's 4 s8 weights broadcast to every lane.
 #include <immintrin.h>
 
@@ -17,7 +18,7 @@ struct AvxVnniQc : Qc256Epilogue {
 }  // namespace
 
 const QcTable* qc_table_avxvnni() {
-  return QcKernel<AvxVnniQc, 6, 2>::table();
+  return QcKernel<AvxVnniQc, 4, 2>::table();
 }
 
 }  // namespace kestrel::kernels::cpu::qconv_detail
