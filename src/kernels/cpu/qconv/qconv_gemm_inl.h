@@ -137,12 +137,12 @@ struct QcKernel {
   // n pixels of KG source rows (null: past K, zeros) -> n groups of 4 bytes at d.
   static KESTREL_QC_INLINE void pack_rows(const uint8_t* const* rows, int64_t n, uint8_t* d) {
     constexpr int kg = T::kKg;
-    static const uint8_t kZeros[16] = {};
+    alignas(64) static const uint8_t kZeros[64] = {};
     int64_t p = 0;
 #if defined(__SSE2__)
     const uint8_t* r[kg];
     for (int e = 0; e < kg; ++e) r[e] = rows[e];
-    // Rows past K read 16 zero bytes (the stride 0 keeps the same load in the loop).
+    // Rows past K read zero bytes (the stride 0 keeps the same load in the loop).
     int64_t step[kg];
     for (int e = 0; e < kg; ++e) {
       step[e] = r[e] ? 16 : 0;
@@ -171,6 +171,30 @@ struct QcKernel {
       _mm_storeu_si128(q + 2, o2);
       _mm_storeu_si128(q + 3, o3);
     };
+#if defined(__AVX512BW__)
+    if constexpr (kg == 4) {
+      // 64 pixels at a time: the byte / word interleave works within 128-bit lanes, so lane L of
+      // o_i holds pixels 16 L + 4 i .. + 3; a 4 x 4 transpose of the lanes restores pixel order.
+      for (int e = 0; e < kg; ++e) step[e] *= 4;
+      for (; p + 64 <= n; p += 64) {
+        const __m512i a = _mm512_loadu_si512(r[0]), b = _mm512_loadu_si512(r[1]);
+        const __m512i c = _mm512_loadu_si512(r[2]), e = _mm512_loadu_si512(r[3]);
+        const __m512i t0 = _mm512_unpacklo_epi8(a, b), t1 = _mm512_unpackhi_epi8(a, b);
+        const __m512i t2 = _mm512_unpacklo_epi8(c, e), t3 = _mm512_unpackhi_epi8(c, e);
+        const __m512i o0 = _mm512_unpacklo_epi16(t0, t2), o1 = _mm512_unpackhi_epi16(t0, t2);
+        const __m512i o2 = _mm512_unpacklo_epi16(t1, t3), o3 = _mm512_unpackhi_epi16(t1, t3);
+        const __m512i u0 = _mm512_shuffle_i32x4(o0, o1, 0x44), u1 = _mm512_shuffle_i32x4(o0, o1, 0xEE);
+        const __m512i u2 = _mm512_shuffle_i32x4(o2, o3, 0x44), u3 = _mm512_shuffle_i32x4(o2, o3, 0xEE);
+        uint8_t* q = d + p * 4;
+        _mm512_storeu_si512(q, _mm512_shuffle_i32x4(u0, u2, 0x88));
+        _mm512_storeu_si512(q + 64, _mm512_shuffle_i32x4(u0, u2, 0xDD));
+        _mm512_storeu_si512(q + 128, _mm512_shuffle_i32x4(u1, u3, 0x88));
+        _mm512_storeu_si512(q + 192, _mm512_shuffle_i32x4(u1, u3, 0xDD));
+        for (int k = 0; k < kg; ++k) r[k] += step[k];
+      }
+      for (int e = 0; e < kg; ++e) step[e] /= 4;
+    }
+#endif
     for (; p + 16 <= n; p += 16) {
       __m128i v[kg];
       for (int e = 0; e < kg; ++e) v[e] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r[e]));
