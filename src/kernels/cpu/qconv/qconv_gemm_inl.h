@@ -25,8 +25,6 @@
 #include "kernels/cpu/qconv/qconv_gemm.h"
 
 #define KESTREL_QC_INLINE inline __attribute__((always_inline))
-#define KESTREL_QC_PRAGMA(x) _Pragma(#x)
-#define KESTREL_QC_UNROLL(n) KESTREL_QC_PRAGMA(GCC unroll n)
 
 namespace kestrel::kernels::cpu::qconv_detail {
 namespace {
@@ -44,32 +42,30 @@ struct QcKernel {
   static constexpr int kLanes = T::kLanes;
   static constexpr int kNr = NV * kLanes;
 
-  // R rows x NE vectors of pixels over all groups of K, accumulators started at the rows'
-  // offsets, then the epilogue straight from the registers. Edge tiles are their own
+  // R rows x NE vectors of pixels over all groups of K, accumulators from zero, then the row
+  // offsets and the epilogue straight from the registers. Edge tiles are their own
   // instantiations so that narrow remainders do not pay for the full block.
   template <int R, int NE, bool I32>
   static void tile(const uint8_t* w, const uint8_t* x, int64_t groups, int64_t xs, const int32_t* off,
                    const float* sc, const QcEpilogue& ep, uint8_t* y, int64_t ldy_bytes, int cols) {
-    // Every loop over rows / vectors is unrolled at compile time (static_for) so that acc lives
-    // in registers: with loop pragmas GCC 12 kept a memory copy of acc updated every k step, and
-    // starting the accumulators of a row at one shared offset vector made it shuffle them.
     if constexpr (requires { T::template full_tile<R, NE, I32>(w, x, groups, xs, off, sc, ep, y, ldy_bytes, cols); }) {
       T::template full_tile<R, NE, I32>(w, x, groups, xs, off, sc, ep, y, ldy_bytes, cols);  // the ISA's own
       return;
     }
+    // Tiles that fill the register file (GCC 12: the AVX-512 8 x 3, AVX-VNNI 6 x 2) come out of
+    // this code with an accumulator store to the stack per k step; they get a full_tile or a
+    // smaller block. Starting every accumulator of a row at one shared offset vector was worse.
     typename T::V acc[R][NE];
     static_for<R>([&](auto r) { static_for<NE>([&](auto v) { acc[r][v] = T::splat(0); }); });
-    {
-      for (int64_t g = 0; g < groups; ++g) {
-        typename T::VX xv[NE];
-        static_for<NE>([&](auto v) { xv[v] = T::load_x(x + v * kLanes * 4); });
-        static_for<R>([&](auto r) {
-          const typename T::VW wv = T::bcast_w(w + r * 4);
-          static_for<NE>([&](auto v) { acc[r][v] = T::dot(acc[r][v], xv[v], wv); });
-        });
-        x += xs;
-        w += MR * 4;
-      }
+    for (int64_t g = 0; g < groups; ++g) {
+      typename T::VX xv[NE];
+      static_for<NE>([&](auto v) { xv[v] = T::load_x(x + v * kLanes * 4); });
+      static_for<R>([&](auto r) {
+        const typename T::VW wv = T::bcast_w(w + r * 4);
+        static_for<NE>([&](auto v) { acc[r][v] = T::dot(acc[r][v], xv[v], wv); });
+      });
+      x += xs;
+      w += MR * 4;
     }
     constexpr int esize = I32 ? 4 : 1;
     static_for<R>([&](auto r) {
