@@ -30,7 +30,12 @@ struct Avx512VnniQc {
     return _mm512_set1_epi32(w);
   }
   // vpdpbusd: 4 u8 (x) x 4 s8 (w) products summed into int32 without intermediate saturation.
-  static KESTREL_QC_INLINE V dot(V acc, VX x, VW w) { return _mm512_dpbusd_epi32(acc, x, w); }
+  // (asm: with the intrinsic GCC 12 copied the tied accumulator through another register and the
+  // stack every k step in tiles that fill the register file)
+  static KESTREL_QC_INLINE V dot(V acc, VX x, VW w) {
+    asm("vpdpbusd %[w], %[x], %[a]" : [a] "+v"(acc) : [x] "v"(x), [w] "v"(w));
+    return acc;
+  }
   // The full 8 x 3 tile (QcKernel::tile's contract) with 24 named accumulators and the
   // multiply-adds in assembly. GCC 12 kept the accumulator array of the generic tile in memory
   // (a stack store per vpdpbusd); named variables stay in registers. Two asm statements of 4
