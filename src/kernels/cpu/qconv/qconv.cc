@@ -45,8 +45,10 @@ int64_t ceil_div(int64_t a, int64_t d) {  // d > 0, a of any sign
 
 // One channel's phase planes for QcIm2col: rows [0, ph) of the window's reach, padded column q
 // of phase j at dst[(j * ph + r) * pws + q] = input (r - pad_top, q * sw + j - pad_left), or the
-// zero point outside the input (it then adds 0).
-void phase_planes_u8(const uint8_t* x, const QConvShape& s, int64_t ph, int64_t pws, uint8_t zp, uint8_t* dst) {
+// zero point outside the input (it then adds 0). x_end: the end of the whole input (vector loads
+// may run past a row into the next one, never past x_end).
+void phase_planes_u8(const uint8_t* x, const uint8_t* x_end, const QConvShape& s, int64_t ph, int64_t pws, uint8_t zp,
+                     uint8_t* dst) {
   const int64_t sw = s.sw, pl = s.pad_left;
   for (int64_t r = 0; r < ph; ++r) {
     const int64_t iy = r - s.pad_top;
@@ -68,9 +70,9 @@ void phase_planes_u8(const uint8_t* x, const QConvShape& s, int64_t ph, int64_t 
         q = n;
       }
 #if defined(__SSE2__)
-      if (sw == 2) {  // even bytes of 32 at a time (the last block must not read past the row)
+      if (sw == 2) {  // even bytes of 32 at a time (past the row end, but not past the input's)
         const __m128i low = _mm_set1_epi16(0x00ff);
-        for (; q + 16 <= n && (q + 16) * 2 <= s.iw - (lo * sw + j - pl); q += 16) {
+        for (; q + 16 <= n && src + 2 * q + 32 <= x_end; q += 16) {
           const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * q));
           const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * q + 16));
           _mm_storeu_si128(reinterpret_cast<__m128i*>(d + lo + q),
@@ -253,11 +255,12 @@ Status QConv::run(const QConvShape& s, const uint8_t* x, void* y, core::ThreadPo
     }
   }
   const int64_t tasks = sp.group * panels * msplit;
+  const uint8_t* x_end = x + s.n * s.c * s.ih * s.iw;
   for (int64_t n = 0; n < s.n; ++n) {
     const uint8_t* xn = x + n * s.c * s.ih * s.iw;
     if (!pointwise && !direct)
       for (int64_t c = 0; c < s.c; ++c)
-        phase_planes_u8(xn + c * s.ih * s.iw, s, ph, pws, sp.x_zp, planes_.data() + c * im.chan_stride);
+        phase_planes_u8(xn + c * s.ih * s.iw, x_end, s, ph, pws, sp.x_zp, planes_.data() + c * im.chan_stride);
     auto task = [&](int64_t task_id) {
       const int64_t ms = task_id % msplit, rest = task_id / msplit;
       const int64_t panel = rest % panels, g = rest / panels;
