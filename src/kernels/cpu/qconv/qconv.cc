@@ -224,10 +224,8 @@ Status QConv::run(const QConvShape& s, const uint8_t* x, void* y, core::ThreadPo
       threads > 1 && static_cast<double>(p) * static_cast<double>(sp.m) * static_cast<double>(k) * s.n >= 5e5;
   if (parallel && base < 4 * threads) msplit = std::min(mblocks, (4 * threads + base - 1) / base);
   qconv_detail::QcEpilogue ep;
-  ep.i32 = sp.out == QOut::kI32;
-  ep.zp = sp.y_zp;
-  ep.lo_f = static_cast<float>(std::max(sp.out_min, 0) - sp.y_zp);
-  ep.hi_f = static_cast<float>(std::min(sp.out_max, 255) - sp.y_zp);
+  ep.set(sp.out == QOut::kI32, static_cast<float>(std::max(sp.out_min, 0) - sp.y_zp),
+         static_cast<float>(std::min(sp.out_max, 255) - sp.y_zp), sp.y_zp);
   // Windows read the input through phase planes (QcIm2col); the input itself is one when there
   // is no padding and no stride along the row.
   const int64_t ph = (s.oh - 1) * s.sh + (sp.kh - 1) * s.dh + 1, pw = (s.ow - 1) * s.sw + (sp.kw - 1) * s.dw + 1;

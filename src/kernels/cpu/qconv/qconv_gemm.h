@@ -12,10 +12,23 @@
 namespace kestrel::kernels::cpu::qconv_detail {
 
 // Everything the epilogue needs that does not depend on the row.
-struct QcEpilogue {
+struct alignas(64) QcEpilogue {
   bool i32 = false;              // store the int32 sums (ConvInteger), else requantize to u8
   float lo_f = 0.f, hi_f = 0.f;  // out_min - y_zp, out_max - y_zp (clamp before rounding)
   int32_t zp = 0;                // y_zp
+  // The same broadcast to 16 lanes, so that vector instructions take them as memory operands
+  // (no register held across the K loop, no broadcast per use).
+  alignas(64) float lo16[16] = {}, hi16[16] = {};
+  void set(bool int32_out, float lo, float hi, int32_t y_zp) {
+    i32 = int32_out;
+    lo_f = lo;
+    hi_f = hi;
+    zp = y_zp;
+    for (int i = 0; i < 16; ++i) {
+      lo16[i] = lo;
+      hi16[i] = hi;
+    }
+  }
 };
 
 // One panel of pixels against rows [m0, m1) of one group's weights.

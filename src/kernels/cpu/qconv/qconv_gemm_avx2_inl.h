@@ -38,8 +38,8 @@ struct Qc256Epilogue {
       }
     } else {
       __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(acc), _mm256_set1_ps(scale));
-      f = _mm256_max_ps(f, _mm256_set1_ps(ep.lo_f));  // NaN -> lo (max returns the second operand)
-      f = _mm256_min_ps(f, _mm256_set1_ps(ep.hi_f));
+      f = _mm256_max_ps(f, _mm256_load_ps(ep.lo16));  // NaN -> lo (max returns the second operand)
+      f = _mm256_min_ps(f, _mm256_load_ps(ep.hi16));
       const __m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(f), _mm256_set1_epi32(ep.zp));  // half to even
       // q is within [0, 255]: both packs are exact.
       const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));

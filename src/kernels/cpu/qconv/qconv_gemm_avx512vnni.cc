@@ -49,9 +49,12 @@ struct Avx512VnniQc {
   "vpdpbusd %%zmm31, %[x0], %[a" #r "0]\n\t" \
   "vpdpbusd %%zmm31, %[x1], %[a" #r "1]\n\t" \
   "vpdpbusd %%zmm31, %[x2], %[a" #r "2]\n\t"
-    __m512i a00 = _mm512_setzero_si512(), a01 = a00, a02 = a00, a10 = a00, a11 = a00, a12 = a00, a20 = a00,
-            a21 = a00, a22 = a00, a30 = a00, a31 = a00, a32 = a00, a40 = a00, a41 = a00, a42 = a00, a50 = a00,
-            a51 = a00, a52 = a00, a60 = a00, a61 = a00, a62 = a00, a70 = a00, a71 = a00, a72 = a00;
+    // The accumulators start at the rows' offsets (one add less per output vector).
+    __m512i a00 = _mm512_set1_epi32(off[0]), a01 = a00, a02 = a00, a10 = _mm512_set1_epi32(off[1]), a11 = a10,
+            a12 = a10, a20 = _mm512_set1_epi32(off[2]), a21 = a20, a22 = a20, a30 = _mm512_set1_epi32(off[3]),
+            a31 = a30, a32 = a30, a40 = _mm512_set1_epi32(off[4]), a41 = a40, a42 = a40,
+            a50 = _mm512_set1_epi32(off[5]), a51 = a50, a52 = a50, a60 = _mm512_set1_epi32(off[6]), a61 = a60,
+            a62 = a60, a70 = _mm512_set1_epi32(off[7]), a71 = a70, a72 = a70;
     for (int64_t g = 0; g < groups; ++g) {
       const __m512i x0 = _mm512_loadu_si512(x), x1 = _mm512_loadu_si512(x + 64), x2 = _mm512_loadu_si512(x + 128);
       asm(KESTREL_QC_ROW(0, 0) KESTREL_QC_ROW(1, 4) KESTREL_QC_ROW(2, 8) KESTREL_QC_ROW(3, 12)
@@ -71,12 +74,11 @@ struct Avx512VnniQc {
 #undef KESTREL_QC_ROW
     constexpr int esize = I32 ? 4 : 1;
     auto row = [&](int r, __m512i c0, __m512i c1, __m512i c2) {
-      const __m512i o = _mm512_set1_epi32(off[r]);
       const float s = I32 ? 0.f : sc[r];
       uint8_t* yr = y + r * ldy_bytes;
-      finish<I32>(_mm512_add_epi32(c0, o), s, ep, yr, 16);
-      finish<I32>(_mm512_add_epi32(c1, o), s, ep, yr + 16 * esize, 16);
-      finish<I32>(_mm512_add_epi32(c2, o), s, ep, yr + 32 * esize, cols - 32);
+      finish<I32>(c0, s, ep, yr, 16);
+      finish<I32>(c1, s, ep, yr + 16 * esize, 16);
+      finish<I32>(c2, s, ep, yr + 32 * esize, cols - 32);
     };
     row(0, a00, a01, a02);
     row(1, a10, a11, a12);
@@ -95,8 +97,8 @@ struct Avx512VnniQc {
       _mm512_mask_storeu_epi32(out, mask, acc);
     } else {
       __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), _mm512_set1_ps(scale));
-      f = _mm512_max_ps(f, _mm512_set1_ps(ep.lo_f));  // NaN -> lo (max returns the second operand)
-      f = _mm512_min_ps(f, _mm512_set1_ps(ep.hi_f));
+      f = _mm512_max_ps(f, _mm512_load_ps(ep.lo16));  // NaN -> lo (max returns the second operand)
+      f = _mm512_min_ps(f, _mm512_load_ps(ep.hi16));
       const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(f), _mm512_set1_epi32(ep.zp));  // half to even
       _mm512_mask_cvtepi32_storeu_epi8(out, mask, q);  // q is within [0, 255]: truncation is exact
     }
