@@ -172,21 +172,38 @@ struct QcKernel {
       // 64 pixels at a time: the byte / word interleave works within 128-bit lanes, so lane L of
       // o_i holds pixels 16 L + 4 i .. + 3; a 4 x 4 transpose of the lanes restores pixel order.
       for (int e = 0; e < kg; ++e) step[e] *= 4;
-      for (; p + 64 <= n; p += 64) {
-        const __m512i a = _mm512_loadu_si512(r[0]), b = _mm512_loadu_si512(r[1]);
-        const __m512i c = _mm512_loadu_si512(r[2]), e = _mm512_loadu_si512(r[3]);
+      // in: 64 pixels of the 4 rows; out[i]: pixels 16 i .. 16 i + 15, 4 bytes each.
+      auto pack64 = [](__m512i a, __m512i b, __m512i c, __m512i e, __m512i* out) {
         const __m512i t0 = _mm512_unpacklo_epi8(a, b), t1 = _mm512_unpackhi_epi8(a, b);
         const __m512i t2 = _mm512_unpacklo_epi8(c, e), t3 = _mm512_unpackhi_epi8(c, e);
         const __m512i o0 = _mm512_unpacklo_epi16(t0, t2), o1 = _mm512_unpackhi_epi16(t0, t2);
         const __m512i o2 = _mm512_unpacklo_epi16(t1, t3), o3 = _mm512_unpackhi_epi16(t1, t3);
         const __m512i u0 = _mm512_shuffle_i32x4(o0, o1, 0x44), u1 = _mm512_shuffle_i32x4(o0, o1, 0xEE);
         const __m512i u2 = _mm512_shuffle_i32x4(o2, o3, 0x44), u3 = _mm512_shuffle_i32x4(o2, o3, 0xEE);
-        uint8_t* q = d + p * 4;
-        _mm512_storeu_si512(q, _mm512_shuffle_i32x4(u0, u2, 0x88));
-        _mm512_storeu_si512(q + 64, _mm512_shuffle_i32x4(u0, u2, 0xDD));
-        _mm512_storeu_si512(q + 128, _mm512_shuffle_i32x4(u1, u3, 0x88));
-        _mm512_storeu_si512(q + 192, _mm512_shuffle_i32x4(u1, u3, 0xDD));
+        out[0] = _mm512_shuffle_i32x4(u0, u2, 0x88);
+        out[1] = _mm512_shuffle_i32x4(u0, u2, 0xDD);
+        out[2] = _mm512_shuffle_i32x4(u1, u3, 0x88);
+        out[3] = _mm512_shuffle_i32x4(u1, u3, 0xDD);
+      };
+      for (; p + 64 <= n; p += 64) {
+        __m512i out[4];
+        pack64(_mm512_loadu_si512(r[0]), _mm512_loadu_si512(r[1]), _mm512_loadu_si512(r[2]),
+               _mm512_loadu_si512(r[3]), out);
+        for (int i = 0; i < 4; ++i) _mm512_storeu_si512(d + p * 4 + 64 * i, out[i]);
         for (int k = 0; k < kg; ++k) r[k] += step[k];
+      }
+      if (p < n) {  // the last 1..63 pixels: masked loads (nothing read past n) and stores
+        const int64_t rem = n - p;
+        const __mmask64 m = (uint64_t{1} << rem) - 1;
+        __m512i out[4];
+        pack64(_mm512_maskz_loadu_epi8(m, r[0]), _mm512_maskz_loadu_epi8(m, r[1]), _mm512_maskz_loadu_epi8(m, r[2]),
+               _mm512_maskz_loadu_epi8(m, r[3]), out);
+        for (int i = 0; i < 4 && 16 * i < rem; ++i) {
+          const int64_t px = rem - 16 * i < 16 ? rem - 16 * i : 16;
+          const __mmask64 mb = px == 16 ? ~__mmask64{0} : (uint64_t{1} << (4 * px)) - 1;
+          _mm512_mask_storeu_epi8(d + p * 4 + 64 * i, mb, out[i]);
+        }
+        return;
       }
       for (int e = 0; e < kg; ++e) step[e] /= 4;
     }
