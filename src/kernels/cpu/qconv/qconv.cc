@@ -233,24 +233,32 @@ Status QConv::run(const QConvShape& s, const uint8_t* x, void* y, core::ThreadPo
   const int64_t pws = (pw + s.sw - 1) / s.sw;
   qconv_detail::QcIm2col im;
   im.k = k;
-  im.kh = sp.kh;
-  im.kw = sp.kw;
   im.sh = s.sh;
-  im.sw = s.sw;
-  im.dh = s.dh;
-  im.dw = s.dw;
   im.ow = s.ow;
   if (!pointwise) {
+    int64_t chan_stride, phase_stride;
     if (direct) {
-      im.chan_stride = s.ih * s.iw;
+      chan_stride = s.ih * s.iw;
+      phase_stride = 0;
       im.prow = s.iw;
     } else {
-      im.phase_stride = ph * pws;
-      im.chan_stride = s.sw * ph * pws;
+      phase_stride = ph * pws;
+      chan_stride = s.sw * ph * pws;
       im.prow = pws;
-      const size_t bytes = static_cast<size_t>(s.c * im.chan_stride);
+      const size_t bytes = static_cast<size_t>(s.c * chan_stride);
       if (planes_.size() < bytes) planes_.resize(bytes);
     }
+    // Row (c, ky, kx) of K: tap column kx * dw is phase (kx * dw) % sw, column (kx * dw) / sw.
+    if (static_cast<int64_t>(row_off_.size()) < k) row_off_.resize(static_cast<size_t>(k));
+    int64_t* ro = row_off_.data();
+    for (int64_t c = 0; c < cg; ++c)
+      for (int64_t ky = 0; ky < sp.kh; ++ky)
+        for (int64_t kx = 0; kx < sp.kw; ++kx) {
+          const int64_t xo = kx * s.dw;
+          *ro++ = c * chan_stride + (xo % s.sw) * phase_stride + ky * s.dh * im.prow + xo / s.sw;
+        }
+    im.row_off = row_off_.data();
+    plane_chan_stride_ = chan_stride;
   }
   const int64_t tasks = sp.group * panels * msplit;
   const uint8_t* x_end = x + s.n * s.c * s.ih * s.iw;
@@ -258,7 +266,7 @@ Status QConv::run(const QConvShape& s, const uint8_t* x, void* y, core::ThreadPo
     const uint8_t* xn = x + n * s.c * s.ih * s.iw;
     if (!pointwise && !direct)
       for (int64_t c = 0; c < s.c; ++c)
-        phase_planes_u8(xn + c * s.ih * s.iw, x_end, s, ph, pws, sp.x_zp, planes_.data() + c * im.chan_stride);
+        phase_planes_u8(xn + c * s.ih * s.iw, x_end, s, ph, pws, sp.x_zp, planes_.data() + c * plane_chan_stride_);
     auto task = [&](int64_t task_id) {
       const int64_t ms = task_id % msplit, rest = task_id / msplit;
       const int64_t panel = rest % panels, g = rest / panels;
@@ -270,7 +278,7 @@ Status QConv::run(const QConvShape& s, const uint8_t* x, void* y, core::ThreadPo
         t.pack_x(xn + g * cg * p + p0, p, k, cols, pt, t_panel.data());
       } else {
         qconv_detail::QcIm2col a = im;
-        a.src = (direct ? xn : planes_.data()) + g * cg * im.chan_stride;
+        a.src = (direct ? xn : planes_.data()) + g * cg * plane_chan_stride_;
         t.pack_im2col(a, p0, cols, pt, t_panel.data());
       }
       qconv_detail::QcPanel q;

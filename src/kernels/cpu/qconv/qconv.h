@@ -57,6 +57,8 @@ class QConv {
   int64_t w_group_bytes_ = 0;
   std::vector<int32_t> offset_;                 // [M] bias - x_zp * sum_k w
   std::vector<uint8_t> planes_;                 // padded phase planes of one image (windows)
+  std::vector<int64_t> row_off_;                // [K] start of each im2col row in the planes
+  int64_t plane_chan_stride_ = 0;
   std::vector<float> dw_w_;        // depthwise weights as floats [M, kh*kw]
   qconv_detail::QDwFn dw_fn_ = nullptr;
   std::vector<float> dw_scratch_;  // one plane's scratch per thread

@@ -48,11 +48,12 @@ struct QcPanel {
 
 // Where pack_im2col finds the input: per channel, sw phase planes of the zero-point padded
 // input, phase j holding padded columns j, j + sw, ... (so that a run of outputs along a row
-// reads a contiguous run whatever the stride), rows prow bytes apart.
+// reads a contiguous run whatever the stride), rows prow bytes apart. Output (oy, ox) of K row
+// kk reads src + row_off[kk] + oy * sh * prow + ox.
 struct QcIm2col {
   const uint8_t* src = nullptr;
-  int64_t chan_stride = 0, phase_stride = 0, prow = 0;
-  int64_t k = 0, kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, ow = 1;
+  const int64_t* row_off = nullptr;  // [k]: where row (c, ky, kx) of K starts, from src
+  int64_t prow = 0, k = 0, sh = 1, ow = 1;
 };
 
 struct QcTable {

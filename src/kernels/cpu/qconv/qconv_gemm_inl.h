@@ -248,28 +248,21 @@ struct QcKernel {
   // (row of K, output row) run is contiguous there, whatever the stride, dilation or padding.
   static void pack_im2col(const QcIm2col& a, int64_t p0, int64_t cols, int64_t pt, uint8_t* dst) {
     constexpr int kg = T::kKg;
-    const int64_t taps = a.kh * a.kw, groups = (a.k + kg - 1) / kg;
-    for (int64_t g = 0; g < groups; ++g) {
-      const uint8_t* base[kg];
-      for (int e = 0; e < kg; ++e) {
-        const int64_t kk = g * kg + e;
-        if (kk >= a.k) {
-          base[e] = nullptr;
-          continue;
-        }
-        const int64_t c = kk / taps, t = kk % taps, ky = t / a.kw, kx = t % a.kw, xo = kx * a.dw;
-        base[e] = a.src + c * a.chan_stride + (xo % a.sw) * a.phase_stride + ky * a.dh * a.prow + xo / a.sw;
-      }
-      uint8_t* d = dst + g * pt * 4;
-      for (int64_t i = 0, p = p0; i < cols;) {
-        const int64_t oy = p / a.ow, ox0 = p % a.ow, n = std::min(a.ow - ox0, cols - i);
-        const int64_t off = oy * a.sh * a.prow + ox0;
+    const int64_t groups = (a.k + kg - 1) / kg;
+    for (int64_t i = 0, p = p0; i < cols;) {  // one output-row run at a time, all of K
+      const int64_t oy = p / a.ow, ox0 = p % a.ow, n = std::min(a.ow - ox0, cols - i);
+      const uint8_t* base = a.src + oy * a.sh * a.prow + ox0;
+      uint8_t* d = dst + i * 4;
+      for (int64_t g = 0; g < groups; ++g, d += pt * 4) {
         const uint8_t* rows[kg];
-        for (int e = 0; e < kg; ++e) rows[e] = base[e] ? base[e] + off : nullptr;
-        pack_rows(rows, n, d + i * 4);
-        i += n;
-        p += n;
+        for (int e = 0; e < kg; ++e) {
+          const int64_t kk = g * kg + e;
+          rows[e] = kk < a.k ? base + a.row_off[kk] : nullptr;
+        }
+        pack_rows(rows, n, d);
       }
+      i += n;
+      p += n;
     }
   }
 
