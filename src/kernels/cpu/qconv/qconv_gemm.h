@@ -33,12 +33,12 @@ struct alignas(64) QcEpilogue {
 
 // One panel of pixels against rows [m0, m1) of one group's weights.
 struct QcPanel {
-  const uint8_t* w = nullptr;    // packed weights of the group (all row blocks)
-  int64_t m0 = 0, m1 = 0;        // rows to compute (m0 a multiple of MR)
-  int64_t groups = 0;            // ceil(K / KG)
-  const uint8_t* x = nullptr;    // packed panel [groups][pt][4 bytes]
-  int64_t pt = 0;                // panel stride in pixels (a multiple of the vector lanes)
-  int64_t cols = 0;              // valid pixels (<= pt)
+  const uint8_t* w = nullptr;       // packed weights of the group (all row blocks)
+  int64_t m0 = 0, m1 = 0;           // rows to compute (m0 a multiple of MR)
+  int64_t groups = 0;               // ceil(K / KG)
+  const uint8_t* x = nullptr;       // packed panel [groups][pt][4 bytes]
+  int64_t pt = 0;                   // panel stride in pixels (a multiple of the vector lanes)
+  int64_t cols = 0;                 // valid pixels (<= pt)
   const int32_t* offset = nullptr;  // [M] bias - x_zp * sum_k w (added to the sums)
   const float* scale = nullptr;     // [M] (u8 output)
   const QcEpilogue* ep = nullptr;

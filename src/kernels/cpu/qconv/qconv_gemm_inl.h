@@ -34,7 +34,8 @@ template <int N, class F>
 KESTREL_QC_INLINE void static_for(F&& f) {
   [&]<int... I>(std::integer_sequence<int, I...>) {
     (f(std::integral_constant<int, I>{}), ...);
-  }(std::make_integer_sequence<int, N>{});
+  }
+  (std::make_integer_sequence<int, N>{});
 }
 
 template <class T, int MR, int NV>
@@ -46,8 +47,8 @@ struct QcKernel {
   // offsets and the epilogue straight from the registers. Edge tiles are their own
   // instantiations so that narrow remainders do not pay for the full block.
   template <int R, int NE, bool I32>
-  static void tile(const uint8_t* w, const uint8_t* x, int64_t groups, int64_t xs, const int32_t* off,
-                   const float* sc, const QcEpilogue& ep, uint8_t* y, int64_t ldy_bytes, int cols) {
+  static void tile(const uint8_t* w, const uint8_t* x, int64_t groups, int64_t xs, const int32_t* off, const float* sc,
+                   const QcEpilogue& ep, uint8_t* y, int64_t ldy_bytes, int cols) {
     if constexpr (requires { T::template full_tile<R, NE, I32>(w, x, groups, xs, off, sc, ep, y, ldy_bytes, cols); }) {
       T::template full_tile<R, NE, I32>(w, x, groups, xs, off, sc, ep, y, ldy_bytes, cols);  // the ISA's own
       return;
@@ -104,8 +105,8 @@ struct QcKernel {
       const float* sc = p.scale ? p.scale + m : nullptr;
       for (int64_t j = 0; j < p.cols; j += kNr) {
         const int cols = static_cast<int>(p.cols - j < kNr ? p.cols - j : kNr);
-        tiles[(cols + kLanes - 1) / kLanes - 1][rows - 1](w, p.x + j * 4, p.groups, p.pt * 4, p.offset + m, sc,
-                                                          *p.ep, p.y + (m * p.ldy + j) * esize, ldy_bytes, cols);
+        tiles[(cols + kLanes - 1) / kLanes - 1][rows - 1](w, p.x + j * 4, p.groups, p.pt * 4, p.offset + m, sc, *p.ep,
+                                                          p.y + (m * p.ldy + j) * esize, ldy_bytes, cols);
       }
     }
   }
@@ -187,8 +188,8 @@ struct QcKernel {
       };
       for (; p + 64 <= n; p += 64) {
         __m512i out[4];
-        pack64(_mm512_loadu_si512(r[0]), _mm512_loadu_si512(r[1]), _mm512_loadu_si512(r[2]),
-               _mm512_loadu_si512(r[3]), out);
+        pack64(_mm512_loadu_si512(r[0]), _mm512_loadu_si512(r[1]), _mm512_loadu_si512(r[2]), _mm512_loadu_si512(r[3]),
+               out);
         for (int i = 0; i < 4; ++i) _mm512_storeu_si512(d + p * 4 + 64 * i, out[i]);
         for (int k = 0; k < kg; ++k) r[k] += step[k];
       }

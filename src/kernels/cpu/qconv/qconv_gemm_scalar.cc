@@ -35,8 +35,8 @@ struct ScalarQc {
     return r;
   }
   static VW bcast_w(const uint8_t* p) {
-    return VW{{static_cast<int8_t>(p[0]), static_cast<int8_t>(p[1]), static_cast<int8_t>(p[2]),
-               static_cast<int8_t>(p[3])}};
+    return VW{
+        {static_cast<int8_t>(p[0]), static_cast<int8_t>(p[1]), static_cast<int8_t>(p[2]), static_cast<int8_t>(p[3])}};
   }
   static V dot(V acc, const VX& x, const VW& w) {
     for (int j = 0; j < kLanes; ++j) {
