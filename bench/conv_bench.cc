@@ -67,6 +67,10 @@ BENCHMARK(BM_Conv) DWC(144, 56, 3, 2) DWC(96, 112, 3, 2) DWC(144, 56, 3, 1) DWC(
     DWC(240, 28, 5, 1) DWC(480, 14, 3, 1);
 // Stems: 3 -> 32 / 64 channels, 3x3 stride 2.
 BENCHMARK(BM_Conv)->Args({3, 32, 224, 3, 2, 1, 1})->Args({3, 64, 224, 3, 2, 1, 1});
+// Pointwise 1x1 (MobileNetV2, SqueezeNet; their int8 twins are qconv_nchw/* in qconv_bench.cc).
+#define PW(C, M, H) ->Args({C, M, H, 1, 1, 1, 1})
+BENCHMARK(BM_Conv) PW(16, 96, 112) PW(24, 144, 56) PW(144, 24, 56) PW(32, 192, 28) PW(64, 384, 14) PW(160, 960, 7)
+    PW(320, 1280, 7) PW(64, 16, 55);
 // Grouped 3x3 (RegNet-X 400MF, group width 16).
 BENCHMARK(BM_Conv)->Args({64, 64, 56, 3, 1, 4, 1})->Args({160, 160, 28, 3, 1, 10, 1})->Args({400, 400, 14, 3, 1, 25, 1})
     ->Args({400, 400, 7, 3, 1, 25, 1});

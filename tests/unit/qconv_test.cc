@@ -1,15 +1,16 @@
 // Int8 kernels (kernels/cpu/qconv, kernels/cpu/qops) against independent naive computations:
-// convolution (gemm path: 1x1, im2col, groups; direct depthwise: 3x3 / 5x5 / other sizes, strides,
-// dilations, pads, plus random depthwise shapes and extreme values) on every ISA this CPU has
-// (with and without VNNI), u8 and int32 outputs, and the u8 element-wise, lookup and pooling
-// kernels. All bit-exact: the kernels requantize like the reference (float(acc) * scale, round
-// half to even, clamp).
+// convolution (gemm path: 1x1, im2col, groups, random shapes, extreme values and clamping; direct
+// depthwise: 3x3 / 5x5 / other sizes, strides, dilations, pads, plus random depthwise shapes and
+// extreme values) on every ISA this CPU has (with and without VNNI), u8 and int32 outputs, and
+// the u8 element-wise, lookup and pooling kernels. All bit-exact: the kernels requantize like the
+// reference (float(acc) * scale, round half to even, clamp).
 #include "kernels/cpu/qconv/qconv.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <random>
 #include <vector>
 
@@ -57,9 +58,11 @@ int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_
   return (in + pb + pe - ((k - 1) * d + 1)) / s + 1;
 }
 
-// extremes: inputs and weights only at the ends of their ranges (the largest sums).
+// extremes: activations and weights only at the ends of their ranges (the largest products, and
+// the u8 x s8 pairs that saturate vpmaddubsw); scale_mul scales the requantization scales (large:
+// most outputs clamp).
 void run_case(const Case& cs, const Level& lv, QOut out, bool with_bias, uint32_t seed, core::ThreadPool* pool,
-              bool extremes = false) {
+              bool extremes = false, float scale_mul = 1.f) {
   std::mt19937 rng(seed);
   const int64_t cg = cs.c / cs.group, mg = cs.m / cs.group;
   const int64_t oh = out_size(cs.ih, cs.kh, cs.sh, cs.dh, cs.pt, cs.pb);
@@ -67,8 +70,8 @@ void run_case(const Case& cs, const Level& lv, QOut out, bool with_bias, uint32_
   std::vector<uint8_t> x(static_cast<size_t>(cs.n * cs.c * cs.ih * cs.iw));
   std::vector<int8_t> w(static_cast<size_t>(cs.m * cg * cs.kh * cs.kw));
   std::uniform_int_distribution<int> du(0, 255), ds(-128, 127), db(-5000, 5000);
-  for (auto& v : x) v = static_cast<uint8_t>(extremes ? (rng() & 1) * 255 : du(rng));
-  for (auto& v : w) v = static_cast<int8_t>(extremes ? ((rng() & 1) ? 127 : -128) : ds(rng));
+  for (auto& v : x) v = static_cast<uint8_t>(extremes ? (du(rng) & 1) * 255 : du(rng));
+  for (auto& v : w) v = static_cast<int8_t>(extremes ? ((ds(rng) & 1) ? 127 : -128) : ds(rng));
   QConvSpec sp;
   sp.m = cs.m;
   sp.c_per_group = cg;
@@ -93,7 +96,8 @@ void run_case(const Case& cs, const Level& lv, QOut out, bool with_bias, uint32_
   sp.isa = lv.isa;
   sp.qgemm_isa = lv.qisa;
   sp.dw_vnni = lv.dw_vnni;
-  for (int64_t i = 0; i < cs.m; ++i) sp.scale.push_back(std::uniform_real_distribution<float>(1e-4f, 3e-3f)(rng));
+  for (int64_t i = 0; i < cs.m; ++i)
+    sp.scale.push_back(scale_mul * std::uniform_real_distribution<float>(1e-4f, 3e-3f)(rng));
   if (with_bias)
     for (int64_t i = 0; i < cs.m; ++i) sp.bias.push_back(db(rng));
   auto conv = QConv::create(sp);
@@ -233,6 +237,76 @@ TEST_P(QConvTest, DepthwiseExtremeValues) {
   uint32_t seed = 300;
   for (const Case& c : cases)
     for (QOut out : {QOut::kU8, QOut::kI32}) run_case(c, lv, out, true, seed++, nullptr, true);
+}
+
+// Random gemm-path shapes (no depthwise): output channels and channels per group 1, primes,
+// multiples of 4 / 16 / 64 and one off; planes from 1x1 to 56x56; 1x1 and 3x3 (stride 1 / 2,
+// pads, dilation); groups > 1; batches. Every register-tile edge and panel split is reached.
+std::vector<Case> random_gemm_cases(uint32_t seed, int count) {
+  std::mt19937 rng(seed);
+  const int64_t kChannels[] = {1, 2, 3, 4, 5, 7, 8, 13, 15, 16, 17, 24, 31, 32, 33, 63, 64, 65};
+  const int64_t kPlanes[][2] = {{1, 1}, {1, 7}, {2, 3}, {5, 5}, {7, 7}, {11, 13}, {14, 14}, {17, 9}, {28, 28}, {56, 56}};
+  auto pick = [&](auto& arr) { return arr[std::uniform_int_distribution<size_t>(0, std::size(arr) - 1)(rng)]; };
+  std::vector<Case> cases;
+  while (static_cast<int>(cases.size()) < count) {
+    Case c{};
+    const int64_t group = std::uniform_int_distribution<int>(0, 4)(rng) == 0 ? pick(kChannels) % 3 + 2 : 1;
+    const int64_t cg = pick(kChannels), mg = pick(kChannels);
+    if (cg == 1 && mg == 1 && group > 1) continue;  // depthwise: not this path
+    const auto& pl = pick(kPlanes);
+    c.n = std::uniform_int_distribution<int>(0, 5)(rng) == 0 ? 2 : 1;
+    c.c = cg * group;
+    c.m = mg * group;
+    c.group = group;
+    c.ih = pl[0];
+    c.iw = pl[1];
+    const int kind = std::uniform_int_distribution<int>(0, 3)(rng);
+    c.kh = c.kw = kind == 0 ? 1 : 3;
+    if (kind == 3) c.kw = 1 + 2 * std::uniform_int_distribution<int>(0, 1)(rng);  // 3x1 / 3x3
+    c.sh = c.sw = std::uniform_int_distribution<int>(1, 2)(rng);
+    c.dh = c.dw = kind == 2 && std::uniform_int_distribution<int>(0, 2)(rng) == 0 ? 2 : 1;
+    const int64_t pad = c.kh == 1 ? 0 : std::uniform_int_distribution<int>(0, 2)(rng);
+    c.pt = c.pl = pad;
+    c.pb = c.pr = pad == 2 ? 1 : pad;
+    if (c.kw == 1) c.pl = c.pr = 0;
+    if (out_size(c.ih, c.kh, c.sh, c.dh, c.pt, c.pb) < 1 || out_size(c.iw, c.kw, c.sw, c.dw, c.pl, c.pr) < 1) continue;
+    if (c.n * c.m * c.c / group * c.ih * c.iw * c.kh * c.kw > 6'000'000) continue;  // keep the naive reference quick
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+TEST_P(QConvTest, RandomGemmShapes) {
+  const Level& lv = kLevels[GetParam()];
+  uint32_t seed = 300;
+  for (const Case& c : random_gemm_cases(7, 60)) {
+    const QOut out = seed % 3 == 0 ? QOut::kI32 : QOut::kU8;
+    run_case(c, lv, out, seed % 2 == 0, seed, nullptr);
+    ++seed;
+  }
+}
+
+TEST_P(QConvTest, RandomGemmShapesTwoThreads) {
+  const Level& lv = kLevels[GetParam()];
+  core::ThreadPool pool(2);
+  uint32_t seed = 500;
+  for (const Case& c : random_gemm_cases(11, 25)) run_case(c, lv, QOut::kU8, true, seed++, &pool);
+}
+
+TEST_P(QConvTest, ExtremeValuesAndClamping) {
+  const Level& lv = kLevels[GetParam()];
+  const Case cases[] = {
+      // n, c, ih, iw, m, kh, kw, group, sh, sw, dh, dw, pt, pl, pb, pr
+      {1, 64, 9, 9, 17, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},
+      {1, 33, 8, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+      {1, 256, 4, 4, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},  // K = 2304
+  };
+  uint32_t seed = 700;
+  for (const Case& c : cases) {
+    run_case(c, lv, QOut::kI32, true, seed++, nullptr, true);
+    run_case(c, lv, QOut::kU8, true, seed++, nullptr, true);
+    run_case(c, lv, QOut::kU8, true, seed++, nullptr, false, 50.f);  // most outputs clamp
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, QConvTest, ::testing::Range(0, kNumLevels),

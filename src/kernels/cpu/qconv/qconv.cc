@@ -1,5 +1,5 @@
-// Int8 NCHW convolution driver: weight packing, the choice between the qgemm path and the direct
-// depthwise kernel, u8 im2col / transpose into [pixels, K] patches, and the thread split.
+// Int8 NCHW convolution driver: weight packing, the choice between the NCHW gemm path and the
+// direct depthwise kernel, u8 im2col panels, and the thread split.
 #include "kernels/cpu/qconv/qconv.h"
 
 #include <algorithm>
@@ -74,94 +74,55 @@ namespace {
 
 using core::Status;
 
-#if defined(__SSE2__)
-// Transposes one 16 x 16 byte block (rows of src at src_ld, rows of dst at dst_ld) in registers:
-// four rounds of interleaving 8-, 16-, 32- and 64-bit lanes.
-inline void transpose16x16_u8(const uint8_t* src, int64_t src_ld, uint8_t* dst, int64_t dst_ld) {
-  __m128i r[16], t[16];
-  for (int i = 0; i < 16; ++i) r[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i * src_ld));
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm_unpacklo_epi8(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm_unpackhi_epi8(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 4; ++i)
-    for (int j = 0; j < 2; ++j) {
-      r[4 * i + j] = _mm_unpacklo_epi16(t[4 * i + j], t[4 * i + j + 2]);
-      r[4 * i + j + 2] = _mm_unpackhi_epi16(t[4 * i + j], t[4 * i + j + 2]);
-    }
-  for (int i = 0; i < 2; ++i)
-    for (int j = 0; j < 4; ++j) {
-      t[8 * i + j] = _mm_unpacklo_epi32(r[8 * i + j], r[8 * i + j + 4]);
-      t[8 * i + j + 4] = _mm_unpackhi_epi32(r[8 * i + j], r[8 * i + j + 4]);
-    }
-  for (int j = 0; j < 8; ++j) {
-    r[j] = _mm_unpacklo_epi64(t[j], t[j + 8]);
-    r[j + 8] = _mm_unpackhi_epi64(t[j], t[j + 8]);
-  }
-  // After the rounds, register k holds source column c(k): undo the interleaving order.
-  static constexpr int kCol[16] = {0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15};
-  for (int k = 0; k < 16; ++k) _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + kCol[k] * dst_ld), r[k]);
-}
-#endif
-
-// [rows, cols] (row stride src_ld) -> [cols, rows] (row stride dst_ld): the NCHW -> HWC
-// transposition behind both gemm paths. Whole 16 x 16 blocks in SSE2 registers, edges scalar.
-void transpose_u8(const uint8_t* src, int64_t rows, int64_t cols, int64_t src_ld, uint8_t* dst, int64_t dst_ld) {
-  int64_t i0 = 0;
-#if defined(__SSE2__)
-  for (; i0 + 16 <= rows; i0 += 16) {
-    int64_t j0 = 0;
-    for (; j0 + 16 <= cols; j0 += 16) transpose16x16_u8(src + i0 * src_ld + j0, src_ld, dst + j0 * dst_ld + i0, dst_ld);
-    for (int64_t j = j0; j < cols; ++j)
-      for (int64_t i = i0; i < i0 + 16; ++i) dst[j * dst_ld + i] = src[i * src_ld + j];
-  }
-#endif
-  for (int64_t j0 = 0; j0 < cols; j0 += 16) {
-    const int64_t j1 = std::min(cols, j0 + 16);
-    for (int64_t j = j0; j < j1; ++j) {
-      uint8_t* d = dst + j * dst_ld;
-      for (int64_t i = i0; i < rows; ++i) d[i] = src[i * src_ld + j];
-    }
-  }
+int64_t ceil_div(int64_t a, int64_t d) {  // d > 0, a of any sign
+  return a >= 0 ? (a + d - 1) / d : -((-a) / d);
 }
 
-// The padded HWC copy of one group of one image: rows [0, ph) x columns [0, pw) of the window's
-// reach, input (r - pad_top, q - pad_left) or the zero point in the padding (which then adds 0).
-void pad_hwc_u8(const uint8_t* x, int64_t cg, const QConvShape& s, int64_t ph, int64_t pw, uint8_t zp, uint8_t* hwc) {
-  const int64_t ih = s.ih, iw = s.iw, pt = s.pad_top, pl = s.pad_left;
-  const int64_t q0 = std::min(pl, pw), q1 = std::max(q0, std::min(pw, pl + iw));
+// One channel's phase planes for QcIm2col: rows [0, ph) of the window's reach, padded column q
+// of phase j at dst[(j * ph + r) * pws + q] = input (r - pad_top, q * sw + j - pad_left), or the
+// zero point outside the input (it then adds 0). x_end: the end of the whole input (vector loads
+// may run past a row into the next one, never past x_end).
+void phase_planes_u8(const uint8_t* x, const uint8_t* x_end, const QConvShape& s, int64_t ph, int64_t pws, uint8_t zp,
+                     uint8_t* dst) {
+  const int64_t sw = s.sw, pl = s.pad_left;
   for (int64_t r = 0; r < ph; ++r) {
-    uint8_t* row = hwc + r * pw * cg;
-    const int64_t iy = r - pt;
-    if (iy < 0 || iy >= ih) {
-      std::memset(row, zp, static_cast<size_t>(pw * cg));
-      continue;
-    }
-    std::memset(row, zp, static_cast<size_t>(q0 * cg));
-    transpose_u8(x + iy * iw + (q0 - pl), cg, q1 - q0, ih * iw, row + q0 * cg, cg);
-    std::memset(row + q1 * cg, zp, static_cast<size_t>((pw - q1) * cg));
-  }
-}
-
-// Patches [pixels, kh * kw * cg] in (ky, kx, c) order from the padded HWC image: one contiguous
-// run of kw * cg bytes per (pixel, ky) when the dilation is 1.
-void patches_u8(const uint8_t* hwc, int64_t cg, const QConvShape& s, int64_t kh, int64_t kw, int64_t pw, uint8_t* col) {
-  const int64_t k = kh * kw * cg, oh = s.oh, ow = s.ow, sh = s.sh, sw = s.sw, dh = s.dh, dw = s.dw;
-  const size_t run = static_cast<size_t>(kw * cg), one = static_cast<size_t>(cg);
-  for (int64_t oy = 0; oy < oh; ++oy)
-    for (int64_t ox = 0; ox < ow; ++ox) {
-      uint8_t* dst = col + (oy * ow + ox) * k;
-      for (int64_t ky = 0; ky < kh; ++ky) {
-        const uint8_t* src = hwc + ((oy * sh + ky * dh) * pw + ox * sw) * cg;
-        if (dw == 1) {
-          std::memcpy(dst, src, run);
-          dst += run;
-        } else {
-          for (int64_t kx = 0; kx < kw; ++kx, dst += cg) std::memcpy(dst, src + kx * dw * cg, one);
+    const int64_t iy = r - s.pad_top;
+    for (int64_t j = 0; j < sw; ++j) {
+      uint8_t* d = dst + (j * ph + r) * pws;
+      if (iy < 0 || iy >= s.ih) {
+        std::memset(d, zp, static_cast<size_t>(pws));
+        continue;
+      }
+      // q with 0 <= q * sw + j - pl < iw
+      const int64_t lo = std::clamp<int64_t>(ceil_div(pl - j, sw), 0, pws);
+      const int64_t hi = std::clamp<int64_t>(ceil_div(s.iw + pl - j, sw), lo, pws);
+      std::memset(d, zp, static_cast<size_t>(lo));
+      const uint8_t* src = x + iy * s.iw + lo * sw + j - pl;
+      const int64_t n = hi - lo;
+      int64_t q = 0;
+      if (sw == 1) {
+        std::memcpy(d + lo, src, static_cast<size_t>(n));
+        q = n;
+      }
+#if defined(__SSE2__)
+      if (sw == 2) {  // even bytes of 32 at a time (past the row end, but not past the input's)
+        const __m128i low = _mm_set1_epi16(0x00ff);
+        for (; q + 16 <= n && src + 2 * q + 32 <= x_end; q += 16) {
+          const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * q));
+          const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * q + 16));
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(d + lo + q),
+                           _mm_packus_epi16(_mm_and_si128(a, low), _mm_and_si128(b, low)));
         }
       }
+#endif
+      for (; q < n; ++q) d[lo + q] = src[q * sw];
+      std::memset(d + hi, zp, static_cast<size_t>(pws - hi));
     }
+  }
 }
+
+// Per-thread panel scratch of the gemm path: grows to the largest panel, then is reused.
+thread_local std::vector<uint8_t> t_panel;
 
 thread_local std::vector<float> t_dw_scratch;
 
@@ -214,31 +175,33 @@ core::Result<std::unique_ptr<QConv>> QConv::create(const QConvSpec& spec) {
     }
     return conv;
   }
-  // Weights [M, C/g, kh, kw] -> [M, kh, kw, C/g]: the (ky, kx, c) order of the HWC patches.
-  const int64_t taps = spec.kh * spec.kw;
-  std::vector<int8_t> w_hwc(static_cast<size_t>(spec.m * k));
-  for (int64_t m = 0; m < spec.m; ++m)
-    for (int64_t c = 0; c < spec.c_per_group; ++c)
-      for (int64_t t = 0; t < taps; ++t)
-        w_hwc[static_cast<size_t>((m * taps + t) * spec.c_per_group + c)] =
-            spec.w[(m * spec.c_per_group + c) * taps + t];
-  for (int64_t g = 0; g < spec.group; ++g) {
-    KESTREL_ASSIGN_OR_RETURN(PackedBS8 p, pack_b_s8(k, mg, w_hwc.data() + g * mg * k, k, true, spec.qgemm_isa));
-    conv->packed_.push_back(std::move(p));
+  // Weights [M, C/g, kh, kw] are already W[M, K] with K in (c, ky, kx) order, the order of the
+  // im2col rows: packed per group into MR-row blocks.
+  const QgemmIsa qisa = spec.qgemm_isa ? *spec.qgemm_isa : qgemm_active_isa();
+  if (!qgemm_isa_available(qisa))
+    return core::unsupported(core::str_cat("qconv: this CPU / build cannot run ", qgemm_isa_name(qisa), " kernels"));
+  const qconv_detail::QcTable* t = qconv_detail::qc_table(qisa);
+  if (!t) return core::unsupported(core::str_cat("qconv: no ", qgemm_isa_name(qisa), " kernels in this build"));
+  conv->qc_ = t;
+  const int64_t groups = (k + t->kg - 1) / t->kg;
+  conv->w_group_bytes_ = (mg + t->mr - 1) / t->mr * groups * t->mr * 4;
+  conv->w_packed_.assign(static_cast<size_t>(conv->w_group_bytes_ * spec.group), 0);
+  for (int64_t g = 0; g < spec.group; ++g)
+    t->pack_w(spec.w + g * mg * k, mg, k, conv->w_packed_.data() + g * conv->w_group_bytes_);
+  // The accumulators start at bias - x_zp * sum_k w (wrapping like the sums themselves), so that
+  // the micro-kernel adds raw u8 x s8 products and the result is sum (x - x_zp) * w + bias.
+  conv->offset_.resize(static_cast<size_t>(spec.m));
+  for (int64_t m = 0; m < spec.m; ++m) {
+    int32_t ws = 0;
+    for (int64_t i = 0; i < k; ++i) ws += spec.w[m * k + i];
+    const uint32_t b = spec.bias.empty() ? 0u : static_cast<uint32_t>(spec.bias[static_cast<size_t>(m)]);
+    conv->offset_[static_cast<size_t>(m)] =
+        static_cast<int32_t>(b - static_cast<uint32_t>(spec.x_zp) * static_cast<uint32_t>(ws));
   }
-  switch (conv->packed_[0].isa()) {
-    case QgemmIsa::kAvx512Vnni:
-      conv->impl_name_ = "qconv.gemm.avx512vnni";
-      break;
-    case QgemmIsa::kAvxVnni:
-      conv->impl_name_ = "qconv.gemm.avxvnni";
-      break;
-    case QgemmIsa::kAvx2:
-      conv->impl_name_ = "qconv.gemm.avx2";
-      break;
-    default:
-      conv->impl_name_ = "qconv.gemm.scalar";
-  }
+  conv->impl_name_ = qisa == QgemmIsa::kAvx512Vnni ? "qconv.gemm.avx512vnni"
+                     : qisa == QgemmIsa::kAvxVnni  ? "qconv.gemm.avxvnni"
+                     : qisa == QgemmIsa::kAvx2     ? "qconv.gemm.avx2"
+                                                   : "qconv.gemm.scalar";
   return conv;
 }
 
@@ -302,40 +265,103 @@ Status QConv::run(const QConvShape& s, const uint8_t* x, void* y, core::ThreadPo
       for (int64_t t = 0; t < tasks; ++t) task(t);
     return Status::ok();
   }
+  const qconv_detail::QcTable& t = *qc_;
   const int64_t mg = sp.m / sp.group, cg = sp.c_per_group, k = cg * sp.kh * sp.kw;
   const bool pointwise = sp.kh == 1 && sp.kw == 1 && s.sh == 1 && s.sw == 1 && s.pad_top == 0 && s.pad_left == 0 &&
                          s.oh == s.ih && s.ow == s.iw;
+  // Panels of pixels: the packed panel (K x pt bytes) stays within L2 while every MR-row block
+  // of weights sweeps it; at least one register tile wide.
+  const int64_t groups = (k + t.kg - 1) / t.kg;
+  constexpr int64_t kPanelBudget = 64 << 10;
+  const int64_t cap = std::max<int64_t>(t.nr, kPanelBudget / (groups * 4) / t.nr * t.nr);
+  const int64_t panel_px = std::min(cap, (p + t.lanes - 1) / t.lanes * t.lanes);
+  const int64_t panels = (p + panel_px - 1) / panel_px;
+  const int64_t mblocks = (mg + t.mr - 1) / t.mr;
+  // Tasks: (image, group, panel, row range); rows are split only when there are too few panels
+  // to keep every thread busy.
+  const int threads = pool ? pool->num_threads() : 1;
+  const int64_t base = sp.group * panels;
+  int64_t msplit = 1;
+  const bool parallel =
+      threads > 1 && static_cast<double>(p) * static_cast<double>(sp.m) * static_cast<double>(k) * s.n >= 5e5;
+  if (parallel && base < 4 * threads) msplit = std::min(mblocks, (4 * threads + base - 1) / base);
+  qconv_detail::QcEpilogue ep;
+  ep.set(sp.out == QOut::kI32, static_cast<float>(std::max(sp.out_min, 0) - sp.y_zp),
+         static_cast<float>(std::min(sp.out_max, 255) - sp.y_zp), sp.y_zp);
+  // Windows read the input through phase planes (QcIm2col); the input itself is one when there
+  // is no padding and no stride along the row.
   const int64_t ph = (s.oh - 1) * s.sh + (sp.kh - 1) * s.dh + 1, pw = (s.ow - 1) * s.sw + (sp.kw - 1) * s.dw + 1;
-  const size_t col_bytes = static_cast<size_t>(p * k), hwc_bytes = pointwise ? 0 : static_cast<size_t>(ph * pw * cg);
-  if (col_.size() < col_bytes) col_.resize(col_bytes);
-  if (hwc_.size() < hwc_bytes) hwc_.resize(hwc_bytes);
-  QgemmEpilogue ep;
-  ep.transpose_c = true;
-  ep.per_column = true;
-  if (sp.out == QOut::kU8) {
-    ep.output = QgemmOutput::kU8;
-    ep.requant = QgemmRequant::kFloat;
-    ep.out_zero_point = sp.y_zp;
-    ep.out_min = sp.out_min;
-    ep.out_max = sp.out_max;
-  } else {
-    ep.output = QgemmOutput::kInt32;
+  const bool direct = s.pad_top == 0 && s.pad_left == 0 && s.sw == 1 && ph <= s.ih && pw <= s.iw;
+  const int64_t pws = (pw + s.sw - 1) / s.sw;
+  qconv_detail::QcIm2col im;
+  im.k = k;
+  im.sh = s.sh;
+  im.ow = s.ow;
+  if (!pointwise) {
+    int64_t chan_stride, phase_stride;
+    if (direct) {
+      chan_stride = s.ih * s.iw;
+      phase_stride = 0;
+      im.prow = s.iw;
+    } else {
+      phase_stride = ph * pws;
+      chan_stride = s.sw * ph * pws;
+      im.prow = pws;
+      const size_t bytes = static_cast<size_t>(s.c * chan_stride);
+      if (planes_.size() < bytes) planes_.resize(bytes);
+    }
+    // Row (c, ky, kx) of K: tap column kx * dw is phase (kx * dw) % sw, column (kx * dw) / sw.
+    if (static_cast<int64_t>(row_off_.size()) < k) row_off_.resize(static_cast<size_t>(k));
+    int64_t* ro = row_off_.data();
+    for (int64_t c = 0; c < cg; ++c)
+      for (int64_t ky = 0; ky < sp.kh; ++ky)
+        for (int64_t kx = 0; kx < sp.kw; ++kx) {
+          const int64_t xo = kx * s.dw;
+          *ro++ = c * chan_stride + (xo % s.sw) * phase_stride + ky * s.dh * im.prow + xo / s.sw;
+        }
+    im.row_off = row_off_.data();
+    plane_chan_stride_ = chan_stride;
   }
-  QgemmContext ctx{pool};
+  const int64_t tasks = sp.group * panels * msplit;
+  const uint8_t* x_end = x + s.n * s.c * s.ih * s.iw;
   for (int64_t n = 0; n < s.n; ++n) {
-    for (int64_t g = 0; g < sp.group; ++g) {
-      const uint8_t* xg = x + (n * s.c + g * cg) * s.ih * s.iw;
+    const uint8_t* xn = x + n * s.c * s.ih * s.iw;
+    if (!pointwise && !direct)
+      for (int64_t c = 0; c < s.c; ++c)
+        phase_planes_u8(xn + c * s.ih * s.iw, x_end, s, ph, pws, sp.x_zp, planes_.data() + c * plane_chan_stride_);
+    auto task = [&](int64_t task_id) {
+      const int64_t ms = task_id % msplit, rest = task_id / msplit;
+      const int64_t panel = rest % panels, g = rest / panels;
+      const int64_t p0 = panel * panel_px, cols = std::min(panel_px, p - p0);
+      const int64_t pt = (cols + t.lanes - 1) / t.lanes * t.lanes;
+      const size_t panel_bytes = static_cast<size_t>(groups * pt * 4);
+      if (t_panel.size() < panel_bytes) t_panel.resize(panel_bytes);
       if (pointwise) {
-        transpose_u8(xg, cg, p, p, col_.data(), cg);
+        t.pack_x(xn + g * cg * p + p0, p, k, cols, pt, t_panel.data());
       } else {
-        pad_hwc_u8(xg, cg, s, ph, pw, sp.x_zp, hwc_.data());
-        patches_u8(hwc_.data(), cg, s, sp.kh, sp.kw, pw, col_.data());
+        qconv_detail::QcIm2col a = im;
+        a.src = (direct ? xn : planes_.data()) + g * cg * plane_chan_stride_;
+        t.pack_im2col(a, p0, cols, pt, t_panel.data());
       }
-      ep.bias = sp.bias.empty() ? nullptr : sp.bias.data() + g * mg;
-      ep.scale = sp.out == QOut::kU8 ? sp.scale.data() + g * mg : nullptr;
-      void* yg = static_cast<uint8_t*>(y) + static_cast<size_t>((n * sp.m + g * mg) * p) * esize;
-      KESTREL_RETURN_IF_ERROR(
-          qgemm_u8s8(p, mg, k, col_.data(), k, sp.x_zp, packed_[static_cast<size_t>(g)], yg, p, ep, ctx));
+      qconv_detail::QcPanel q;
+      q.w = w_packed_.data() + g * w_group_bytes_;
+      q.m0 = std::min(mg, mblocks * ms / msplit * t.mr);
+      q.m1 = std::min(mg, mblocks * (ms + 1) / msplit * t.mr);
+      q.groups = groups;
+      q.x = t_panel.data();
+      q.pt = pt;
+      q.cols = cols;
+      q.offset = offset_.data() + g * mg;
+      q.scale = sp.out == QOut::kU8 ? sp.scale.data() + g * mg : nullptr;
+      q.ep = &ep;
+      q.y = static_cast<uint8_t*>(y) + static_cast<size_t>((n * sp.m + g * mg) * p + p0) * esize;
+      q.ldy = p;
+      if (q.m0 < q.m1) t.run(q);
+    };
+    if (parallel && tasks > 1) {
+      pool->run(tasks, task);
+    } else {
+      for (int64_t i = 0; i < tasks; ++i) task(i);
     }
   }
   return Status::ok();

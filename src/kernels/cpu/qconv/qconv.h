@@ -1,6 +1,6 @@
 // Int8 NCHW convolution (u8 activations, s8 per-output-channel weights, int32 bias) with the
-// requantizing epilogue and fused output clamp: 1x1 and general convolution through qgemm (u8
-// patches x packed weights, transposed store into [Cout, pixels]), depthwise through a direct
+// requantizing epilogue and fused output clamp: 1x1 and general convolution as an NCHW GEMM
+// W[Cout, K] x X[K, pixels] (qconv_gemm.h; im2col panels for windows), depthwise through a direct
 // kernel. The engine of kestrel.QConv, QLinearConv and ConvInteger (docs/quantization.md).
 #pragma once
 
@@ -13,6 +13,7 @@
 #include "core/status.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/qconv/qconv_dw.h"
+#include "kernels/cpu/qconv/qconv_gemm.h"
 #include "kernels/cpu/qgemm/qgemm.h"
 
 namespace kestrel::kernels::cpu {
@@ -52,13 +53,17 @@ class QConv {
  private:
   QConvSpec spec_;
   bool depthwise_ = false;
-  std::vector<PackedBS8> packed_;  // one per group (gemm path)
+  const qconv_detail::QcTable* qc_ = nullptr;  // gemm path kernels
+  std::vector<uint8_t> w_packed_;               // packed weights, w_group_bytes_ per group
+  int64_t w_group_bytes_ = 0;
+  std::vector<int32_t> offset_;                 // [M] bias - x_zp * sum_k w
+  std::vector<uint8_t> planes_;                 // padded phase planes of one image (windows)
+  std::vector<int64_t> row_off_;                // [K] start of each im2col row in the planes
+  int64_t plane_chan_stride_ = 0;
   std::vector<float> dw_w_;        // depthwise weights as floats [M, kh*kw]
   std::vector<int32_t> dw_wq_;     // 3x3 / 5x5 depthwise: [M, kh, 2] words of 4 s8 taps (QDwPlane::wq)
   std::vector<int32_t> dw_wsum_;   // [M] sums of the depthwise taps
   qconv_detail::QDwFn dw_fn_ = nullptr;
-  std::vector<uint8_t> col_;       // patches [pixels, K] (or the transposed input of a 1x1 conv)
-  std::vector<uint8_t> hwc_;       // padded HWC copy of one group of one image
   std::vector<float> dw_scratch_;  // one plane's scratch per thread
   const char* impl_name_ = "qconv";
 };

@@ -1,0 +1,97 @@
+// kestrel.QConv (int8 NCHW convolution, requantized u8 output) on the CNNs' gemm-path shapes,
+// counter GOPS (2 ops per multiply-add); compare with qconv/sgemm_conv_layout (float) in
+// qgemm_bench.cc or FastConv in kestrel_conv_bench. Linked into kestrel_kernel_bench.
+//
+//   kestrel_kernel_bench --benchmark_filter='qconv_nchw' --benchmark_repetitions=5
+//       --benchmark_report_aggregates_only=true
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/cpu/qconv/qconv.h"
+
+namespace kestrel::bench {
+namespace {
+
+using kernels::cpu::QgemmIsa;
+
+struct QConvCase {
+  const char* name;
+  int64_t c, h, w, m, k, stride, pad;
+};
+
+const QConvCase kQConvCases[] = {
+    {"mv2_stem_3x3s2_3to32_224", 3, 224, 224, 32, 3, 2, 1}, {"mv2_1x1_16to96_112", 16, 112, 112, 96, 1, 1, 0},
+    {"mv2_1x1_24to144_56", 24, 56, 56, 144, 1, 1, 0},       {"mv2_1x1_144to24_56", 144, 56, 56, 24, 1, 1, 0},
+    {"mv2_1x1_32to192_28", 32, 28, 28, 192, 1, 1, 0},       {"mv2_1x1_64to384_14", 64, 14, 14, 384, 1, 1, 0},
+    {"mv2_1x1_160to960_7", 160, 7, 7, 960, 1, 1, 0},        {"mv2_1x1_320to1280_7", 320, 7, 7, 1280, 1, 1, 0},
+    {"sq_conv1_3x3s2_3to64_224", 3, 224, 224, 64, 3, 2, 0}, {"sq_1x1_64to16_55", 64, 55, 55, 16, 1, 1, 0},
+    {"sq_3x3_16to64_55", 16, 55, 55, 64, 3, 1, 1},          {"sq_3x3_64to256_13", 64, 13, 13, 256, 3, 1, 1},
+    {"r50_3x3_64to64_56", 64, 56, 56, 64, 3, 1, 1},
+};
+
+void bm_qconv(benchmark::State& st, QConvCase cs, QgemmIsa isa, int threads) {
+  if (!kernels::cpu::qgemm_isa_available(isa)) {
+    st.SkipWithError("ISA not available on this CPU");
+    return;
+  }
+  std::mt19937 rng(42);
+  std::uniform_int_distribution<int> du(0, 255), ds(-128, 127);
+  const int64_t oh = (cs.h + 2 * cs.pad - cs.k) / cs.stride + 1, ow = (cs.w + 2 * cs.pad - cs.k) / cs.stride + 1;
+  std::vector<uint8_t> x(static_cast<size_t>(cs.c * cs.h * cs.w));
+  std::vector<int8_t> w(static_cast<size_t>(cs.m * cs.c * cs.k * cs.k));
+  for (auto& v : x) v = static_cast<uint8_t>(du(rng));
+  for (auto& v : w) v = static_cast<int8_t>(ds(rng));
+  kernels::cpu::QConvSpec sp;
+  sp.m = cs.m;
+  sp.c_per_group = cs.c;
+  sp.kh = sp.kw = cs.k;
+  sp.w = w.data();
+  sp.scale.assign(static_cast<size_t>(cs.m), 1e-4f);
+  sp.bias.assign(static_cast<size_t>(cs.m), 100);
+  sp.x_zp = 128;
+  sp.y_zp = 7;
+  sp.out_max = 200;
+  sp.qgemm_isa = isa;
+  auto conv = kernels::cpu::QConv::create(sp);
+  if (!conv.is_ok()) {
+    st.SkipWithError(conv.status().to_string().c_str());
+    return;
+  }
+  kernels::cpu::QConvShape s{1, cs.c, cs.h, cs.w, oh, ow, cs.stride, cs.stride, 1, 1, cs.pad, cs.pad};
+  std::vector<uint8_t> y(static_cast<size_t>(cs.m * oh * ow));
+  static core::ThreadPool pool2(2);
+  core::ThreadPool* pool = threads > 1 ? &pool2 : nullptr;
+  for (auto _ : st) {
+    auto status = (*conv)->run(s, x.data(), y.data(), pool);
+    if (!status.is_ok()) {
+      st.SkipWithError(status.to_string().c_str());
+      return;
+    }
+    benchmark::ClobberMemory();
+  }
+  const double ops = 2.0 * static_cast<double>(oh * ow * cs.m * cs.c * cs.k * cs.k);
+  st.counters["GOPS"] = benchmark::Counter(ops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+int register_qconv() {
+  for (const QConvCase& c : kQConvCases)
+    for (int threads : {1, 2})
+      for (QgemmIsa isa : {QgemmIsa::kAvx512Vnni, QgemmIsa::kAvxVnni, QgemmIsa::kAvx2}) {
+        if (threads > 1 && isa != QgemmIsa::kAvx512Vnni) continue;
+        benchmark::RegisterBenchmark((std::string("qconv_nchw/") + kernels::cpu::qgemm_isa_name(isa) + "/" + c.name +
+                                      "/t" + std::to_string(threads))
+                                         .c_str(),
+                                     bm_qconv, c, isa, threads)
+            ->UseRealTime();
+      }
+  return 0;
+}
+
+const int kQConvRegistered = register_qconv();
+
+}  // namespace
+}  // namespace kestrel::bench
