@@ -130,6 +130,21 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, FunctionRef<void(int64_t
   });
 }
 
+void ThreadPool::run_on_each_thread(FunctionRef<void()> fn) {
+  const int64_t n = num_threads();
+  if (n == 1 || t_inside_pool_task) {
+    fn();
+    return;
+  }
+  // Every task waits until all n have started, so no thread can take two of them.
+  std::atomic<int64_t> started{0};
+  run(n, [&](int64_t) {
+    fn();
+    started.fetch_add(1, std::memory_order_acq_rel);
+    while (started.load(std::memory_order_acquire) < n) KESTREL_PAUSE();
+  });
+}
+
 void parallel_for(ThreadPool* pool, int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t)> fn) {
   if (pool) pool->parallel_for(n, grain, fn);
   else if (n > 0) fn(0, n);

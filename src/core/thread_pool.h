@@ -33,6 +33,10 @@ class ThreadPool {
   // first range runs on the calling thread.
   void parallel_for(int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t)> fn);
 
+  // Runs fn() once on every thread of the pool (the caller and each worker), e.g. to grow per-thread
+  // scratch (core/thread_scratch.h). Blocks until all have. From inside a task: fn() on this thread only.
+  void run_on_each_thread(FunctionRef<void()> fn);
+
  private:
   void worker_loop(uint64_t seen);
   void work_on(const FunctionRef<void(int64_t)>& fn, int64_t num_tasks, bool first_task);

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/str_util.h"
+#include "core/thread_scratch.h"
 #include "ir/op_schema.h"
 #include "ir/verifier.h"
 #include "runtime/lower_weight_int8.h"
@@ -140,7 +141,19 @@ Status Session::check_inputs(std::span<const Tensor* const> inputs) const {
 
 Status Session::run(std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs) {
   KESTREL_RETURN_IF_ERROR(check_inputs(inputs));
-  return executor_->run(inputs, outputs);
+  KESTREL_RETURN_IF_ERROR(executor_->run(inputs, outputs));
+  sync_thread_scratch();
+  return Status::ok();
+}
+
+// Which pool thread takes which task differs from run to run; after a run that grew some kernel's
+// per-thread scratch, every pool thread grows its buffers to the largest size asked for, so later
+// runs with the same shapes allocate nothing wherever their tasks land (core/thread_scratch.h).
+void Session::sync_thread_scratch() {
+  const uint64_t epoch = core::ScratchSlot::epoch();
+  if (epoch == scratch_epoch_ || !pool_) return;
+  scratch_epoch_ = epoch;
+  if (pool_->num_threads() > 1) pool_->run_on_each_thread([] { core::ScratchSlot::reserve_high_water(); });
 }
 
 Status Session::prepare(std::span<const Tensor* const> inputs) {

@@ -59,6 +59,7 @@ class Session {
   Status init_graph();
   Status check_input(size_t i, const Tensor& t) const;
   Status check_inputs(std::span<const Tensor* const> inputs) const;
+  void sync_thread_scratch();
 
   SessionOptions opts_;
   LoadedModel model_;
@@ -66,6 +67,7 @@ class Session {
   std::unique_ptr<Executor> executor_;
   std::vector<IoInfo> inputs_, outputs_;
   core::Isa isa_ = core::Isa::kScalar;
+  uint64_t scratch_epoch_ = 0;  // core::ScratchSlot::epoch() when the pool's scratch was last grown
 };
 
 // Verifies and infers a graph the way a Session does (used by tools that do not run it).

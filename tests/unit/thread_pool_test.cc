@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -40,6 +41,23 @@ TEST(ThreadPool, TaskZeroRunsOnTheCaller) {
         if (b == 0) range0 = std::this_thread::get_id();
       });
       EXPECT_EQ(range0, std::this_thread::get_id());
+    }
+  }
+}
+
+TEST(ThreadPool, RunOnEachThreadRunsOncePerThread) {
+  for (int threads : {1, 2, 3}) {
+    core::ThreadPool pool(threads);
+    for (int rep = 0; rep < 20; ++rep) {
+      std::mutex mu;
+      std::vector<std::thread::id> ids;
+      pool.run_on_each_thread([&] {
+        std::lock_guard<std::mutex> lock(mu);
+        ids.push_back(std::this_thread::get_id());
+      });
+      ASSERT_EQ(ids.size(), static_cast<size_t>(threads));
+      std::sort(ids.begin(), ids.end());
+      EXPECT_EQ(std::unique(ids.begin(), ids.end()), ids.end()) << "a thread ran fn twice";
     }
   }
 }

@@ -7,6 +7,7 @@
 #include <new>
 
 #include "core/str_util.h"
+#include "core/thread_scratch.h"
 #include "kernels/cpu/conv/depthwise.h"
 #include "kernels/cpu/gemm/sgemm.h"
 
@@ -17,18 +18,9 @@ using core::Tensor;
 
 namespace {
 
-float* scores_scratch(int64_t floats) {
-  struct Buf {
-    std::unique_ptr<float[]> p;
-    int64_t size = 0;
-  };
-  thread_local Buf buf;
-  if (buf.size < floats) {
-    buf.p.reset(new (std::nothrow) float[static_cast<size_t>(floats)]);
-    buf.size = buf.p ? floats : 0;
-  }
-  return buf.p.get();
-}
+core::ScratchSlot g_scores;  // per-thread score rows
+
+float* scores_scratch(int64_t floats) { return g_scores.get_as<float>(static_cast<size_t>(floats)); }
 
 }  // namespace
 

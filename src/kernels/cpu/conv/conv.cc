@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/str_util.h"
+#include "core/thread_scratch.h"
 #include "kernels/cpu/conv/depthwise.h"
 
 namespace kestrel::kernels::cpu {
@@ -99,18 +100,10 @@ namespace {
 // Per-thread scratch that grows to the largest request and is then reused (no allocation in
 // steady state, no zero-initialization cost).
 // Slot 1 is a second buffer for work that runs while slot 0 is in use on the same thread.
+core::ScratchSlot g_conv_scratch[2];
+
 float* thread_scratch(int64_t floats, int slot = 0) {
-  struct Buf {
-    std::unique_ptr<float[]> p;
-    int64_t size = 0;
-  };
-  thread_local Buf bufs[2];
-  Buf& buf = bufs[slot];
-  if (buf.size < floats) {
-    buf.p.reset(new (std::nothrow) float[static_cast<size_t>(floats)]);
-    buf.size = buf.p ? floats : 0;
-  }
-  return buf.p.get();
+  return g_conv_scratch[slot].get_as<float>(static_cast<size_t>(floats));
 }
 
 const char* conv_impl_name(core::Isa isa) {

@@ -12,6 +12,7 @@
 
 #include "core/buffer.h"
 #include "core/str_util.h"
+#include "core/thread_scratch.h"
 #include "kernels/cpu/gemm/sgemm_ukernel.h"
 
 namespace kestrel::kernels::cpu {
@@ -113,23 +114,11 @@ bool aliasing_stride(int64_t ld, int64_t rows) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Per-thread packing scratch: grows to the largest request, then is reused.
+// Per-thread packing scratch (core/thread_scratch.h): grows to the largest request, then is reused.
 
-struct Scratch {
-  core::AlignedPtr mem;
-  size_t floats = 0;
-};
-thread_local Scratch t_scratch;
+core::ScratchSlot g_pack_scratch;
 
-float* scratch_floats(size_t floats) {
-  if (floats > t_scratch.floats) {
-    auto r = core::allocate_aligned_unique(floats * sizeof(float));
-    if (!r) return nullptr;
-    t_scratch.mem = std::move(r).value();
-    t_scratch.floats = floats;
-  }
-  return static_cast<float*>(t_scratch.mem.get());
-}
+float* scratch_floats(size_t floats) { return g_pack_scratch.get_as<float>(floats); }
 
 // ---------------------------------------------------------------------------------------------
 // One GEMM problem, all pointers resolved for one batch entry.
@@ -414,9 +403,9 @@ Status small_m_b_int8(const Problem& p, const SgemmA& a, const SgemmBInt8& b, fl
                       const SgemmContext& ctx) {
   const UkernelTable& uk = *p.uk;
   const int64_t m = p.m, n = p.n;
-  thread_local std::vector<float> t_tmp;
-  if (t_tmp.size() < static_cast<size_t>(m * n)) t_tmp.resize(static_cast<size_t>(m * n));
-  float* tmp = t_tmp.data();
+  static core::ScratchSlot s_tmp;
+  float* tmp = s_tmp.get_as<float>(static_cast<size_t>(m * n));
+  if (!tmp) return Status(core::StatusCode::kOutOfMemory, "sgemm: out of memory for the int8-B product");
   const int threads = ctx.pool ? ctx.pool->num_threads() : 1;
   const int64_t tasks =
       threads > 1 && n * p.k >= (int64_t{1} << 16) ? std::min<int64_t>(2 * threads, (n + 63) / 64) : 1;

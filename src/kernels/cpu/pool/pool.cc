@@ -2,9 +2,10 @@
 #include "kernels/cpu/pool/pool.h"
 
 #include <algorithm>
-#include <vector>
+#include <atomic>
 
 #include "core/str_util.h"
+#include "core/thread_scratch.h"
 
 namespace kestrel::kernels::cpu {
 
@@ -50,12 +51,18 @@ Status pool2d_f32(const PoolTable& t, const Pool2dParams& p, const Tensor& x, Te
   float* out = y.data<float>();
   const int64_t work = std::max<int64_t>(1, h * w + oh * ow * p.kw);
   if (buf_len > (int64_t{1} << 22)) return core::invalid_argument("pool2d_f32: padded row too long");
+  // Per-thread padded-row scratch (core/thread_scratch.h): no allocation per run once warmed up.
+  static core::ScratchSlot s_row;
+  std::atomic<bool> no_memory{false};
   core::parallel_for(pool, planes, std::max<int64_t>(1, 65536 / work), [&](int64_t p0, int64_t p1) {
-    // Per-thread scratch that only grows: no allocation per run once warmed up.
-    thread_local std::vector<float> buf;
-    if (buf.size() < static_cast<size_t>(buf_len)) buf.resize(static_cast<size_t>(buf_len));
-    for (int64_t pl = p0; pl < p1; ++pl) t.plane(p, in + pl * h * w, h, w, out + pl * oh * ow, oh, ow, buf.data(), buf_len);
+    float* buf = s_row.get_as<float>(static_cast<size_t>(buf_len));
+    if (!buf) {
+      no_memory.store(true);
+      return;
+    }
+    for (int64_t pl = p0; pl < p1; ++pl) t.plane(p, in + pl * h * w, h, w, out + pl * oh * ow, oh, ow, buf, buf_len);
   });
+  if (no_memory.load()) return Status(core::StatusCode::kOutOfMemory, "pool2d_f32: cannot allocate the row buffer");
   return Status::ok();
 }
 

@@ -3,6 +3,7 @@
 #include "kernels/cpu/qconv/qconv.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #if defined(__SSE2__)
@@ -10,6 +11,7 @@
 #endif
 
 #include "core/str_util.h"
+#include "core/thread_scratch.h"
 
 namespace kestrel::kernels::cpu {
 
@@ -122,9 +124,9 @@ void phase_planes_u8(const uint8_t* x, const uint8_t* x_end, const QConvShape& s
 }
 
 // Per-thread panel scratch of the gemm path: grows to the largest panel, then is reused.
-thread_local std::vector<uint8_t> t_panel;
+core::ScratchSlot g_panel;  // packed activation panel per thread
 
-thread_local std::vector<float> t_dw_scratch;
+core::ScratchSlot g_dw_scratch;  // depthwise plane scratch per thread
 
 }  // namespace
 
@@ -221,8 +223,13 @@ Status QConv::run(const QConvShape& s, const uint8_t* x, void* y, core::ThreadPo
                                                           static_cast<int>(s.sh), static_cast<int>(s.sw),
                                                           static_cast<int>(s.dh), static_cast<int>(s.dw));
     constexpr int64_t kBatch = qconv_detail::kQDwBatch;
+    std::atomic<bool> no_memory{false};
     auto task = [&](int64_t tb) {
-      if (static_cast<int64_t>(t_dw_scratch.size()) < need) t_dw_scratch.resize(static_cast<size_t>(need));
+      float* scratch = g_dw_scratch.get_as<float>(static_cast<size_t>(need));
+      if (!scratch) {
+        no_memory.store(true);
+        return;
+      }
       // The fields all planes share, then per plane what varies (channel c counts up from t0 % M).
       qconv_detail::QDwPlane base;
       base.ih = s.ih;
@@ -242,7 +249,7 @@ Status QConv::run(const QConvShape& s, const uint8_t* x, void* y, core::ThreadPo
       base.lo = std::max(sp.out_min, 0);
       base.hi = std::min(sp.out_max, 255);
       base.out = sp.out;
-      base.scratch = t_dw_scratch.data();
+      base.scratch = scratch;
       const int64_t taps = sp.kh * sp.kw, t0 = tb * kBatch, count = std::min(kBatch, planes - t0);
       qconv_detail::QDwPlane qs[kBatch];
       for (int64_t i = 0, t = t0, c = t0 % sp.m; i < count; ++i, ++t, c = c + 1 == sp.m ? 0 : c + 1) {
@@ -263,6 +270,7 @@ Status QConv::run(const QConvShape& s, const uint8_t* x, void* y, core::ThreadPo
       pool->run(tasks, task);
     else
       for (int64_t t = 0; t < tasks; ++t) task(t);
+    if (no_memory.load()) return Status(core::StatusCode::kOutOfMemory, "qconv: cannot allocate depthwise scratch");
     return Status::ok();
   }
   const qconv_detail::QcTable& t = *qc_;
@@ -324,6 +332,7 @@ Status QConv::run(const QConvShape& s, const uint8_t* x, void* y, core::ThreadPo
   }
   const int64_t tasks = sp.group * panels * msplit;
   const uint8_t* x_end = x + s.n * s.c * s.ih * s.iw;
+  std::atomic<bool> no_memory{false};
   for (int64_t n = 0; n < s.n; ++n) {
     const uint8_t* xn = x + n * s.c * s.ih * s.iw;
     if (!pointwise && !direct)
@@ -335,20 +344,24 @@ Status QConv::run(const QConvShape& s, const uint8_t* x, void* y, core::ThreadPo
       const int64_t p0 = panel * panel_px, cols = std::min(panel_px, p - p0);
       const int64_t pt = (cols + t.lanes - 1) / t.lanes * t.lanes;
       const size_t panel_bytes = static_cast<size_t>(groups * pt * 4);
-      if (t_panel.size() < panel_bytes) t_panel.resize(panel_bytes);
+      uint8_t* panel_buf = g_panel.get_as<uint8_t>(panel_bytes);
+      if (!panel_buf) {
+        no_memory.store(true);
+        return;
+      }
       if (pointwise) {
-        t.pack_x(xn + g * cg * p + p0, p, k, cols, pt, t_panel.data());
+        t.pack_x(xn + g * cg * p + p0, p, k, cols, pt, panel_buf);
       } else {
         qconv_detail::QcIm2col a = im;
         a.src = (direct ? xn : planes_.data()) + g * cg * plane_chan_stride_;
-        t.pack_im2col(a, p0, cols, pt, t_panel.data());
+        t.pack_im2col(a, p0, cols, pt, panel_buf);
       }
       qconv_detail::QcPanel q;
       q.w = w_packed_.data() + g * w_group_bytes_;
       q.m0 = std::min(mg, mblocks * ms / msplit * t.mr);
       q.m1 = std::min(mg, mblocks * (ms + 1) / msplit * t.mr);
       q.groups = groups;
-      q.x = t_panel.data();
+      q.x = panel_buf;
       q.pt = pt;
       q.cols = cols;
       q.offset = offset_.data() + g * mg;
@@ -363,6 +376,7 @@ Status QConv::run(const QConvShape& s, const uint8_t* x, void* y, core::ThreadPo
     } else {
       for (int64_t i = 0; i < tasks; ++i) task(i);
     }
+    if (no_memory.load()) return Status(core::StatusCode::kOutOfMemory, "qconv: cannot allocate the packed panel");
   }
   return Status::ok();
 }

@@ -9,6 +9,7 @@
 
 #include "core/buffer.h"
 #include "core/str_util.h"
+#include "core/thread_scratch.h"
 #include "kernels/cpu/qgemm/qgemm_ukernel.h"
 
 namespace kestrel::kernels::cpu {
@@ -62,22 +63,10 @@ Result<const UkernelTable*> resolve(QgemmIsa isa) {
   return t;
 }
 
-// Per-thread scratch for packed A blocks: grows to the largest request, then is reused.
-struct Scratch {
-  core::AlignedPtr mem;
-  size_t bytes = 0;
-};
-thread_local Scratch t_scratch;
+// Per-thread scratch for packed A blocks (core/thread_scratch.h): grows to the largest request, then is reused.
+core::ScratchSlot g_pack_scratch;
 
-uint8_t* scratch_bytes(size_t bytes) {
-  if (bytes > t_scratch.bytes) {
-    auto r = core::allocate_aligned_unique(bytes);
-    if (!r) return nullptr;
-    t_scratch.mem = std::move(r).value();
-    t_scratch.bytes = bytes;
-  }
-  return static_cast<uint8_t*>(t_scratch.mem.get());
-}
+uint8_t* scratch_bytes(size_t bytes) { return g_pack_scratch.get_as<uint8_t>(bytes); }
 
 bool fits(int64_t rows, int64_t cols, int64_t ld) {
   if (rows == 0 || cols == 0) return true;

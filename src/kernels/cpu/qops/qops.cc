@@ -2,6 +2,7 @@
 #include "kernels/cpu/qops/qops.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -11,6 +12,7 @@
 #endif
 
 #include "core/str_util.h"
+#include "core/thread_scratch.h"
 #include "kernels/cpu/qops/qops_table.h"
 
 namespace kestrel::kernels::cpu {
@@ -184,8 +186,20 @@ Status qmax_pool_u8(const QMaxPoolShape& s, const uint8_t* x, uint8_t* y, core::
   if (s.oh == 0 || s.ow == 0 || s.planes == 0) return Status::ok();
   const qops_detail::QopsFns& fns = qops_detail::qops_fns(isa);
   const int64_t plane_in = s.ih * s.iw;
+  // The padded row of the horizontal pass, per thread (core/thread_scratch.h).
+  static core::ScratchSlot s_row;
+  const size_t row_bytes = static_cast<size_t>((s.ow - 1) * s.sw + (s.kw - 1) * s.dw + 1);
+  std::atomic<bool> no_memory{false};
   run_ranges(pool, s.planes, std::max<int64_t>(1, kGrain / std::max<int64_t>(plane_in, 1)),
-             [&](int64_t p0, int64_t p1) { fns.maxpool(s, x, y, p0, p1); });
+             [&](int64_t p0, int64_t p1) {
+               uint8_t* row = s_row.get_as<uint8_t>(row_bytes);
+               if (!row) {
+                 no_memory.store(true);
+                 return;
+               }
+               fns.maxpool(s, x, y, p0, p1, row);
+             });
+  if (no_memory.load()) return Status(core::StatusCode::kOutOfMemory, "qmax_pool: cannot allocate the row buffer");
   return Status::ok();
 }
 

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include "kernels/cpu/qops/qops_table.h"
 
@@ -66,16 +65,14 @@ void quantize_impl(const float* x, int64_t n, float scale, int32_t zp, uint8_t* 
 
 // Planes [p0, p1): vertical max of the window rows into a padded row (column c holds input
 // column c - pad_left; 0, the identity of max on u8, outside), then the horizontal window.
-void maxpool_impl(const QMaxPoolShape& s, const uint8_t* x, uint8_t* y, int64_t p0, int64_t p1) {
+void maxpool_impl(const QMaxPoolShape& s, const uint8_t* x, uint8_t* y, int64_t p0, int64_t p1, uint8_t* row) {
   const int64_t plane_in = s.ih * s.iw, plane_out = s.oh * s.ow;
   const int64_t width = (s.ow - 1) * s.sw + (s.kw - 1) * s.dw + 1;
   const int64_t c0 = std::min(s.pad_left, width), c1 = std::max(c0, std::min(width, s.pad_left + s.iw));
   // u8 stores may alias anything: keep every bound in a local so loops vectorize.
   const int64_t ih = s.ih, iw = s.iw, oh = s.oh, ow = s.ow, kh = s.kh, kw = s.kw, sh = s.sh, sw = s.sw, dh = s.dh,
                 dw = s.dw, pt = s.pad_top, run = c1 - c0, lead = c0 - s.pad_left, w = width;
-  thread_local std::vector<uint8_t> row_buf;
-  if (static_cast<int64_t>(row_buf.size()) < width) row_buf.resize(static_cast<size_t>(width));
-  uint8_t* tmp = row_buf.data();
+  uint8_t* tmp = row;
   for (int64_t pl = p0; pl < p1; ++pl) {
     const uint8_t* xp = x + pl * plane_in;
     uint8_t* yp = y + pl * plane_out;

@@ -10,7 +10,8 @@ namespace kestrel::kernels::cpu::qops_detail {
 
 struct QopsFns {
   void (*quantize)(const float* x, int64_t n, float scale, int32_t zp, uint8_t* y);
-  void (*maxpool)(const QMaxPoolShape& s, const uint8_t* x, uint8_t* y, int64_t p0, int64_t p1);
+  // row: scratch of (ow - 1) * sw + (kw - 1) * dw + 1 bytes (the padded row of the horizontal pass).
+  void (*maxpool)(const QMaxPoolShape& s, const uint8_t* x, uint8_t* y, int64_t p0, int64_t p1, uint8_t* row);
   // Element strides sa, sb are 1 or 0 (broadcast).
   void (*binary)(const QBinaryParams& p, const uint8_t* a, const uint8_t* b, uint8_t* y, int64_t n, int sa, int sb);
 };
