@@ -249,6 +249,7 @@ class LowerQdq final : public Pass {
       KESTREL_ASSIGN_OR_RETURN(bool done, lower(g, n, *out));
       if (done) ++stats.fused;
     }
+    KESTREL_RETURN_IF_ERROR(fold_lookup_mul(g, stats));
     return stats;
   }
 
@@ -278,6 +279,50 @@ class LowerQdq final : public Pass {
           replace_chain(g, n, {n}, "DequantizeLinear", "", dq_inputs, {}, n->name() + "_dequantize").status());
       if (dq->output(0)->uses().empty() && !dq->output(0)->is_graph_output()) KESTREL_RETURN_IF_ERROR(g.remove_node(dq));
       ++stats.fused;
+    }
+    return core::Status::ok();
+  }
+
+  // x * f(x) on one u8 tensor (SiLU exported as x * Sigmoid(x), or what the quantizer makes of it):
+  // QMul(q, QLookup(q, t)) depends on the code q alone, so one QLookup whose table applies QMul's
+  // own arithmetic (qops_inl.h binary_row) to each of the 256 codes replaces both, bit for bit.
+  static core::Status fold_lookup_mul(ir::Graph& g, PassStats& stats) {
+    for (ir::Node* n : g.nodes()) {
+      if (n->domain() != ir::kKestrelDomain || n->op_type() != "QMul" || n->num_inputs() != 8) continue;
+      for (int side = 0; side < 2; ++side) {
+        ir::Value* xq = n->input(side == 0 ? 0 : 3);
+        ir::Value* lq = n->input(side == 0 ? 3 : 0);
+        ir::Node* l = lq ? lq->producer() : nullptr;
+        if (!xq || !l || l->domain() != ir::kKestrelDomain || l->op_type() != "QLookup" || l->num_inputs() != 2 ||
+            l->input(0) != xq || lq->uses().size() != 1 || lq->is_graph_output())
+          continue;
+        ir::Value* tv = l->input(1);
+        if (!tv || !tv->is_constant() || tv->constant().dtype() != DType::kU8 || tv->constant().num_elements() != 256)
+          continue;
+        auto px = read_params(n->input(side == 0 ? 1 : 4), n->input(side == 0 ? 2 : 5));
+        auto pl = read_params(n->input(side == 0 ? 4 : 1), n->input(side == 0 ? 5 : 2));
+        auto py = read_params(n->input(6), n->input(7));
+        auto lo = n->attr_int("out_min", 0);
+        auto hi = n->attr_int("out_max", 255);
+        if (!px || !pl || !py || !lo.is_ok() || !hi.is_ok()) continue;
+        const uint8_t* t = tv->constant().data<uint8_t>();
+        // Exactly the float steps of the QMul row kernel (operand order does not change a product).
+        const float k = static_cast<float>(px->s) * static_cast<float>(pl->s) / static_cast<float>(py->s);
+        const float flo = static_cast<float>(*lo - py->z), fhi = static_cast<float>(*hi - py->z);
+        core::Tensor table = core::Tensor::allocate(DType::kU8, {256}).value();
+        for (int c = 0; c < 256; ++c) {
+          float f = (static_cast<float>(c) - static_cast<float>(px->z)) *
+                    (static_cast<float>(t[c]) - static_cast<float>(pl->z)) * k;
+          f = f > flo ? f : flo;
+          f = f < fhi ? f : fhi;
+          table.data<uint8_t>()[c] = static_cast<uint8_t>(static_cast<int32_t>(std::nearbyint(f)) + py->z);
+        }
+        ir::Value* tab = add_tensor(g, "qlookup_mul_table", std::move(table));
+        KESTREL_RETURN_IF_ERROR(
+            replace_chain(g, n, {l, n}, "QLookup", ir::kKestrelDomain, {xq, tab}, {}, n->name() + "_lookup").status());
+        ++stats.fused;
+        break;
+      }
     }
     return core::Status::ok();
   }

@@ -199,6 +199,31 @@ TEST(LowerQdq, AddMulBroadcast) {
       0.03f);
 }
 
+// SiLU as x * Sigmoid(x): QMul(q, QLookup(q)) folds into one QLookup (either operand order);
+// when the sigmoid's codes have another use, the QMul stays.
+TEST(LowerQdq, SiluMulOfLookupBecomesOneLookup) {
+  for (int order = 0; order < 2; ++order)
+    check(
+        [order](ir::Graph& g) {
+          Q q{g};
+          ir::Value* x = q.qdq(q.input({1, 4, 9, 9}), 0.03f, 120);
+          ir::Value* sg = q.qdq(q.node("Sigmoid", {x}), 1.f / 255, 0);
+          ir::Value* m = order == 0 ? q.node("Mul", {x, sg}) : q.node("Mul", {sg, x});
+          g.add_output(q.qdq(m, 0.02f, 15));
+        },
+        {"QuantizeLinear", "kestrel.QLookup", "DequantizeLinear"}, 0.02f, 1.0, -4.f, 4.f);
+  check(
+      [](ir::Graph& g) {
+        Q q{g};
+        ir::Value* x = q.qdq(q.input({1, 4, 9, 9}), 0.03f, 120);
+        ir::Value* sg = q.qdq(q.node("Sigmoid", {x}), 1.f / 255, 0);
+        g.add_output(q.qdq(q.node("Mul", {x, sg}), 0.02f, 15));
+        g.add_output(q.qdq(q.node("Add", {sg, sg}), 0.01f, 0));
+      },
+      {"QuantizeLinear", "kestrel.QLookup", "kestrel.QMul", "DequantizeLinear", "kestrel.QAdd", "DequantizeLinear"},
+      0.02f, 1.0, -4.f, 4.f);
+}
+
 TEST(LowerQdq, ConcatPoolsAndLookups) {
   check(
       [](ir::Graph& g) {
