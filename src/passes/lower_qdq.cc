@@ -254,14 +254,16 @@ class LowerQdq final : public Pass {
   }
 
  private:
-  // Shape ops commute with a per-tensor dequantize: Reshape(DQ(q)) -> DQ(Reshape(q)), so that a
-  // DQ -> Flatten -> Gemm chain (PyTorch's QAT export of a classifier head) meets its Gemm as
-  // DQ -> Gemm and lowers to QMatMul.
+  // Data-movement ops commute with a per-tensor dequantize: Reshape(DQ(q)) -> DQ(Reshape(q)), so
+  // that a DQ -> Flatten -> Gemm chain (PyTorch's QAT export of a classifier head) meets its Gemm
+  // as DQ -> Gemm and lowers to QMatMul, and a channel shuffle (Reshape -> Transpose -> Reshape ->
+  // Slice, ShuffleNet) moves bytes instead of floats, its trailing Q(DQ) pair cancelling.
   static core::Status sink_dequantize(ir::Graph& g, PassStats& stats) {
     for (ir::Node* n : g.nodes()) {
       if (!n->domain().empty() || n->num_outputs() != 1 || n->num_inputs() < 1) continue;
       const std::string& t = n->op_type();
-      if (t != "Flatten" && t != "Reshape" && t != "Squeeze" && t != "Unsqueeze") continue;
+      if (t != "Flatten" && t != "Reshape" && t != "Squeeze" && t != "Unsqueeze" && t != "Transpose" && t != "Slice")
+        continue;
       auto in = dq_act(n->input(0));
       if (!in) continue;
       ir::Node* dq = n->input(0)->producer();

@@ -224,6 +224,35 @@ TEST(LowerQdq, SiluMulOfLookupBecomesOneLookup) {
       0.02f, 1.0, -4.f, 4.f);
 }
 
+// ShuffleNet's channel shuffle between int8 convs: Reshape -> Transpose -> Reshape -> Slice after a
+// DQ run on the u8 codes (the DQ sinks below each), and the final Q(DQ) pair with equal
+// parameters cancels: no float left between the two QConvs.
+TEST(LowerQdq, ChannelShuffleMovesBytes) {
+  auto i64 = [](ir::Graph& g, std::vector<int64_t> v) {
+    Tensor t = Tensor::allocate(DType::kI64, {static_cast<int64_t>(v.size())}).value();
+    for (size_t i = 0; i < v.size(); ++i) t.data<int64_t>()[i] = v[i];
+    return g.add_constant(g.unique_value_name("c"), std::move(t));
+  };
+  check(
+      [&](ir::Graph& g) {
+        Q q{g};
+        ir::Value* x = q.qdq(q.input({1, 8, 5, 5}), 0.02f, 128);
+        ir::Value* c = q.qdq(conv_node(q, x, q.wdq({8, 8, 1, 1}, 0, 7), nullptr, {0, 0, 0, 0}, {1, 1}, 1)->output(0),
+                             0.05f, 120);
+        ir::Value* r = q.node("Reshape", {c, i64(g, {1, 2, 4, 5, 5})});
+        ir::Node* tr = q.raw("Transpose", {r});
+        tr->set_attr("perm", std::vector<int64_t>{0, 2, 1, 3, 4});
+        ir::Value* r2 = q.node("Reshape", {tr->output(0), i64(g, {1, 8, 5, 5})});
+        ir::Value* sl = q.node("Slice", {r2, i64(g, {4}), i64(g, {8}), i64(g, {1})});
+        ir::Value* s = q.qdq(sl, 0.05f, 120);
+        g.add_output(q.qdq(conv_node(q, s, q.wdq({6, 4, 1, 1}, 0, 9), nullptr, {0, 0, 0, 0}, {1, 1}, 1)->output(0),
+                           0.05f, 128));
+      },
+      {"QuantizeLinear", "kestrel.QConv", "Reshape", "Transpose", "Reshape", "Slice", "kestrel.QConv",
+       "DequantizeLinear"},
+      0.05f);
+}
+
 TEST(LowerQdq, ConcatPoolsAndLookups) {
   check(
       [](ir::Graph& g) {

@@ -470,7 +470,10 @@ TEST(QOps, MaxPoolMatchesNaive) {
   };
   std::mt19937 rng(5);
   for (const PCase& pc : {PCase{13, 11, 3, 2, 0, 1}, PCase{8, 8, 2, 2, 0, 1}, PCase{9, 7, 3, 1, 1, 1},
-                          PCase{10, 10, 3, 2, 1, 2}, PCase{5, 6, 3, 3, 1, 1}}) {
+                          PCase{10, 10, 3, 2, 1, 2}, PCase{5, 6, 3, 3, 1, 1},
+                          // stride 2 rows wide enough for the vector even-column pass (and its tails)
+                          PCase{112, 112, 3, 2, 1, 1}, PCase{9, 150, 3, 2, 1, 1}, PCase{7, 131, 2, 2, 0, 1},
+                          PCase{6, 100, 5, 2, 2, 1}, PCase{4, 66, 3, 2, 0, 1}}) {
     kernels::cpu::QMaxPoolShape s;
     s.planes = 3;
     s.ih = pc.ih;

@@ -553,7 +553,7 @@ void register_quantize_kernels(KernelRegistry& r) {
         }
       }
       return ref::quantize_linear(p, ctx.input(0), ctx.input(1), ctx.input_or_null(2), ctx.output(0));
-    });
+    }, "qops.quantize");  // reference kernel for per-axis or non-u8
   });
   r.add("DequantizeLinear", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
     KESTREL_ASSIGN_OR_RETURN(ref::QuantAxisParams p, axis_params(info));
@@ -567,7 +567,7 @@ void register_quantize_kernels(KernelRegistry& r) {
         return Status::ok();
       }
       return ref::dequantize_linear(p, ctx.input(0), ctx.input(1), ctx.input_or_null(2), ctx.output(0));
-    });
+    }, "qops.dequantize");  // reference kernel for per-axis or non-u8
   });
   r.add("DynamicQuantizeLinear", [](const KernelCreateInfo&) -> Result<std::unique_ptr<OpKernel>> {
     return make_kernel([](KernelContext& ctx) {

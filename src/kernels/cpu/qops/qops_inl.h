@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <cstring>
 
+#if defined(__AVX2__) || defined(__AVX512BW__)
+#include <immintrin.h>
+#endif
+
 #include "kernels/cpu/qops/qops_table.h"
 
 namespace kestrel::kernels::cpu::qops_detail {
@@ -63,6 +67,26 @@ void quantize_impl(const float* x, int64_t n, float scale, int32_t zp, uint8_t* 
   }
 }
 
+// y[i] = x[2 * i] for i < n_out; x holds n_in >= 2 * n_out - 1 readable bytes.
+inline void even_bytes(const uint8_t* x, int64_t n_in, uint8_t* y, int64_t n_out) {
+  int64_t i = 0;
+#if defined(__AVX512BW__)
+  for (; 2 * i + 64 <= n_in && i + 32 <= n_out; i += 32)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i),
+                        _mm512_maskz_cvtepi16_epi8(~__mmask32{0}, _mm512_loadu_si512(x + 2 * i)));  // low byte of each word
+#elif defined(__AVX2__)
+  const __m256i lo = _mm256_set1_epi16(0x00ff);
+  for (; 2 * i + 64 <= n_in && i + 32 <= n_out; i += 32) {
+    const __m256i a = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 2 * i)), lo);
+    const __m256i b = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 2 * i + 32)), lo);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i),
+                        _mm256_permute4x64_epi64(_mm256_packus_epi16(a, b), 0xd8));  // undo the lane split
+  }
+#endif
+  for (; i < n_out; ++i) y[i] = x[2 * i];
+  (void)n_in;  // only the vector loops read whole blocks
+}
+
 // Planes [p0, p1): vertical max of the window rows into a padded row (column c holds input
 // column c - pad_left; 0, the identity of max on u8, outside), then the horizontal window.
 void maxpool_impl(const QMaxPoolShape& s, const uint8_t* x, uint8_t* y, int64_t p0, int64_t p1, uint8_t* row) {
@@ -91,6 +115,15 @@ void maxpool_impl(const QMaxPoolShape& s, const uint8_t* x, uint8_t* y, int64_t 
         for (int64_t ox = 0; ox < ow; ++ox) yr[ox] = tmp[ox];
         for (int64_t kx = 1; kx < kw; ++kx)
           for (int64_t ox = 0; ox < ow; ++ox) yr[ox] = std::max(yr[ox], tmp[ox + kx]);
+      } else if (sw == 2 && dw == 1) {
+        // Window maxima at every column (kw - 1 forward passes, each widening the window by one;
+        // reading i + 1 before writing it vectorizes), then the even columns.
+        const int64_t n = 2 * (ow - 1) + 1;
+        for (int64_t kx = 1; kx < kw; ++kx) {
+          const int64_t len = n + kw - 1 - kx;  // the next pass reads one column further
+          for (int64_t i = 0; i < len; ++i) tmp[i] = std::max(tmp[i], tmp[i + 1]);
+        }
+        even_bytes(tmp, n, yr, ow);
       } else if (kw == 3 && dw == 1) {
         for (int64_t ox = 0; ox < ow; ++ox) {
           const uint8_t* t = tmp + ox * sw;
