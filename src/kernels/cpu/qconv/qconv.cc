@@ -84,12 +84,18 @@ int64_t ceil_div(int64_t a, int64_t d) {  // d > 0, a of any sign
 // of phase j at dst[(j * ph + r) * pws + q] = input (r - pad_top, q * sw + j - pad_left), or the
 // zero point outside the input (it then adds 0). x_end: the end of the whole input (vector loads
 // may run past a row into the next one, never past x_end).
-void phase_planes_u8(const uint8_t* x, const uint8_t* x_end, const QConvShape& s, int64_t ph, int64_t pws, uint8_t zp,
-                     uint8_t* dst) {
+// Only what the window reads is written: with one kernel row, rows r = oy * sh; phases j that are
+// some (kx * dw) % sw (a 1x1 stride-2 conv reads a quarter of its input).
+void phase_planes_u8(const uint8_t* x, const uint8_t* x_end, const QConvShape& s, int64_t kh, int64_t kw, int64_t ph,
+                     int64_t pws, uint8_t zp, uint8_t* dst) {
   const int64_t sw = s.sw, pl = s.pad_left;
-  for (int64_t r = 0; r < ph; ++r) {
+  const int64_t row_step = kh == 1 ? s.sh : 1;
+  for (int64_t r = 0; r < ph; r += row_step) {
     const int64_t iy = r - s.pad_top;
     for (int64_t j = 0; j < sw; ++j) {
+      bool used = false;
+      for (int64_t kx = 0; kx < kw && !used; ++kx) used = (kx * s.dw) % sw == j;
+      if (!used) continue;
       uint8_t* d = dst + (j * ph + r) * pws;
       if (iy < 0 || iy >= s.ih) {
         std::memset(d, zp, static_cast<size_t>(pws));
@@ -124,7 +130,8 @@ void phase_planes_u8(const uint8_t* x, const uint8_t* x_end, const QConvShape& s
 }
 
 // Per-thread panel scratch of the gemm path: grows to the largest panel, then is reused.
-core::ScratchSlot g_panel;  // packed activation panel per thread
+core::ScratchSlot g_panel;     // packed activation panel per thread
+core::ScratchSlot g_flat_out;  // flattened-plane GEMM output per thread
 
 core::ScratchSlot g_dw_scratch;  // depthwise plane scratch per thread
 
@@ -282,8 +289,21 @@ Status QConv::run(const QConvShape& s, const uint8_t* x, void* y, core::ThreadPo
   const int64_t groups = (k + t.kg - 1) / t.kg;
   constexpr int64_t kPanelBudget = 64 << 10;
   const int64_t cap = std::max<int64_t>(t.nr, kPanelBudget / (groups * 4) / t.nr * t.nr);
-  const int64_t panel_px = std::min(cap, (p + t.lanes - 1) / t.lanes * t.lanes);
-  const int64_t panels = (p + panel_px - 1) / panel_px;
+  // Windows read the input through phase planes (QcIm2col); the input itself is one when there
+  // is no padding and no stride along the row.
+  const int64_t ph = (s.oh - 1) * s.sh + (sp.kh - 1) * s.dh + 1, pw = (s.ow - 1) * s.sw + (sp.kw - 1) * s.dw + 1;
+  const bool direct = s.pad_top == 0 && s.pad_left == 0 && s.sw == 1 && ph <= s.ih && pw <= s.iw;
+  const int64_t pws = (pw + s.sw - 1) / s.sw;
+  const int64_t prow = direct ? s.iw : pws;
+  // Small stride-1 planes (7x7, 14x14) are computed over the flattened plane: output (oy, ox) at
+  // oy * prow + ox, so each row of K is one contiguous run instead of oh runs of ow bytes (the
+  // packing, not the multiply-adds, bounds these convs); the prow - ow extra columns per row are
+  // computed into a per-thread buffer and dropped when its rows are copied out.
+  const int64_t p_flat = (s.oh - 1) * prow + s.ow;
+  const bool flat = !pointwise && s.sh == 1 && s.sw == 1 && s.ow < 16 && s.oh > 1 && p_flat <= cap;
+  const int64_t pe = flat ? p_flat : p;  // pixels the GEMM computes
+  const int64_t panel_px = std::min(cap, (pe + t.lanes - 1) / t.lanes * t.lanes);
+  const int64_t panels = (pe + panel_px - 1) / panel_px;
   const int64_t mblocks = (mg + t.mr - 1) / t.mr;
   // Tasks: (image, group, panel, row range); rows are split only when there are too few panels
   // to keep every thread busy.
@@ -296,15 +316,10 @@ Status QConv::run(const QConvShape& s, const uint8_t* x, void* y, core::ThreadPo
   qconv_detail::QcEpilogue ep;
   ep.set(sp.out == QOut::kI32, static_cast<float>(std::max(sp.out_min, 0) - sp.y_zp),
          static_cast<float>(std::min(sp.out_max, 255) - sp.y_zp), sp.y_zp);
-  // Windows read the input through phase planes (QcIm2col); the input itself is one when there
-  // is no padding and no stride along the row.
-  const int64_t ph = (s.oh - 1) * s.sh + (sp.kh - 1) * s.dh + 1, pw = (s.ow - 1) * s.sw + (sp.kw - 1) * s.dw + 1;
-  const bool direct = s.pad_top == 0 && s.pad_left == 0 && s.sw == 1 && ph <= s.ih && pw <= s.iw;
-  const int64_t pws = (pw + s.sw - 1) / s.sw;
   qconv_detail::QcIm2col im;
   im.k = k;
   im.sh = s.sh;
-  im.ow = s.ow;
+  im.ow = flat ? p_flat : s.ow;  // flat: one "row" of p_flat pixels
   if (!pointwise) {
     int64_t chan_stride, phase_stride;
     if (direct) {
@@ -337,11 +352,12 @@ Status QConv::run(const QConvShape& s, const uint8_t* x, void* y, core::ThreadPo
     const uint8_t* xn = x + n * s.c * s.ih * s.iw;
     if (!pointwise && !direct)
       for (int64_t c = 0; c < s.c; ++c)
-        phase_planes_u8(xn + c * s.ih * s.iw, x_end, s, ph, pws, sp.x_zp, planes_.data() + c * plane_chan_stride_);
+        phase_planes_u8(xn + c * s.ih * s.iw, x_end, s, sp.kh, sp.kw, ph, pws, sp.x_zp,
+                        planes_.data() + c * plane_chan_stride_);
     auto task = [&](int64_t task_id) {
       const int64_t ms = task_id % msplit, rest = task_id / msplit;
       const int64_t panel = rest % panels, g = rest / panels;
-      const int64_t p0 = panel * panel_px, cols = std::min(panel_px, p - p0);
+      const int64_t p0 = panel * panel_px, cols = std::min(panel_px, pe - p0);
       const int64_t pt = (cols + t.lanes - 1) / t.lanes * t.lanes;
       const size_t panel_bytes = static_cast<size_t>(groups * pt * 4);
       uint8_t* panel_buf = g_panel.get_as<uint8_t>(panel_bytes);
@@ -367,7 +383,36 @@ Status QConv::run(const QConvShape& s, const uint8_t* x, void* y, core::ThreadPo
       q.offset = offset_.data() + g * mg;
       q.scale = sp.out == QOut::kU8 ? sp.scale.data() + g * mg : nullptr;
       q.ep = &ep;
-      q.y = static_cast<uint8_t*>(y) + static_cast<size_t>((n * sp.m + g * mg) * p + p0) * esize;
+      uint8_t* yg = static_cast<uint8_t*>(y) + static_cast<size_t>((n * sp.m + g * mg) * p) * esize;
+      if (flat) {  // one panel: rows of p_flat pixels into the buffer, then rows of ow to y
+        uint8_t* buf = g_flat_out.get_as<uint8_t>(static_cast<size_t>(mg * p_flat) * esize);
+        if (!buf) {
+          no_memory.store(true);
+          return;
+        }
+        q.y = buf;
+        q.ldy = p_flat;
+        if (q.m0 < q.m1) t.run(q);
+        // Rows of at most 15 elements: plain loops (a libc memcpy call per row cost more).
+        const int64_t oh = s.oh, ow = s.ow;
+        if (esize == 1) {
+          for (int64_t m = q.m0; m < q.m1; ++m)
+            for (int64_t oy = 0; oy < oh; ++oy) {
+              uint8_t* d = yg + m * p + oy * ow;
+              const uint8_t* src = buf + m * p_flat + oy * prow;
+              for (int64_t i = 0; i < ow; ++i) d[i] = src[i];
+            }
+        } else {
+          for (int64_t m = q.m0; m < q.m1; ++m)
+            for (int64_t oy = 0; oy < oh; ++oy) {
+              int32_t* d = reinterpret_cast<int32_t*>(yg) + m * p + oy * ow;
+              const int32_t* src = reinterpret_cast<const int32_t*>(buf) + m * p_flat + oy * prow;
+              for (int64_t i = 0; i < ow; ++i) d[i] = src[i];
+            }
+        }
+        return;
+      }
+      q.y = yg + static_cast<size_t>(p0) * esize;
       q.ldy = p;
       if (q.m0 < q.m1) t.run(q);
     };
