@@ -123,6 +123,31 @@ const char* conv_impl_name(core::Isa isa) {
 struct FastConv::Geometry {
   int64_t n = 0, c = 0, ih = 1, iw = 1, oh = 1, ow = 1;
   int64_t sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pl = 0;
+
+  // The direct kernels' arguments (depthwise, grouped, stem) for image n of x / y (and the
+  // residual z), m output channels per image; the caller sets w, cg / mg and scratch.
+  conv_detail::DepthwiseBlockArgs block_args(int64_t img, int64_t m, int k, int stride, const float* x,
+                                             const float* bias, const float* z, float* y,
+                                             const FusedActivation& act) const {
+    conv_detail::DepthwiseBlockArgs a;
+    a.x = x + img * c * ih * iw;
+    a.c = c;
+    a.ih = ih;
+    a.iw = iw;
+    a.oh = oh;
+    a.ow = ow;
+    a.k = k;
+    a.stride = stride;
+    a.pad_top = pt;
+    a.pad_left = pl;
+    a.bias = bias;
+    a.residual = z ? z + img * m * oh * ow : nullptr;
+    a.y = y + img * m * oh * ow;
+    a.activation = act.kind;
+    a.act_alpha = act.alpha;
+    a.act_beta = act.beta;
+    return a;
+  }
 };
 
 Result<FastConv> FastConv::create(const Tensor& w, int64_t group, FusedActivation act, core::Isa isa,
@@ -369,7 +394,6 @@ Status FastConv::run_depthwise(const Geometry& g, const float* x, const float* b
   const int64_t strips = (g.oh + rows_per_strip - 1) / rows_per_strip;
   const int64_t blocks = (g.c + width - 1) / width, tasks = g.n * blocks * strips;
   const int64_t scratch = conv_detail::depthwise_block_scratch_floats(rows_per_strip, g.ow, k, s, width, width);
-  const int64_t ihw = g.ih * g.iw, ohw = g.oh * g.ow;
   std::atomic<bool> oom{false};
   auto task = [&](int64_t i) {
     float* buf = thread_scratch(scratch);
@@ -378,24 +402,8 @@ Status FastConv::run_depthwise(const Geometry& g, const float* x, const float* b
       return;
     }
     const int64_t strip = i % strips, block = i / strips % blocks, n = i / strips / blocks;
-    conv_detail::DepthwiseBlockArgs a;
-    a.x = x + n * g.c * ihw;
-    a.c = g.c;
-    a.ih = g.ih;
-    a.iw = g.iw;
-    a.oh = g.oh;
-    a.ow = g.ow;
-    a.k = k;
-    a.stride = s;
-    a.pad_top = g.pt;
-    a.pad_left = g.pl;
+    conv_detail::DepthwiseBlockArgs a = g.block_args(n, g.c, k, s, x, bias, z, y, act_);
     a.w = dw_packed_->data();
-    a.bias = bias;
-    a.residual = z ? z + n * g.c * ohw : nullptr;
-    a.y = y + n * g.c * ohw;
-    a.activation = act_.kind;
-    a.act_alpha = act_.alpha;
-    a.act_beta = act_.beta;
     a.scratch = buf;
     const int64_t oy0 = strip * rows_per_strip;
     fn(a, block, oy0, std::min(g.oh, oy0 + rows_per_strip));
@@ -420,7 +428,6 @@ Status FastConv::run_grouped(const Geometry& g, const float* x, const float* bia
   const int64_t rows_per_strip = std::clamp<int64_t>(32768 / std::max<int64_t>(row_floats, 1), 1, g.oh);
   const int64_t strips = (g.oh + rows_per_strip - 1) / rows_per_strip, tasks = g.n * group_ * strips;
   const int64_t scratch = conv_detail::depthwise_block_scratch_floats(rows_per_strip, g.ow, k, s, width, cg_);
-  const int64_t ihw = g.ih * g.iw, ohw = g.oh * g.ow;
   std::atomic<bool> oom{false};
   auto task = [&](int64_t i) {
     float* buf = thread_scratch(scratch);
@@ -429,24 +436,8 @@ Status FastConv::run_grouped(const Geometry& g, const float* x, const float* bia
       return;
     }
     const int64_t strip = i % strips, grp = i / strips % group_, n = i / strips / group_;
-    conv_detail::DepthwiseBlockArgs a;
-    a.x = x + n * g.c * ihw;
-    a.c = g.c;
-    a.ih = g.ih;
-    a.iw = g.iw;
-    a.oh = g.oh;
-    a.ow = g.ow;
-    a.k = k;
-    a.stride = s;
-    a.pad_top = g.pt;
-    a.pad_left = g.pl;
+    conv_detail::DepthwiseBlockArgs a = g.block_args(n, m_, k, s, x, bias, z, y, act_);
     a.w = gp_packed_->data();
-    a.bias = bias;
-    a.residual = z ? z + n * m_ * ohw : nullptr;
-    a.y = y + n * m_ * ohw;
-    a.activation = act_.kind;
-    a.act_alpha = act_.alpha;
-    a.act_beta = act_.beta;
     a.scratch = buf;
     a.cg = cg_;
     a.mg = mg;
@@ -469,7 +460,6 @@ Status FastConv::run_stem(const Geometry& g, const float* x, const float* bias, 
   const int64_t rows_per_strip = std::clamp<int64_t>(16384 / std::max<int64_t>(row_floats, 1), 1, g.oh);
   const int64_t strips = (g.oh + rows_per_strip - 1) / rows_per_strip, tasks = g.n * strips;
   const int64_t scratch = conv_detail::stem_scratch_floats(cg_, rows_per_strip, g.ow, dw.width);
-  const int64_t ihw = g.ih * g.iw, ohw = g.oh * g.ow;
   std::atomic<bool> oom{false};
   auto task = [&](int64_t i) {
     float* buf = thread_scratch(scratch);
@@ -478,24 +468,8 @@ Status FastConv::run_stem(const Geometry& g, const float* x, const float* bias, 
       return;
     }
     const int64_t strip = i % strips, n = i / strips;
-    conv_detail::DepthwiseBlockArgs a;
-    a.x = x + n * g.c * ihw;
-    a.c = g.c;
-    a.ih = g.ih;
-    a.iw = g.iw;
-    a.oh = g.oh;
-    a.ow = g.ow;
-    a.k = 3;
-    a.stride = 2;
-    a.pad_top = g.pt;
-    a.pad_left = g.pl;
+    conv_detail::DepthwiseBlockArgs a = g.block_args(n, m_, 3, 2, x, bias, z, y, act_);
     a.w = w_->data();
-    a.bias = bias;
-    a.residual = z ? z + n * m_ * ohw : nullptr;
-    a.y = y + n * m_ * ohw;
-    a.activation = act_.kind;
-    a.act_alpha = act_.alpha;
-    a.act_beta = act_.beta;
     a.scratch = buf;
     a.cg = cg_;
     a.mg = m_;
