@@ -90,12 +90,12 @@ void phase_planes_u8(const uint8_t* x, const uint8_t* x_end, const QConvShape& s
                      int64_t pws, uint8_t zp, uint8_t* dst) {
   const int64_t sw = s.sw, pl = s.pad_left;
   const int64_t row_step = kh == 1 ? s.sh : 1;
+  uint64_t used = 0;  // bit j: some tap reads phase j (phases from 64 on are always written)
+  for (int64_t kx = 0; kx < kw; ++kx) used |= uint64_t{1} << ((kx * s.dw) % sw % 64);
   for (int64_t r = 0; r < ph; r += row_step) {
     const int64_t iy = r - s.pad_top;
     for (int64_t j = 0; j < sw; ++j) {
-      bool used = false;
-      for (int64_t kx = 0; kx < kw && !used; ++kx) used = (kx * s.dw) % sw == j;
-      if (!used) continue;
+      if (j < 64 && !(used >> j & 1)) continue;
       uint8_t* d = dst + (j * ph + r) * pws;
       if (iy < 0 || iy >= s.ih) {
         std::memset(d, zp, static_cast<size_t>(pws));

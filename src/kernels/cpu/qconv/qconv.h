@@ -64,7 +64,6 @@ class QConv {
   std::vector<int32_t> dw_wq_;     // 3x3 / 5x5 depthwise: [M, kh, 2] words of 4 s8 taps (QDwPlane::wq)
   std::vector<int32_t> dw_wsum_;   // [M] sums of the depthwise taps
   qconv_detail::QDwFn dw_fn_ = nullptr;
-  std::vector<float> dw_scratch_;  // one plane's scratch per thread
   const char* impl_name_ = "qconv";
 };
 
