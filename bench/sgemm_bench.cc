@@ -66,6 +66,9 @@ const Shape kShapes[] = {
     {"r50_56x56_1x1_64to256", 256, 3136, 64},
     {"r50_14x14_1x1_1024to256", 256, 196, 1024},
     {"r50_7x7_1x1_2048to512", 512, 49, 2048},
+    // Squeeze-excite 1x1 convs on a 1x1 plane (EfficientNet-B0's last stage): one column.
+    {"effnet_se_1x1_48to1152", 1152, 1, 48},
+    {"effnet_se_1x1_1152to48", 48, 1, 1152},
 };
 
 struct Data {
@@ -151,6 +154,7 @@ const Shape kInt8Shapes[] = {
     {"vit_mlp_197x768to192", 197, 192, 768},
     {"bert_64x128to512", 64, 512, 128},
     {"head_1x192to1000", 1, 1000, 192},
+    {"head_1x1280to1000", 1, 1000, 1280},
     {"square1024", 1024, 1024, 1024},
 };
 

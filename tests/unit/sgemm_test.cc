@@ -424,6 +424,69 @@ TEST_P(SgemmIsaTest, PrePackedOperands) {
         }
 }
 
+// M <= 4 against pre-packed B takes its own path (one pass over the slivers, no MR-row tile).
+TEST_P(SgemmIsaTest, SmallMPrePackedB) {
+  uint32_t seed = 350;
+  core::ThreadPool pool(2);
+  const int64_t ns[] = {1, 15, 16, 33, 47, 49, 97, 1000};
+  const int64_t ks[] = {1, 2, 3, 17, 64, 1280};
+  for (int64_t m = 1; m <= 5; ++m)
+    for (int64_t n : ns)
+      for (int64_t k : ks) {
+        Case cs;
+        cs.m = m;
+        cs.n = n;
+        cs.k = k;
+        cs.pack_b = true;
+        cs.tb = (seed % 2) == 0;
+        cs.ta = (seed % 3) == 0;
+        cs.pad_a = seed % 4;
+        cs.pad_c = seed % 5;
+        cs.pad_r = 3;
+        cs.alpha = seed % 7 == 0 ? 0.5f : 1.f;
+        cs.beta = seed % 5 == 0 ? 0.5f : 0.f;
+        cs.bias = static_cast<GemmBias>(seed % 3);
+        cs.residual = seed % 4 == 1;
+        const GemmActivation acts[] = {GemmActivation::kNone, GemmActivation::kRelu, GemmActivation::kClip,
+                                       GemmActivation::kSigmoid};
+        cs.act = acts[seed % 4];
+        cs.act_beta = 0.5f;
+        check_case(cs, GetParam(), (seed % 2) ? &pool : nullptr, seed);
+        ++seed;
+      }
+}
+
+// N = 1 against pre-packed A (squeeze-excite 1x1 convs) takes its own path when C = A * b with at
+// most a per-row bias; the other epilogues must still be right (they take the tiled path).
+TEST_P(SgemmIsaTest, SingleColumnPrePackedA) {
+  uint32_t seed = 380;
+  core::ThreadPool pool(2);
+  const int64_t ms[] = {1, 13, 14, 15, 29, 48, 1152};
+  const int64_t ks[] = {1, 2, 5, 48, 577};
+  for (int64_t m : ms)
+    for (int64_t k : ks) {
+      Case cs;
+      cs.m = m;
+      cs.n = 1;
+      cs.k = k;
+      cs.pack_a = true;
+      cs.ta = (seed % 3) == 0;
+      cs.tb = (seed % 2) == 0;
+      cs.pad_b = seed % 3;
+      cs.pad_c = seed % 4 == 0 ? 2 : 0;
+      const GemmActivation acts[] = {GemmActivation::kNone, GemmActivation::kRelu, GemmActivation::kSigmoid,
+                                     GemmActivation::kSilu, GemmActivation::kHardSigmoid};
+      cs.act = acts[seed % 5];
+      cs.act_alpha = 0.2f;
+      cs.act_beta = 0.5f;
+      cs.bias = seed % 3 == 2 ? GemmBias::kNone : GemmBias::kPerRow;
+      if (seed % 7 == 0) cs.beta = 0.5f;  // not the single-column path
+      if (seed % 11 == 0) cs.residual = true;
+      check_case(cs, GetParam(), (seed % 2) ? &pool : nullptr, seed);
+      ++seed;
+    }
+}
+
 TEST_P(SgemmIsaTest, Batched) {
   uint32_t seed = 400;
   for (bool ptrs : {false, true})

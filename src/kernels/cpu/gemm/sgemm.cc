@@ -396,24 +396,42 @@ Status sgemm(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA& a, cons
 
 namespace {
 
-// int8 B with M <= 4 (a classifier head, batch-1 projections): widening a whole panel into scratch
-// for so few rows costs more than the products, so B is widened in registers and read once
-// (gemv_b_i8), into a per-call buffer; then the epilogue. Columns are split over the pool.
-Status small_m_b_int8(const Problem& p, const SgemmA& a, const SgemmBInt8& b, float* c, const GemmEpilogue& ep,
-                      const SgemmContext& ctx) {
+// M <= 4 (a classifier head, batch-1 projections) against int8 B or pre-packed float B: the
+// register-blocked path would compute MR (14) rows for the one or few that exist (a 1280 x 1000
+// head took 0.23 ms, 10 GFLOP/s), and widening a whole int8 panel into scratch costs more than
+// the products. So B is read once, straight from its int8 rows (gemv_b_i8) or its packed slivers
+// (gemv_packed_b), into a per-call buffer; then the epilogue. Columns are split over the pool in
+// steps of `step` (a multiple of the sliver width for packed B).
+Status small_m(const Problem& p, const SgemmA& a, const SgemmBInt8* b_i8, const PackedB* b_packed, float* c,
+               const GemmEpilogue& ep, const SgemmContext& ctx) {
   const UkernelTable& uk = *p.uk;
   const int64_t m = p.m, n = p.n;
   static core::ScratchSlot s_tmp;
   float* tmp = s_tmp.get_as<float>(static_cast<size_t>(m * n));
-  if (!tmp) return Status(core::StatusCode::kOutOfMemory, "sgemm: out of memory for the int8-B product");
+  if (!tmp) return Status(core::StatusCode::kOutOfMemory, "sgemm: out of memory for the small-M product");
   const int threads = ctx.pool ? ctx.pool->num_threads() : 1;
+  const int64_t step = b_i8 ? 64 : uk.nr;
   const int64_t tasks =
-      threads > 1 && n * p.k >= (int64_t{1} << 16) ? std::min<int64_t>(2 * threads, (n + 63) / 64) : 1;
+      threads > 1 && n * p.k >= (int64_t{1} << 16) ? std::min<int64_t>(2 * threads, (n + step - 1) / step) : 1;
   const bool clamp = gemm_detail::activation_is_clamp(ep.activation);
+  // Packed B with C = A * B (+ a per-column bias), then any activation: straight into C.
+  const bool direct = b_packed && p.alpha == 1.f && p.beta == 0.f && !ep.residual &&
+                      ep.bias_kind != GemmBias::kPerRow;
   auto run_task = [&](int64_t t) {
-    const int64_t j0 = (n * t / tasks) / 64 * 64, j1 = t + 1 == tasks ? n : (n * (t + 1) / tasks) / 64 * 64;
+    const int64_t j0 = (n * t / tasks) / step * step, j1 = t + 1 == tasks ? n : (n * (t + 1) / tasks) / step * step;
     if (j0 >= j1) return;
-    uk.gemv_b_i8(m, j1 - j0, p.k, a.data, a.ld, a.trans, b.data + j0, b.ld, b.scale + j0, tmp + j0, n);
+    if (b_i8) {
+      uk.gemv_b_i8(m, j1 - j0, p.k, a.data, a.ld, a.trans, b_i8->data + j0, b_i8->ld, b_i8->scale + j0, tmp + j0, n);
+    } else {
+      const float* bp = b_packed->data() + (j0 / step) * p.k * step;
+      if (direct) {
+        const float* bias = ep.bias_kind == GemmBias::kPerColumn ? ep.bias + j0 : nullptr;
+        uk.gemv_packed_b(m, j1 - j0, p.k, a.data, a.ld, a.trans, bp, bias, c + j0, p.ldc);
+        uk.activate(c + j0, p.ldc, m, j1 - j0, ep.activation, ep.act_alpha, ep.act_beta);
+        return;
+      }
+      uk.gemv_packed_b(m, j1 - j0, p.k, a.data, a.ld, a.trans, bp, nullptr, tmp + j0, n);
+    }
     for (int64_t i = 0; i < m; ++i) {
       float* crow = c + i * p.ldc;
       const float* trow = tmp + i * n;
@@ -429,6 +447,35 @@ Status small_m_b_int8(const Problem& p, const SgemmA& a, const SgemmBInt8& b, fl
         crow[j] = x;
       }
       if (!clamp) uk.activate(crow + j0, p.ldc, 1, j1 - j0, ep.activation, ep.act_alpha, ep.act_beta);
+    }
+  };
+  if (tasks > 1) {
+    ctx.pool->run(tasks, run_task);
+  } else {
+    run_task(0);
+  }
+  return Status::ok();
+}
+
+// N = 1 against pre-packed A (a 1x1 conv on a 1x1 plane: the squeeze-excite convs): the tiled
+// path pads the one column to NR (32) and took 15-45 us at 1-5 GFLOP/s for weights the size of
+// L2. Row slivers are split over the pool; C = A * b (+ per-row bias), then the activation.
+Status single_column(const Problem& p, const float* b, float* c, const GemmEpilogue& ep, const SgemmContext& ctx) {
+  const UkernelTable& uk = *p.uk;
+  const int64_t m = p.m, mr = uk.mr;
+  const int threads = ctx.pool ? ctx.pool->num_threads() : 1;
+  const int64_t slivers = (m + mr - 1) / mr;
+  const int64_t tasks = threads > 1 && m * p.k >= (int64_t{1} << 16) ? std::min<int64_t>(threads, slivers) : 1;
+  const float* bias = ep.bias_kind == GemmBias::kPerRow ? ep.bias : nullptr;
+  auto run_task = [&](int64_t t) {
+    const int64_t i0 = slivers * t / tasks * mr, i1 = std::min(m, slivers * (t + 1) / tasks * mr);
+    if (i0 >= i1) return;
+    const float* a = p.packed_a->data() + (i0 / mr) * p.k * mr;
+    uk.gemv_packed_a(i1 - i0, p.k, a, b, p.trans_b ? 1 : p.ldb, bias ? bias + i0 : nullptr, c + i0 * p.ldc, p.ldc);
+    if (p.ldc == 1) {
+      uk.activate(c + i0, i1 - i0, 1, i1 - i0, ep.activation, ep.act_alpha, ep.act_beta);
+    } else {
+      uk.activate(c + i0 * p.ldc, p.ldc, i1 - i0, 1, ep.activation, ep.act_alpha, ep.act_beta);
     }
   };
   if (tasks > 1) {
@@ -517,7 +564,13 @@ Status sgemm_impl(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA& a,
   p.packed_a = p.k > 0 ? a.packed : nullptr;
   p.packed_b = p.k > 0 ? b.packed : nullptr;
   p.ep = &ep;
-  if (b_i8 && p.k > 0 && m <= 4 && !a.packed) return small_m_b_int8(p, a, *b_i8, c, ep, ctx);
+  if (b_i8 && p.k > 0 && m <= 4 && !a.packed) return small_m(p, a, b_i8, nullptr, c, ep, ctx);
+  if (p.packed_b && m <= 4 && !a.packed && batch.count == 1 && !batch.a_ptrs && !batch.c_ptrs &&
+      !batch.residual_ptrs)
+    return small_m(p, a, nullptr, p.packed_b, c, ep, ctx);
+  if (p.packed_a && n == 1 && !b_i8 && !b.packed && batch.count == 1 && !batch.b_ptrs && !batch.c_ptrs &&
+      p.alpha == 1.f && p.beta == 0.f && !ep.residual && ep.bias_kind != GemmBias::kPerColumn)
+    return single_column(p, b.data, c, ep, ctx);
 
   const int threads = ctx.pool ? ctx.pool->num_threads() : 1;
   const int64_t count = batch.count;

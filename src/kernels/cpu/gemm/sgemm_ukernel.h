@@ -57,6 +57,15 @@ struct UkernelTable {
   // j in [0, n), y rows ldy apart; B is widened in registers (no panel), read once for all rows.
   void (*gemv_b_i8)(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a, const int8_t* b,
                     int64_t ldb, const float* scale, float* y, int64_t ldy) = nullptr;
+  // Small-M pre-packed B: y[i, j] = sum_p op(A)[i, p] * op(B)[p, j] (+ bias[j] if given) for
+  // i < m <= 4 and j in [0, n), b at the first sliver of the columns (whole K per sliver), y rows
+  // ldy apart.
+  void (*gemv_packed_b)(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a, const float* b,
+                        const float* bias, float* y, int64_t ldy) = nullptr;
+  // Pre-packed A against one column of B: y[i * ldy] = sum_p op(A)[i, p] * b[p * ldb] (+ bias[i] if
+  // given) for i in [0, m), a at the first sliver (whole K per sliver).
+  void (*gemv_packed_a)(int64_t m, int64_t k, const float* a, const float* b, int64_t ldb, const float* bias,
+                        float* y, int64_t ldy) = nullptr;
   // In-place activation of an [m, n] block (the passes the micro-kernel does not do in registers).
   void (*activate)(float* c, int64_t ldc, int64_t m, int64_t n, GemmActivation act, float alpha, float beta) = nullptr;
 };

@@ -32,6 +32,7 @@ struct SgemmKernel {
   using V = typename S::V;
   static constexpr int W = S::kWidth;
   static constexpr int NR = NV * W;
+  static constexpr int kPrefetchFloats = 512;  // gemv_packed_a / _b: how far ahead the weights are fetched
 
   // Where one tile reads and writes, and what it prefetches for the tiles after it.
   struct TileArgs {
@@ -473,12 +474,111 @@ struct SgemmKernel {
     }
   }
 
+  // Up to 4 rows of A against pre-packed B (slivers of NR columns, k rows of NR floats each): one
+  // sliver at a time, NV accumulators per row, the sliver read once for all rows. The K loop is
+  // split into two halves with their own accumulators so the FMA chains overlap.
+  static void gemv_packed_b(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a,
+                            const float* b, const float* bias, float* y, int64_t ldy) {
+    constexpr int kRows = 4;
+    const int64_t ar = trans_a ? 1 : lda, ak = trans_a ? lda : 1;  // A(i, p) = a[i * ar + p * ak]
+    const int64_t half = k / 2;
+    for (int64_t j0 = 0; j0 < n; j0 += NR, b += k * NR) {
+      const int nb = static_cast<int>(gemm_min<int64_t>(NR, n - j0));
+      V acc[2][kRows][NV];
+      KESTREL_GEMM_UNROLL(2)
+      for (int h = 0; h < 2; ++h) {
+        KESTREL_GEMM_UNROLL(4)
+        for (int i = 0; i < kRows; ++i) {
+          KESTREL_GEMM_UNROLL(4)
+          for (int v = 0; v < NV; ++v) acc[h][i][v] = S::zero();
+        }
+      }
+      for (int64_t p = 0; p < half; ++p) {
+        KESTREL_GEMM_UNROLL(2)
+        for (int h = 0; h < 2; ++h) {
+          const int64_t pp = p + h * half;
+          const float* bp = b + pp * NR;
+          // Weights streamed once per run come from memory: prefetch ~2 KiB ahead of each half.
+          KESTREL_GEMM_UNROLL(4)
+          for (int v = 0; v < NR; v += 16) __builtin_prefetch(bp + kPrefetchFloats + v, 0, 0);
+          V bv[NV];
+          KESTREL_GEMM_UNROLL(4)
+          for (int v = 0; v < NV; ++v) bv[v] = S::load(bp + v * W);
+          KESTREL_GEMM_UNROLL(4)
+          for (int i = 0; i < kRows; ++i) {
+            if (i >= m) break;
+            const V av = S::set1(a[i * ar + pp * ak]);
+            KESTREL_GEMM_UNROLL(4)
+            for (int v = 0; v < NV; ++v) acc[h][i][v] = S::fmadd(av, bv[v], acc[h][i][v]);
+          }
+        }
+      }
+      if (k % 2) {  // the last k
+        const int64_t pp = k - 1;
+        const float* bp = b + pp * NR;
+        KESTREL_GEMM_UNROLL(4)
+        for (int i = 0; i < kRows; ++i) {
+          if (i >= m) break;
+          const V av = S::set1(a[i * ar + pp * ak]);
+          KESTREL_GEMM_UNROLL(4)
+          for (int v = 0; v < NV; ++v) acc[1][i][v] = S::fmadd(av, S::load(bp + v * W), acc[1][i][v]);
+        }
+      }
+      KESTREL_GEMM_UNROLL(4)
+      for (int i = 0; i < kRows; ++i) {
+        if (i >= m) break;
+        KESTREL_GEMM_UNROLL(4)
+        for (int v = 0; v < NV; ++v) {
+          const int nv = nb - v * W;
+          if (nv <= 0) break;
+          V r = S::add(acc[0][i][v], acc[1][i][v]);
+          if (bias) r = S::add(r, S::load_n(bias + j0 + v * W, nv));
+          S::store_n(y + i * ldy + j0 + v * W, r, nv);
+        }
+      }
+    }
+  }
+
+  // Pre-packed A (slivers of MR rows, k rows of MR floats each) against one column of B (a 1x1
+  // conv on a 1x1 plane: squeeze-excite): y[i * ldy] = sum_p A[i, p] * b[p * ldb] (+ bias[i] if
+  // given) for i in [0, m), each sliver read once. Two K halves, as in gemv_packed_b.
+  static void gemv_packed_a(int64_t m, int64_t k, const float* a, const float* b, int64_t ldb, const float* bias,
+                            float* y, int64_t ldy) {
+    constexpr int NA = (MR + W - 1) / W;
+    const int64_t half = k / 2;
+    for (int64_t i0 = 0; i0 < m; i0 += MR, a += k * MR) {
+      const int mb = static_cast<int>(gemm_min<int64_t>(MR, m - i0));
+      V acc[2][NA];
+      KESTREL_GEMM_UNROLL(4)
+      for (int v = 0; v < NA; ++v) acc[0][v] = acc[1][v] = S::zero();
+      auto step = [&](int h, int64_t pp) __attribute__((always_inline)) {
+        const V bv = S::set1(b[pp * ldb]);
+        const float* ap = a + pp * MR;
+        __builtin_prefetch(ap + kPrefetchFloats, 0, 0);
+        KESTREL_GEMM_UNROLL(4)
+        for (int v = 0; v < NA; ++v) {
+          const V av = (v + 1) * W <= MR ? S::load(ap + v * W) : S::load_n(ap + v * W, MR - v * W);
+          acc[h][v] = S::fmadd(av, bv, acc[h][v]);
+        }
+      };
+      for (int64_t p = 0; p < half; ++p) {
+        step(0, p);
+        step(1, p + half);
+      }
+      if (k % 2) step(1, k - 1);
+      float out[NA * W];
+      KESTREL_GEMM_UNROLL(4)
+      for (int v = 0; v < NA; ++v) S::store(out + v * W, S::add(acc[0][v], acc[1][v]));
+      for (int i = 0; i < mb; ++i) y[(i0 + i) * ldy] = out[i] + (bias ? bias[i0 + i] : 0.f);
+    }
+  }
+
   static void activate(float* c, int64_t ldc, int64_t m, int64_t n, GemmActivation act, float alpha, float beta) {
     activate_rows<S>(c, ldc, m, n, act, alpha, beta);
   }
 
   static const UkernelTable* table(core::Isa isa) {
-    static const UkernelTable t{isa, MR, NR, &macro, &pack_a, &pack_b, &unpack_b_i8, &gemv_b_i8, &activate};
+    static const UkernelTable t{isa, MR, NR, &macro, &pack_a, &pack_b, &unpack_b_i8, &gemv_b_i8, &gemv_packed_b, &gemv_packed_a, &activate};
     return &t;
   }
 };
