@@ -12,6 +12,7 @@
 
 #include "core/thread_pool.h"
 #include "kernels/cpu/qconv/qconv.h"
+#include "kernels/cpu/qops/qops.h"
 
 namespace kestrel::bench {
 namespace {
@@ -92,6 +93,58 @@ int register_qconv() {
 }
 
 const int kQConvRegistered = register_qconv();
+
+// kestrel.QMul / QAdd on u8: the squeeze-excite gate (x [1, C, H, W] times a per-channel [1, C, 1, 1])
+// and a same-shape residual add; counter Gelem/s (output elements).
+struct QBinaryCase {
+  const char* name;
+  int64_t c, hw;
+  bool broadcast;
+};
+
+void bm_qbinary(benchmark::State& st, QBinaryCase cs, kernels::cpu::QBinaryOp op) {
+  std::mt19937 rng(5);
+  std::vector<uint8_t> a(static_cast<size_t>(cs.c * cs.hw)), b(static_cast<size_t>(cs.broadcast ? cs.c : cs.c * cs.hw)),
+      y(a.size());
+  for (auto& v : a) v = static_cast<uint8_t>(rng());
+  for (auto& v : b) v = static_cast<uint8_t>(rng());
+  kernels::cpu::QBinaryParams p;
+  p.op = op;
+  p.a_scale = 0.02f;
+  p.b_scale = 0.004f;
+  p.y_scale = 0.03f;
+  p.a_zp = 100;
+  p.b_zp = 0;
+  p.y_zp = 90;
+  const core::Dims ad{1, cs.c, cs.hw}, bd = cs.broadcast ? core::Dims{1, cs.c, 1} : core::Dims{1, cs.c, cs.hw};
+  for (auto _ : st) {
+    auto status = kernels::cpu::qbinary_u8(p, a.data(), ad, b.data(), bd, y.data(), ad, nullptr);
+    if (!status.is_ok()) {
+      st.SkipWithError(status.to_string().c_str());
+      return;
+    }
+    benchmark::ClobberMemory();
+  }
+  st.counters["Gelem"] =
+      benchmark::Counter(static_cast<double>(cs.c * cs.hw) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+int register_qbinary() {
+  const QBinaryCase cases[] = {{"se_576x7x7", 576, 49, true},
+                               {"se_240x14x14", 240, 196, true},
+                               {"se_96x28x28", 96, 784, true},
+                               {"same_96x28x28", 96, 784, false}};
+  for (const QBinaryCase& c : cases)
+    for (auto op : {kernels::cpu::QBinaryOp::kMul, kernels::cpu::QBinaryOp::kAdd})
+      benchmark::RegisterBenchmark((std::string("qbinary/") + (op == kernels::cpu::QBinaryOp::kMul ? "mul/" : "add/") +
+                                    c.name)
+                                       .c_str(),
+                                   bm_qbinary, c, op)
+          ->UseRealTime();
+  return 0;
+}
+
+const int kQBinaryRegistered = register_qbinary();
 
 }  // namespace
 }  // namespace kestrel::bench

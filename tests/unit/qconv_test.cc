@@ -346,7 +346,12 @@ TEST(QOps, BinaryBroadcastMatchesNaive) {
                          {{3, 1, 5}, {4, 1}, {3, 4, 5}},
                          {{7}, {}, {7}},
                          {{1}, {2, 9}, {2, 9}},
-                         {{2, 1, 3}, {2, 5, 1}, {2, 5, 3}}};
+                         {{2, 1, 3}, {2, 5, 1}, {2, 5, 3}},
+                         // One value per row of the other (squeeze-excite gates), either operand.
+                         {{1, 6, 7, 7}, {1, 6, 1, 1}, {1, 6, 7, 7}},
+                         {{1, 5, 1, 1}, {1, 5, 3, 11}, {1, 5, 3, 11}},
+                         {{4, 37}, {4, 1}, {4, 37}},
+                         {{3, 16}, {3, 1}, {3, 16}}};
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> du(0, 255);
   for (const auto op : {kernels::cpu::QBinaryOp::kAdd, kernels::cpu::QBinaryOp::kMul})

@@ -97,6 +97,18 @@ Status qbinary_u8(const QBinaryParams& p, const uint8_t* a, std::span<const int6
   const int64_t inner = md[m - 1], ia = ma[m - 1], ib = mb[m - 1];
   const qops_detail::QopsFns& fns = qops_detail::qops_fns(isa);
   const int64_t rows = total / inner;
+  // [rows, inner] against one value per row (a per-channel scale or bias on NCHW): whole row
+  // ranges per call, no per-row index arithmetic.
+  if (m == 2 && ((ia == 1 && ib == 0 && ma[0] == inner && mb[0] == 1) ||
+                 (ia == 0 && ib == 1 && ma[0] == 1 && mb[0] == inner))) {
+    const bool x_is_a = ia == 1;
+    const uint8_t* x = x_is_a ? a : b;
+    const uint8_t* v = x_is_a ? b : a;
+    run_ranges(pool, rows, std::max<int64_t>(1, kGrain / inner), [&](int64_t r0, int64_t r1) {
+      fns.binary_rows(p, x + r0 * inner, v + r0, y + r0 * inner, r1 - r0, inner, x_is_a);
+    });
+    return Status::ok();
+  }
   auto do_rows = [&](int64_t r0, int64_t r1) {
     for (int64_t row = r0; row < r1; ++row) {
       int64_t rem = row, oa = 0, ob = 0;

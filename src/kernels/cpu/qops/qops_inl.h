@@ -20,24 +20,72 @@ inline float round_even(float f) {
   return (f + kMagic) - kMagic;
 }
 
-template <int SA, int SB>
-void binary_row(const QBinaryParams& p, const uint8_t* a, const uint8_t* b, uint8_t* y, int64_t n) {
+#if defined(__AVX512BW__)
+// 16 u8 -> float lanes, and back: clamp to [lo, hi] (the output range minus its zero point), round
+// half to even (the default MXCSR mode, as round_even), add the zero point; n < 16 masks the tail.
+inline __m512 u8_to_f32(const uint8_t* x, int n) {
+  const __mmask16 k = n >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << n) - 1);
+  return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(k, x)));
+}
+inline void f32_to_u8(__m512 f, __m512 lo, __m512 hi, __m512i zy, uint8_t* y, int n) {
+  const __mmask16 k = n >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << n) - 1);
+  const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(f, lo), hi)), zy);
+  _mm_mask_storeu_epi8(y, k, _mm512_cvtusepi32_epi8(q));
+}
+#endif
+
+// y = q(x * s + t): one operand against a value fixed for the row (a broadcast scalar).
+inline void affine_row(const uint8_t* x, uint8_t* y, int64_t n, float s, float t, float lo, float hi, int32_t zy) {
+  int64_t i = 0;
+#if defined(__AVX512BW__)
+  const __m512 vs = _mm512_set1_ps(s), vt = _mm512_set1_ps(t), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  const __m512i vz = _mm512_set1_epi32(zy);
+  for (; i < n; i += 16) {
+    const int r = static_cast<int>(std::min<int64_t>(16, n - i));
+    f32_to_u8(_mm512_fmadd_ps(u8_to_f32(x + i, r), vs, vt), vlo, vhi, vz, y + i, r);
+  }
+#endif
+  for (; i < n; ++i) {
+    float f = static_cast<float>(x[i]) * s + t;
+    f = f > lo ? f : lo;
+    f = f < hi ? f : hi;
+    y[i] = static_cast<uint8_t>(static_cast<int32_t>(round_even(f)) + zy);
+  }
+}
+
+// Both operands element by element: y = q(a * ka + b * kb + c) (add) or q((a - za) (b - zb) k) (mul).
+void binary_full_row(const QBinaryParams& p, const uint8_t* a, const uint8_t* b, uint8_t* y, int64_t n) {
   const float lo = static_cast<float>(p.lo - p.y_zp), hi = static_cast<float>(p.hi - p.y_zp);
   const int32_t zy = p.y_zp;
-  if (p.op == QBinaryOp::kAdd) {
-    const float ka = p.a_scale / p.y_scale, kb = p.b_scale / p.y_scale;
-    const float c0 = -(static_cast<float>(p.a_zp) * ka + static_cast<float>(p.b_zp) * kb);
-    for (int64_t i = 0; i < n; ++i) {
-      float f = static_cast<float>(a[i * SA]) * ka + static_cast<float>(b[i * SB]) * kb + c0;
+  const bool add = p.op == QBinaryOp::kAdd;
+  const float ka = add ? p.a_scale / p.y_scale : 1.f, kb = add ? p.b_scale / p.y_scale : 1.f;
+  const float c0 = add ? -(static_cast<float>(p.a_zp) * ka + static_cast<float>(p.b_zp) * kb) : 0.f;
+  const float k = p.a_scale * p.b_scale / p.y_scale;
+  const float za = static_cast<float>(p.a_zp), zb = static_cast<float>(p.b_zp);
+  int64_t i = 0;
+#if defined(__AVX512BW__)
+  const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  const __m512i vz = _mm512_set1_epi32(zy);
+  const __m512 vka = _mm512_set1_ps(ka), vkb = _mm512_set1_ps(kb), vc0 = _mm512_set1_ps(c0), vk = _mm512_set1_ps(k);
+  const __m512 vza = _mm512_set1_ps(za), vzb = _mm512_set1_ps(zb);
+  for (; i < n; i += 16) {
+    const int r = static_cast<int>(std::min<int64_t>(16, n - i));
+    const __m512 fa = u8_to_f32(a + i, r), fb = u8_to_f32(b + i, r);
+    const __m512 f = add ? _mm512_fmadd_ps(fa, vka, _mm512_fmadd_ps(fb, vkb, vc0))
+                         : _mm512_mul_ps(_mm512_mul_ps(_mm512_sub_ps(fa, vza), _mm512_sub_ps(fb, vzb)), vk);
+    f32_to_u8(f, vlo, vhi, vz, y + i, r);
+  }
+#endif
+  if (add) {
+    for (; i < n; ++i) {
+      float f = static_cast<float>(a[i]) * ka + static_cast<float>(b[i]) * kb + c0;
       f = f > lo ? f : lo;
       f = f < hi ? f : hi;
       y[i] = static_cast<uint8_t>(static_cast<int32_t>(round_even(f)) + zy);
     }
   } else {
-    const float k = p.a_scale * p.b_scale / p.y_scale;
-    const float za = static_cast<float>(p.a_zp), zb = static_cast<float>(p.b_zp);
-    for (int64_t i = 0; i < n; ++i) {
-      float f = (static_cast<float>(a[i * SA]) - za) * (static_cast<float>(b[i * SB]) - zb) * k;
+    for (; i < n; ++i) {
+      float f = (static_cast<float>(a[i]) - za) * (static_cast<float>(b[i]) - zb) * k;
       f = f > lo ? f : lo;
       f = f < hi ? f : hi;
       y[i] = static_cast<uint8_t>(static_cast<int32_t>(round_even(f)) + zy);
@@ -45,15 +93,56 @@ void binary_row(const QBinaryParams& p, const uint8_t* a, const uint8_t* b, uint
   }
 }
 
+// Element strides sa, sb: 1 (a run) or 0 (one value for the row). With one side fixed the op is
+// an affine map of the other: mul (x - zx) * (v - zv) * k = x * s + t, add x * kx + (v * kv + c).
 void binary_impl(const QBinaryParams& p, const uint8_t* a, const uint8_t* b, uint8_t* y, int64_t n, int sa, int sb) {
-  if (sa == 1 && sb == 1)
-    binary_row<1, 1>(p, a, b, y, n);
-  else if (sa == 1)
-    binary_row<1, 0>(p, a, b, y, n);
-  else if (sb == 1)
-    binary_row<0, 1>(p, a, b, y, n);
-  else
-    binary_row<0, 0>(p, a, b, y, n);
+  if (sa == 1 && sb == 1) return binary_full_row(p, a, b, y, n);
+  const float lo = static_cast<float>(p.lo - p.y_zp), hi = static_cast<float>(p.hi - p.y_zp);
+  const bool add = p.op == QBinaryOp::kAdd;
+  // x: the run (or a if both are fixed), v: the fixed operand.
+  const bool a_runs = sa == 1 || sb == 0;
+  const uint8_t* x = a_runs ? a : b;
+  const float xs = a_runs ? p.a_scale : p.b_scale, vs = a_runs ? p.b_scale : p.a_scale;
+  const float xz = static_cast<float>(a_runs ? p.a_zp : p.b_zp), vz = static_cast<float>(a_runs ? p.b_zp : p.a_zp);
+  const float v = static_cast<float>(a_runs ? b[0] : a[0]);
+  float s, t;
+  if (add) {
+    s = xs / p.y_scale;
+    t = (v - vz) * vs / p.y_scale - xz * s;
+  } else {
+    s = (v - vz) * xs * vs / p.y_scale;
+    t = -xz * s;
+  }
+  if (sa == 0 && sb == 0) {  // both fixed: one value for the whole row
+    uint8_t one;
+    affine_row(x, &one, 1, s, t, lo, hi, p.y_zp);
+    std::memset(y, one, static_cast<size_t>(n));
+    return;
+  }
+  affine_row(x, y, n, s, t, lo, hi, p.y_zp);
+}
+
+// Rows of a run x [rows, inner] against one fixed value per row v[rows] (x * per-channel scale:
+// the squeeze-excite gate); x_is_a: x is operand a. The per-row constants cost two multiply-adds.
+void binary_rows_impl(const QBinaryParams& p, const uint8_t* x, const uint8_t* v, uint8_t* y, int64_t rows,
+                      int64_t inner, bool x_is_a) {
+  const float lo = static_cast<float>(p.lo - p.y_zp), hi = static_cast<float>(p.hi - p.y_zp);
+  const float xs = x_is_a ? p.a_scale : p.b_scale, vs = x_is_a ? p.b_scale : p.a_scale;
+  const float xz = static_cast<float>(x_is_a ? p.a_zp : p.b_zp), vz = static_cast<float>(x_is_a ? p.b_zp : p.a_zp);
+  const bool add = p.op == QBinaryOp::kAdd;
+  const float k_mul = xs * vs / p.y_scale, k_x = xs / p.y_scale, k_v = vs / p.y_scale;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float vr = static_cast<float>(v[r]) - vz;
+    float s, t;
+    if (add) {
+      s = k_x;
+      t = vr * k_v - xz * k_x;
+    } else {
+      s = vr * k_mul;
+      t = -xz * s;
+    }
+    affine_row(x + r * inner, y + r * inner, inner, s, t, lo, hi, p.y_zp);
+  }
 }
 
 void quantize_impl(const float* x, int64_t n, float scale, int32_t zp, uint8_t* y) {
@@ -142,7 +231,7 @@ void maxpool_impl(const QMaxPoolShape& s, const uint8_t* x, uint8_t* y, int64_t 
 }
 
 inline QopsFns make_fns() {
-  return {&quantize_impl, &maxpool_impl, &binary_impl};
+  return {&quantize_impl, &maxpool_impl, &binary_impl, &binary_rows_impl};
 }
 
 }  // namespace

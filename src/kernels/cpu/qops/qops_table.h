@@ -14,6 +14,9 @@ struct QopsFns {
   void (*maxpool)(const QMaxPoolShape& s, const uint8_t* x, uint8_t* y, int64_t p0, int64_t p1, uint8_t* row);
   // Element strides sa, sb are 1 or 0 (broadcast).
   void (*binary)(const QBinaryParams& p, const uint8_t* a, const uint8_t* b, uint8_t* y, int64_t n, int sa, int sb);
+  // x [rows, inner] against v[rows] (one value per row); x_is_a: x is operand a of p.
+  void (*binary_rows)(const QBinaryParams& p, const uint8_t* x, const uint8_t* v, uint8_t* y, int64_t rows,
+                      int64_t inner, bool x_is_a);
 };
 
 // The table for an ISA (the scalar one when the ISA is not compiled in).
