@@ -115,10 +115,13 @@ void BM_LayerNorm(benchmark::State& st) {
 }
 BENCHMARK(BM_LayerNorm)->Arg(0)->Arg(1)->ArgName("fast");
 
-// SqueezeNet's first MaxPool: [1, 64, 111, 111], 3x3 stride 2, ceil_mode -> [1, 64, 55, 55].
+// SqueezeNet's MaxPools, 3x3 stride 2, ceil_mode: [1, 64, 111, 111] -> [1, 64, 55, 55] (shape 0),
+// [1, 128, 55, 55] -> 27 x 27 (1) and [1, 256, 27, 27] -> 13 x 13 (2).
 void BM_MaxPool(benchmark::State& st) {
   const bool fast = st.range(0) != 0;
-  core::Tensor x = rnd({1, 64, 111, 111}), y = rnd({1, 64, 55, 55});
+  const int64_t c[] = {64, 128, 256}, h[] = {111, 55, 27};
+  const int64_t i = st.range(1), oh = (h[i] - 3 + 1) / 2 + 1;
+  core::Tensor x = rnd({1, c[i], h[i], h[i]}), y = rnd({1, c[i], oh, oh});
   ref::PoolParams p{{3, 3}, {2, 2}, {1, 1}, {0, 0}, {0, 0}};
   cpu::Pool2dParams q;
   q.kh = q.kw = 3;
@@ -129,7 +132,7 @@ void BM_MaxPool(benchmark::State& st) {
     else (void)ref::max_pool(p, x, y, nullptr, false);
   });
 }
-BENCHMARK(BM_MaxPool)->Arg(0)->Arg(1)->ArgName("fast");
+BENCHMARK(BM_MaxPool)->ArgsProduct({{0, 1}, {0, 1, 2}})->ArgNames({"fast", "shape"});
 
 // ViT's key transpose [1, 3, 197, 64] -> [1, 3, 64, 197].
 void BM_Transpose(benchmark::State& st) {

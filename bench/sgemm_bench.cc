@@ -66,6 +66,8 @@ const Shape kShapes[] = {
     {"r50_56x56_1x1_64to256", 256, 3136, 64},
     {"r50_14x14_1x1_1024to256", 256, 196, 1024},
     {"r50_7x7_1x1_2048to512", 512, 49, 2048},
+    // SqueezeNet 1.1's classifier conv (1x1, 512 -> 1000 on 13x13).
+    {"sq_13x13_1x1_512to1000", 1000, 169, 512},
     // Squeeze-excite 1x1 convs on a 1x1 plane (EfficientNet-B0's last stage): one column.
     {"effnet_se_1x1_48to1152", 1152, 1, 48},
     {"effnet_se_1x1_1152to48", 48, 1, 1152},

@@ -28,8 +28,8 @@ const PoolTable* pool_table(core::Isa isa) {
 }
 
 int64_t pool2d_buffer_len(const Pool2dParams& p, int64_t w, int64_t ow) {
-  // + 16: the stride-2 path loads whole vectors (up to 16 floats) past the last window.
-  return std::max(p.pad_left + w, (ow - 1) * p.sw + (p.kw - 1) * p.dw + 1) + 16;
+  // + 32: the stride-1 / 2 paths load whole vectors (two of up to 16 floats) past the last window.
+  return std::max(p.pad_left + w, (ow - 1) * p.sw + (p.kw - 1) * p.dw + 1) + 32;
 }
 
 Status pool2d_f32(const PoolTable& t, const Pool2dParams& p, const Tensor& x, Tensor& y, core::ThreadPool* pool) {
@@ -51,16 +51,19 @@ Status pool2d_f32(const PoolTable& t, const Pool2dParams& p, const Tensor& x, Te
   float* out = y.data<float>();
   const int64_t work = std::max<int64_t>(1, h * w + oh * ow * p.kw);
   if (buf_len > (int64_t{1} << 22)) return core::invalid_argument("pool2d_f32: padded row too long");
+  // Up to ~64 KiB of buffer rows per chunk (at least one row).
+  const int64_t chunk_rows = std::clamp<int64_t>((int64_t{1} << 14) / buf_len, 1, oh);
   // Per-thread padded-row scratch (core/thread_scratch.h): no allocation per run once warmed up.
   static core::ScratchSlot s_row;
   std::atomic<bool> no_memory{false};
   core::parallel_for(pool, planes, std::max<int64_t>(1, 65536 / work), [&](int64_t p0, int64_t p1) {
-    float* buf = s_row.get_as<float>(static_cast<size_t>(buf_len));
+    float* buf = s_row.get_as<float>(static_cast<size_t>(buf_len * chunk_rows));
     if (!buf) {
       no_memory.store(true);
       return;
     }
-    for (int64_t pl = p0; pl < p1; ++pl) t.plane(p, in + pl * h * w, h, w, out + pl * oh * ow, oh, ow, buf, buf_len);
+    for (int64_t pl = p0; pl < p1; ++pl)
+      t.plane(p, in + pl * h * w, h, w, out + pl * oh * ow, oh, ow, buf, buf_len, chunk_rows);
   });
   if (no_memory.load()) return Status(core::StatusCode::kOutOfMemory, "pool2d_f32: cannot allocate the row buffer");
   return Status::ok();

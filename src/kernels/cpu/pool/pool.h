@@ -1,6 +1,7 @@
 // Fast float32 2-D MaxPool / AveragePool (NCHW): per output row, the window's input rows are
 // reduced vertically into a padded row buffer (vectorized over the width), then each output takes
-// its horizontal window from that buffer. Per-ISA plane functions (pool_<isa>.cc) behind a table.
+// its horizontal window from that buffer; a chunk of rows is reduced vertically before any is read
+// horizontally. Per-ISA plane functions (pool_<isa>.cc) behind a table.
 #pragma once
 
 #include <cstdint>
@@ -25,9 +26,10 @@ struct Pool2dParams {
 struct PoolTable {
   core::Isa isa = core::Isa::kScalar;
   const char* name = "";
-  // One [h, w] plane -> one [oh, ow] plane; buf holds buf_len floats (see pool2d_buffer_len).
+  // One [h, w] plane -> one [oh, ow] plane; buf holds chunk_rows buffer rows of row_len floats
+  // (see pool2d_buffer_len), output rows are done chunk_rows at a time.
   void (*plane)(const Pool2dParams& p, const float* x, int64_t h, int64_t w, float* y, int64_t oh, int64_t ow,
-                float* buf, int64_t buf_len) = nullptr;
+                float* buf, int64_t row_len, int64_t chunk_rows) = nullptr;
 };
 
 const PoolTable* pool_table(core::Isa isa);
@@ -37,6 +39,7 @@ const PoolTable* table_avx2();
 const PoolTable* table_avx512();
 }  // namespace pool_detail
 
+// Floats of one buffer row: the padded input row, or the last window's end if further, plus slack.
 int64_t pool2d_buffer_len(const Pool2dParams& p, int64_t w, int64_t ow);
 
 // x [N, C, H, W] f32 -> y [N, C, OH, OW] (y's dims give the output size). Padding taps never
