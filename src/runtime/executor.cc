@@ -34,6 +34,11 @@ struct Executor::Slot {
   int last_use = -1;
   bool graph_output = false;
   size_t offset = 0;
+  // Written in place into a slice of another arena slot (a Concat input, see plan()): its bytes
+  // start alias_offset into slot alias_of, which places it.
+  int alias_of = -1;
+  size_t alias_offset = 0;
+  bool has_aliases = false;
   core::Dims out_dims;  // kOutput: the planned dims, to recognize a caller's matching tensor
   // Kernel arguments that refer to this slot (fixed after build()); run() points them at the
   // caller's input and output tensors, so binding those copies nothing.
@@ -269,6 +274,13 @@ Status Executor::plan(std::span<const Tensor* const> inputs) {
       steps_[static_cast<size_t>(sl.last_use)].release_after.push_back(static_cast<int>(id));
   }
 
+  for (auto& sl : slots_) {
+    sl.alias_of = -1;
+    sl.alias_offset = 0;
+    sl.has_aliases = false;
+  }
+  if (!opts_.kernel.reference_only) plan_concat_in_place();
+
   // Arena: greedy by size, placing each tensor at the lowest offset that does not overlap a
   // tensor alive at the same time.
   struct Item {
@@ -289,8 +301,13 @@ Status Executor::plan(std::span<const Tensor* const> inputs) {
     }
     KESTREL_ASSIGN_OR_RETURN(int64_t n, core::checked_num_elements(sl.type.shape.concrete()));
     size_t bytes = core::align_up(static_cast<size_t>(n) * core::dtype_size(sl.dtype));
-    items.push_back({static_cast<int>(id), bytes, sl.def_step, std::max(sl.last_use, sl.def_step)});
     stats_.sum_activation_bytes += bytes;
+    if (sl.alias_of >= 0) continue;  // lives inside its Concat's output
+    int begin = sl.def_step;
+    if (sl.has_aliases)  // from the first step that writes a slice
+      for (const Slot& other : slots_)
+        if (&other != &sl && other.alias_of == static_cast<int>(id)) begin = std::min(begin, other.def_step);
+    items.push_back({static_cast<int>(id), bytes, begin, std::max(sl.last_use, sl.def_step)});
   }
   std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.bytes > b.bytes; });
   std::vector<const Item*> placed;
@@ -322,8 +339,61 @@ Status Executor::plan(std::span<const Tensor* const> inputs) {
     sl.offset = offsets[static_cast<size_t>(it.slot)];
     sl.tensor = Tensor::view(sl.dtype, sl.type.shape.concrete(), base + sl.offset);
   }
+  for (Slot& sl : slots_) {
+    if (sl.alias_of < 0) continue;
+    sl.offset = slots_[static_cast<size_t>(sl.alias_of)].offset + sl.alias_offset;
+    sl.tensor = Tensor::view(sl.dtype, sl.type.shape.concrete(), base + sl.offset);
+  }
   planned_ = true;
   return Status::ok();
+}
+
+// A Concat whose inputs are only read by it, along an axis with nothing but 1s before it (NCHW
+// channels at batch 1): each input is placed at its slice of the output, so its producer writes
+// there and the Concat finds every input in place (concat_fast then copies nothing). SqueezeNet's
+// eight Fire-module Concats, ShuffleNet's branch joins. An input that is itself such a Concat's
+// output, or a graph output, or read by anything else, keeps its own memory.
+void Executor::plan_concat_in_place() {
+  for (const Step& s : steps_) {
+    if (s.folded || s.dynamic || s.out.size() != 1 || !s.node->domain().empty() || s.node->op_type() != "Concat")
+      continue;
+    Slot& out = slots_[static_cast<size_t>(s.out[0])];
+    if (out.state != SlotState::kArena || out.alias_of >= 0) continue;
+    auto axis_attr = s.node->attr_int("axis");
+    if (!axis_attr.is_ok()) continue;
+    const core::Dims& od = out.type.shape.concrete();
+    const int64_t rank = static_cast<int64_t>(od.size());
+    const int64_t axis = *axis_attr < 0 ? *axis_attr + rank : *axis_attr;
+    if (axis < 0 || axis >= rank) continue;
+    bool ok = true;
+    for (int64_t d = 0; d < axis; ++d) ok = ok && od[static_cast<size_t>(d)] == 1;
+    for (size_t i = 0; ok && i < s.in.size(); ++i) {
+      if (s.in[i] < 0) {
+        ok = false;
+        break;
+      }
+      const Slot& in = slots_[static_cast<size_t>(s.in[i])];
+      ok = in.state == SlotState::kArena && !in.graph_output && !in.has_aliases && in.alias_of < 0 &&
+           in.dtype == out.dtype && in.def_step >= 0 && in.value->uses().size() == 1 &&
+           std::count(s.in.begin(), s.in.end(), s.in[i]) == 1;
+    }
+    // Every slice must start on the arena's alignment, as any tensor does (vector kernels).
+    size_t pos = 0;
+    for (size_t i = 0; ok && i < s.in.size(); ++i) {
+      const Slot& in = slots_[static_cast<size_t>(s.in[i])];
+      ok = core::align_up(pos) == pos;
+      pos += static_cast<size_t>(in.type.shape.num_elements()) * core::dtype_size(in.dtype);
+    }
+    if (!ok) continue;
+    pos = 0;
+    for (int id : s.in) {
+      Slot& in = slots_[static_cast<size_t>(id)];
+      in.alias_of = s.out[0];
+      in.alias_offset = pos;
+      pos += static_cast<size_t>(in.type.shape.num_elements()) * core::dtype_size(in.dtype);
+    }
+    out.has_aliases = true;
+  }
 }
 
 Status Executor::run_step(Step& s) {

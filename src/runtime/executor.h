@@ -77,6 +77,7 @@ class Executor {
   Status build();
   Status plan(std::span<const Tensor* const> inputs);
   Status run_step(Step& s);
+  void plan_concat_in_place();
   Status infer_step(const Step& s, std::vector<ir::ValueType>& out_types, bool use_values);
   Status check_and_plan(std::span<const Tensor* const> inputs);
   // Points every kernel argument that refers to slot `id` at a caller's tensor (`write` for the
