@@ -457,17 +457,19 @@ TEST_P(SgemmIsaTest, SmallMPrePackedB) {
 }
 
 // N = 1 against pre-packed A (squeeze-excite 1x1 convs) takes its own path when C = A * b with at
-// most a per-row bias; the other epilogues must still be right (they take the tiled path).
+// most a per-row bias and a residual; so does the last column when N is one past a whole number
+// of vectors (7x7 planes: 49). The other epilogues must still be right (they take the tiled path).
 TEST_P(SgemmIsaTest, SingleColumnPrePackedA) {
   uint32_t seed = 380;
   core::ThreadPool pool(2);
   const int64_t ms[] = {1, 13, 14, 15, 29, 48, 1152};
   const int64_t ks[] = {1, 2, 5, 48, 577};
+  const int64_t ns[] = {1, 9, 17, 49};
   for (int64_t m : ms)
     for (int64_t k : ks) {
       Case cs;
       cs.m = m;
-      cs.n = 1;
+      cs.n = ns[seed % 4];
       cs.k = k;
       cs.pack_a = true;
       cs.ta = (seed % 3) == 0;
@@ -481,7 +483,8 @@ TEST_P(SgemmIsaTest, SingleColumnPrePackedA) {
       cs.act_beta = 0.5f;
       cs.bias = seed % 3 == 2 ? GemmBias::kNone : GemmBias::kPerRow;
       if (seed % 7 == 0) cs.beta = 0.5f;  // not the single-column path
-      if (seed % 11 == 0) cs.residual = true;
+      if (seed % 3 == 1) cs.residual = true;
+      cs.pad_r = seed % 2;
       check_case(cs, GetParam(), (seed % 2) ? &pool : nullptr, seed);
       ++seed;
     }

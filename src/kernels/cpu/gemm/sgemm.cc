@@ -459,19 +459,23 @@ Status small_m(const Problem& p, const SgemmA& a, const SgemmBInt8* b_i8, const 
 
 // N = 1 against pre-packed A (a 1x1 conv on a 1x1 plane: the squeeze-excite convs): the tiled
 // path pads the one column to NR (32) and took 15-45 us at 1-5 GFLOP/s for weights the size of
-// L2. Row slivers are split over the pool; C = A * b (+ per-row bias), then the activation.
-Status single_column(const Problem& p, const float* b, float* c, const GemmEpilogue& ep, const SgemmContext& ctx) {
+// L2. Row slivers are split over the pool (min_work: fewer multiply-adds run on the caller);
+// C = A * b (+ per-row bias, + residual column), then the activation.
+Status single_column(const Problem& p, const float* b, float* c, const GemmEpilogue& ep, const SgemmContext& ctx,
+                     int64_t min_work = int64_t{1} << 16) {
   const UkernelTable& uk = *p.uk;
   const int64_t m = p.m, mr = uk.mr;
   const int threads = ctx.pool ? ctx.pool->num_threads() : 1;
   const int64_t slivers = (m + mr - 1) / mr;
-  const int64_t tasks = threads > 1 && m * p.k >= (int64_t{1} << 16) ? std::min<int64_t>(threads, slivers) : 1;
+  const int64_t tasks = threads > 1 && m * p.k >= min_work ? std::min<int64_t>(threads, slivers) : 1;
   const float* bias = ep.bias_kind == GemmBias::kPerRow ? ep.bias : nullptr;
   auto run_task = [&](int64_t t) {
     const int64_t i0 = slivers * t / tasks * mr, i1 = std::min(m, slivers * (t + 1) / tasks * mr);
     if (i0 >= i1) return;
     const float* a = p.packed_a->data() + (i0 / mr) * p.k * mr;
-    uk.gemv_packed_a(i1 - i0, p.k, a, b, p.trans_b ? 1 : p.ldb, bias ? bias + i0 : nullptr, c + i0 * p.ldc, p.ldc);
+    const float* r = ep.residual ? ep.residual + i0 * ep.ldr : nullptr;
+    uk.gemv_packed_a(i1 - i0, p.k, a, b, p.trans_b ? 1 : p.ldb, bias ? bias + i0 : nullptr, r, ep.ldr,
+                     c + i0 * p.ldc, p.ldc);
     if (p.ldc == 1) {
       uk.activate(c + i0, i1 - i0, 1, i1 - i0, ep.activation, ep.act_alpha, ep.act_beta);
     } else {
@@ -568,9 +572,20 @@ Status sgemm_impl(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA& a,
   if (p.packed_b && m <= 4 && !a.packed && batch.count == 1 && !batch.a_ptrs && !batch.c_ptrs &&
       !batch.residual_ptrs)
     return small_m(p, a, nullptr, p.packed_b, c, ep, ctx);
-  if (p.packed_a && n == 1 && !b_i8 && !b.packed && batch.count == 1 && !batch.b_ptrs && !batch.c_ptrs &&
-      p.alpha == 1.f && p.beta == 0.f && !ep.residual && ep.bias_kind != GemmBias::kPerColumn)
-    return single_column(p, b.data, c, ep, ctx);
+  const bool column_path = p.packed_a && !b_i8 && !b.packed && batch.count == 1 && !batch.b_ptrs && !batch.c_ptrs &&
+                           !batch.residual_ptrs && p.alpha == 1.f && p.beta == 0.f &&
+                           ep.bias_kind != GemmBias::kPerColumn;
+  if (column_path && n == 1) return single_column(p, b.data, c, ep, ctx);
+  // One column past a whole number of vectors (7x7 planes: N = 49 = 3 x 16 + 1) would take a
+  // whole vector of every tile row for it (49 of 64 lanes used): the tiled path does N - 1 and
+  // the last column is one pass over the packed A (1x1 convs on 7x7: ~20% faster).
+  if (column_path && uk->width > 1 && n > uk->width && n % uk->width == 1) {
+    KESTREL_RETURN_IF_ERROR(sgemm_impl(m, n - 1, k, alpha, a, b, nullptr, beta, c, ldc, batch, ep, ctx));
+    const float* last_b = b.trans ? b.data + (n - 1) * b.ld : b.data + (n - 1);
+    GemmEpilogue last = ep;
+    if (last.residual) last.residual += n - 1;
+    return single_column(p, last_b, c + (n - 1), last, ctx);
+  }
 
   const int threads = ctx.pool ? ctx.pool->num_threads() : 1;
   const int64_t count = batch.count;

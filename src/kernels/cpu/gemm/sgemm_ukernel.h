@@ -42,6 +42,7 @@ struct MacroTile {
 struct UkernelTable {
   core::Isa isa = core::Isa::kScalar;
   int mr = 0, nr = 0;
+  int width = 1;  // floats per vector
   void (*macro)(const MacroTile& t) = nullptr;
   // Packs op(A)[0:mc, 0:kc] into ceil(mc/MR) slivers starting at dst, sliver_stride floats apart
   // (each sliver's k rows are MR apart). a points at op(A)[0,0] of the block.
@@ -62,10 +63,10 @@ struct UkernelTable {
   // ldy apart.
   void (*gemv_packed_b)(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool trans_a, const float* b,
                         const float* bias, float* y, int64_t ldy) = nullptr;
-  // Pre-packed A against one column of B: y[i * ldy] = sum_p op(A)[i, p] * b[p * ldb] (+ bias[i] if
-  // given) for i in [0, m), a at the first sliver (whole K per sliver).
+  // Pre-packed A against one column of B: y[i * ldy] = sum_p op(A)[i, p] * b[p * ldb] (+ bias[i],
+  // + r[i * ldr] if given) for i in [0, m), a at the first sliver (whole K per sliver).
   void (*gemv_packed_a)(int64_t m, int64_t k, const float* a, const float* b, int64_t ldb, const float* bias,
-                        float* y, int64_t ldy) = nullptr;
+                        const float* r, int64_t ldr, float* y, int64_t ldy) = nullptr;
   // In-place activation of an [m, n] block (the passes the micro-kernel does not do in registers).
   void (*activate)(float* c, int64_t ldc, int64_t m, int64_t n, GemmActivation act, float alpha, float beta) = nullptr;
 };

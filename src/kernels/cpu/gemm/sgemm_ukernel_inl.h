@@ -540,10 +540,10 @@ struct SgemmKernel {
   }
 
   // Pre-packed A (slivers of MR rows, k rows of MR floats each) against one column of B (a 1x1
-  // conv on a 1x1 plane: squeeze-excite): y[i * ldy] = sum_p A[i, p] * b[p * ldb] (+ bias[i] if
-  // given) for i in [0, m), each sliver read once. Two K halves, as in gemv_packed_b.
+  // conv on a 1x1 plane: squeeze-excite): y[i * ldy] = sum_p A[i, p] * b[p * ldb] (+ bias[i],
+  // + r[i * ldr] if given) for i in [0, m), each sliver read once. Two K halves, as in gemv_packed_b.
   static void gemv_packed_a(int64_t m, int64_t k, const float* a, const float* b, int64_t ldb, const float* bias,
-                            float* y, int64_t ldy) {
+                            const float* r, int64_t ldr, float* y, int64_t ldy) {
     constexpr int NA = (MR + W - 1) / W;
     const int64_t half = k / 2;
     for (int64_t i0 = 0; i0 < m; i0 += MR, a += k * MR) {
@@ -569,7 +569,8 @@ struct SgemmKernel {
       float out[NA * W];
       KESTREL_GEMM_UNROLL(4)
       for (int v = 0; v < NA; ++v) S::store(out + v * W, S::add(acc[0][v], acc[1][v]));
-      for (int i = 0; i < mb; ++i) y[(i0 + i) * ldy] = out[i] + (bias ? bias[i0 + i] : 0.f);
+      for (int i = 0; i < mb; ++i)
+        y[(i0 + i) * ldy] = out[i] + (bias ? bias[i0 + i] : 0.f) + (r ? r[(i0 + i) * ldr] : 0.f);
     }
   }
 
@@ -578,7 +579,8 @@ struct SgemmKernel {
   }
 
   static const UkernelTable* table(core::Isa isa) {
-    static const UkernelTable t{isa, MR, NR, &macro, &pack_a, &pack_b, &unpack_b_i8, &gemv_b_i8, &gemv_packed_b, &gemv_packed_a, &activate};
+    static const UkernelTable t{isa,        MR,         NR,        W,         &macro,          &pack_a,
+                                &pack_b,    &unpack_b_i8, &gemv_b_i8, &gemv_packed_b, &gemv_packed_a, &activate};
     return &t;
   }
 };
