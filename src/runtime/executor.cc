@@ -354,7 +354,8 @@ Status Executor::plan(std::span<const Tensor* const> inputs) {
 // eight Fire-module Concats, ShuffleNet's branch joins. An input that is itself such a Concat's
 // output, or a graph output, or read by anything else, keeps its own memory.
 void Executor::plan_concat_in_place() {
-  for (const Step& s : steps_) {
+  for (size_t si = 0; si < steps_.size(); ++si) {
+    const Step& s = steps_[si];
     if (s.folded || s.dynamic || s.out.size() != 1 || !s.node->domain().empty() || s.node->op_type() != "Concat")
       continue;
     Slot& out = slots_[static_cast<size_t>(s.out[0])];
@@ -375,7 +376,7 @@ void Executor::plan_concat_in_place() {
       const Slot& in = slots_[static_cast<size_t>(s.in[i])];
       ok = in.state == SlotState::kArena && !in.graph_output && !in.has_aliases && in.alias_of < 0 &&
            in.dtype == out.dtype && in.def_step >= 0 && in.value->uses().size() == 1 &&
-           std::count(s.in.begin(), s.in.end(), s.in[i]) == 1;
+           in.last_use == static_cast<int>(si) && std::count(s.in.begin(), s.in.end(), s.in[i]) == 1;
     }
     // Every slice must start on the arena's alignment, as any tensor does (vector kernels).
     size_t pos = 0;

@@ -1,6 +1,8 @@
 // If, Loop and Scan: subgraphs, outer-scope values, loop-carried values, scan outputs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "common/onnx_builder.h"
 #include "runtime/session.h"
 
@@ -45,6 +47,39 @@ TEST(ControlFlow, IfUsesOuterScopeValues) {
     for (int i = 0; i < 3; ++i) {
       float o = -static_cast<float>(i + 1), xi = x.data<float>()[i];
       EXPECT_FLOAT_EQ(out[0].data<float>()[i], c ? xi + o : xi * o) << "cond " << c << " i " << i;
+    }
+  }
+}
+
+// A Concat input that an If branch also reads (an outer-scope use after the Concat) must keep its
+// own memory: the executor places Concat inputs in the output only when the Concat is their last
+// reader. Large enough (16 floats per channel) for slices on the arena alignment.
+TEST(ControlFlow, ConcatInputReadLaterByABranchKeepsItsValue) {
+  OnnxBuilder then_b, else_b;
+  then_b.node("Neg", {"a"}, {"t"});
+  then_b.output("t");
+  else_b.node("Abs", {"a"}, {"e"});
+  else_b.output("e");
+  OnnxBuilder b;
+  b.input("cond", 9, {}).input("x", 1, {1, 2, 16});
+  b.node("Relu", {"x"}, {"a"});
+  b.node("Exp", {"x"}, {"p"});
+  OnnxBuilder::attr(b.node("Concat", {"a", "p"}, {"c"}), "axis", int64_t{1});
+  b.node("Sigmoid", {"c"}, {"s"});
+  b.node("Exp", {"s"}, {"big"});  // more values alive after the Concat, so the arena has reuse to do
+  auto& n = b.node("If", {"cond"}, {"y"});
+  OnnxBuilder::attr(n, "then_branch", then_b.graph());
+  OnnxBuilder::attr(n, "else_branch", else_b.graph());
+  b.output("y").output("big");
+  Tensor x = Tensor::allocate(core::DType::kF32, {1, 2, 16}).value();
+  for (int i = 0; i < 32; ++i) x.data<float>()[i] = static_cast<float>(i % 7) - 3.f;
+  for (bool c : {true, false}) {
+    auto out = run(b, {{"cond", Tensor::scalar<bool>(c)}, {"x", x}});
+    ASSERT_EQ(out.size(), 2u);
+    ASSERT_EQ(out[0].num_elements(), 32);
+    for (int i = 0; i < 32; ++i) {
+      const float a = std::max(x.data<float>()[i], 0.f);
+      EXPECT_FLOAT_EQ(out[0].data<float>()[i], c ? -a : a) << "cond " << c << " i " << i;
     }
   }
 }
