@@ -76,42 +76,32 @@ int64_t vertical(const Pool2dParams& p, const float* x, int64_t h, int64_t w, in
 // Horizontal pass: output row `out` from the reduced row buffer `buf` (window start of output c is
 // buf[c * sw]; the buffer has two vectors of slack past the last window, so the last, partial
 // vector of outputs loads whole vectors too and stores masked).
+template <bool kMax, int SW, int KW>
+void horizontal_vec(const float* buf, float* out, int64_t ow, int64_t kw_any, int64_t dw_any) {
+  const int64_t kw = KW > 0 ? KW : kw_any, dw = KW > 0 ? 1 : dw_any;
+  // Stride 2: window start of output c + i is buf[2 (c + i)], the even elements of two loads.
+  auto tap = [](const float* b) { return SW == 2 ? S::even(S::load(b), S::load(b + kW)) : S::load(b); };
+  for (int64_t c = 0; c < ow; c += kW) {
+    const float* b = buf + SW * c;
+    V acc = tap(b);
+    for (int64_t k = 1; k < kw; ++k) {
+      V v = tap(b + k * dw);
+      acc = kMax ? S::max(v, acc) : S::add(acc, v);
+    }
+    if (c + kW <= ow) {
+      S::store(out + c, acc);
+    } else {
+      S::store_n(out + c, acc, static_cast<int>(ow - c));
+    }
+  }
+}
+
 template <bool kMax, int KW>
 void horizontal(const Pool2dParams& p, const float* buf, float* out, int64_t ow) {
   int64_t c = 0;
   const int64_t kw = KW > 0 ? KW : p.kw, dw = KW > 0 ? 1 : p.dw;
-  if (p.sw == 2) {
-    for (; c < ow; c += kW) {
-      const float* b = buf + 2 * c;
-      V acc = S::even(S::load(b), S::load(b + kW));
-      for (int64_t k = 1; k < kw; ++k) {
-        const float* bk = b + k * dw;
-        V v = S::even(S::load(bk), S::load(bk + kW));
-        acc = kMax ? S::max(v, acc) : S::add(acc, v);
-      }
-      if (c + kW <= ow) {
-        S::store(out + c, acc);
-      } else {
-        S::store_n(out + c, acc, static_cast<int>(ow - c));
-      }
-    }
-    return;
-  }
-  if (p.sw == 1) {
-    for (; c < ow; c += kW) {
-      V acc = S::load(buf + c);
-      for (int64_t k = 1; k < kw; ++k) {
-        V v = S::load(buf + c + k * dw);
-        acc = kMax ? S::max(v, acc) : S::add(acc, v);
-      }
-      if (c + kW <= ow) {
-        S::store(out + c, acc);
-      } else {
-        S::store_n(out + c, acc, static_cast<int>(ow - c));
-      }
-    }
-    return;
-  }
+  if (p.sw == 2) return horizontal_vec<kMax, 2, KW>(buf, out, ow, p.kw, p.dw);
+  if (p.sw == 1) return horizontal_vec<kMax, 1, KW>(buf, out, ow, p.kw, p.dw);
   for (; c < ow; ++c) {
     const float* b = buf + c * p.sw;
     float acc = b[0];
