@@ -456,38 +456,41 @@ TEST_P(SgemmIsaTest, SmallMPrePackedB) {
       }
 }
 
-// N = 1 against pre-packed A (squeeze-excite 1x1 convs) takes its own path when C = A * b with at
-// most a per-row bias and a residual; so does the last column when N is one past a whole number
-// of vectors (7x7 planes: 49). The other epilogues must still be right (they take the tiled path).
+// N = 1 against pre-packed A (squeeze-excite 1x1 convs), or row-major A with a contiguous column,
+// takes its own path when C = A * b with at most a per-row bias and a residual; so does the last
+// column when N is one past a whole number of vectors (7x7 planes: 49) with pre-packed A. The other
+// epilogues and layouts must still be right (they take the tiled path).
 TEST_P(SgemmIsaTest, SingleColumnPrePackedA) {
   uint32_t seed = 380;
   core::ThreadPool pool(2);
+  std::mt19937 pick(17);  // independent choices per case
+  auto one_in = [&](uint32_t n) { return pick() % n == 0; };
   const int64_t ms[] = {1, 13, 14, 15, 29, 48, 1152};
   const int64_t ks[] = {1, 2, 5, 48, 577};
-  const int64_t ns[] = {1, 9, 17, 49};
+  const int64_t ns[] = {1, 1, 9, 17, 49};
+  const GemmActivation acts[] = {GemmActivation::kNone, GemmActivation::kRelu, GemmActivation::kSigmoid,
+                                 GemmActivation::kSilu, GemmActivation::kHardSigmoid};
   for (int64_t m : ms)
-    for (int64_t k : ks) {
-      Case cs;
-      cs.m = m;
-      cs.n = ns[seed % 4];
-      cs.k = k;
-      cs.pack_a = true;
-      cs.ta = (seed % 3) == 0;
-      cs.tb = (seed % 2) == 0;
-      cs.pad_b = seed % 3;
-      cs.pad_c = seed % 4 == 0 ? 2 : 0;
-      const GemmActivation acts[] = {GemmActivation::kNone, GemmActivation::kRelu, GemmActivation::kSigmoid,
-                                     GemmActivation::kSilu, GemmActivation::kHardSigmoid};
-      cs.act = acts[seed % 5];
-      cs.act_alpha = 0.2f;
-      cs.act_beta = 0.5f;
-      cs.bias = seed % 3 == 2 ? GemmBias::kNone : GemmBias::kPerRow;
-      if (seed % 7 == 0) cs.beta = 0.5f;  // not the single-column path
-      if (seed % 3 == 1) cs.residual = true;
-      cs.pad_r = seed % 2;
-      check_case(cs, GetParam(), (seed % 2) ? &pool : nullptr, seed);
-      ++seed;
-    }
+    for (int64_t k : ks)
+      for (int rep = 0; rep < 3; ++rep) {
+        Case cs;
+        cs.m = m;
+        cs.n = ns[pick() % 5];
+        cs.k = k;
+        cs.pack_a = !one_in(3);  // plain A with a contiguous column takes the path too
+        cs.ta = one_in(4);
+        cs.tb = one_in(2);
+        cs.pad_b = one_in(2) ? 0 : 3;
+        cs.pad_c = one_in(3) ? 2 : 0;
+        cs.act = acts[pick() % 5];
+        cs.act_alpha = 0.2f;
+        cs.act_beta = 0.5f;
+        cs.bias = one_in(3) ? GemmBias::kNone : GemmBias::kPerRow;
+        if (one_in(7)) cs.beta = 0.5f;  // not the single-column path
+        cs.residual = one_in(2);
+        cs.pad_r = one_in(2) ? 1 : 0;
+        check_case(cs, GetParam(), one_in(2) ? &pool : nullptr, seed++);
+      }
 }
 
 TEST_P(SgemmIsaTest, Batched) {

@@ -457,12 +457,13 @@ Status small_m(const Problem& p, const SgemmA& a, const SgemmBInt8* b_i8, const 
   return Status::ok();
 }
 
-// N = 1 against pre-packed A (a 1x1 conv on a 1x1 plane: the squeeze-excite convs): the tiled
-// path pads the one column to NR (32) and took 15-45 us at 1-5 GFLOP/s for weights the size of
-// L2. Row slivers are split over the pool (min_work: fewer multiply-adds run on the caller);
-// C = A * b (+ per-row bias, + residual column), then the activation.
-Status single_column(const Problem& p, const float* b, float* c, const GemmEpilogue& ep, const SgemmContext& ctx,
-                     int64_t min_work = int64_t{1} << 16) {
+// N = 1 against pre-packed A (a 1x1 conv on a 1x1 plane: the squeeze-excite convs) or row-major
+// A with a contiguous column: the tiled path pads the one column to NR (32) and took 15-45 us at
+// 1-5 GFLOP/s for weights the size of L2. Row slivers are split over the pool (min_work: fewer
+// multiply-adds run on the caller); C = A * b (+ per-row bias, + residual column), then the
+// activation. `a`: the plain A when not pre-packed.
+Status single_column(const Problem& p, const float* a_plain, const float* b, float* c, const GemmEpilogue& ep,
+                     const SgemmContext& ctx, int64_t min_work = int64_t{1} << 16) {
   const UkernelTable& uk = *p.uk;
   const int64_t m = p.m, mr = uk.mr;
   const int threads = ctx.pool ? ctx.pool->num_threads() : 1;
@@ -472,10 +473,15 @@ Status single_column(const Problem& p, const float* b, float* c, const GemmEpilo
   auto run_task = [&](int64_t t) {
     const int64_t i0 = slivers * t / tasks * mr, i1 = std::min(m, slivers * (t + 1) / tasks * mr);
     if (i0 >= i1) return;
-    const float* a = p.packed_a->data() + (i0 / mr) * p.k * mr;
     const float* r = ep.residual ? ep.residual + i0 * ep.ldr : nullptr;
-    uk.gemv_packed_a(i1 - i0, p.k, a, b, p.trans_b ? 1 : p.ldb, bias ? bias + i0 : nullptr, r, ep.ldr,
-                     c + i0 * p.ldc, p.ldc);
+    if (p.packed_a) {
+      const float* a = p.packed_a->data() + (i0 / mr) * p.k * mr;
+      uk.gemv_packed_a(i1 - i0, p.k, a, b, p.trans_b ? 1 : p.ldb, bias ? bias + i0 : nullptr, r, ep.ldr,
+                       c + i0 * p.ldc, p.ldc);
+    } else {
+      uk.gemv_rows(i1 - i0, p.k, a_plain + i0 * p.lda, p.lda, b, bias ? bias + i0 : nullptr, r, ep.ldr, c + i0 * p.ldc,
+                   p.ldc);
+    }
     if (p.ldc == 1) {
       uk.activate(c + i0, i1 - i0, 1, i1 - i0, ep.activation, ep.act_alpha, ep.act_beta);
     } else {
@@ -572,19 +578,21 @@ Status sgemm_impl(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA& a,
   if (p.packed_b && m <= 4 && !a.packed && batch.count == 1 && !batch.a_ptrs && !batch.c_ptrs &&
       !batch.residual_ptrs)
     return small_m(p, a, nullptr, p.packed_b, c, ep, ctx);
-  const bool column_path = p.packed_a && !b_i8 && !b.packed && batch.count == 1 && !batch.b_ptrs && !batch.c_ptrs &&
-                           !batch.residual_ptrs && p.alpha == 1.f && p.beta == 0.f &&
+  const bool column_path = p.k > 0 && !b_i8 && !b.packed && batch.count == 1 && !batch.a_ptrs && !batch.b_ptrs &&
+                           !batch.c_ptrs && !batch.residual_ptrs && p.alpha == 1.f && p.beta == 0.f &&
                            ep.bias_kind != GemmBias::kPerColumn;
-  if (column_path && n == 1) return single_column(p, b.data, c, ep, ctx);
+  // Plain A qualifies when its rows and the column are contiguous.
+  if (column_path && n == 1 && (p.packed_a || (!a.trans && (b.trans || b.ld == 1))))
+    return single_column(p, a.data, b.data, c, ep, ctx);
   // One column past a whole number of vectors (7x7 planes: N = 49 = 3 x 16 + 1) would take a
   // whole vector of every tile row for it (49 of 64 lanes used): the tiled path does N - 1 and
   // the last column is one pass over the packed A (1x1 convs on 7x7: ~20% faster).
-  if (column_path && uk->width > 1 && n > uk->width && n % uk->width == 1) {
+  if (column_path && p.packed_a && uk->width > 1 && n > uk->width && n % uk->width == 1) {
     KESTREL_RETURN_IF_ERROR(sgemm_impl(m, n - 1, k, alpha, a, b, nullptr, beta, c, ldc, batch, ep, ctx));
     const float* last_b = b.trans ? b.data + (n - 1) * b.ld : b.data + (n - 1);
     GemmEpilogue last = ep;
     if (last.residual) last.residual += n - 1;
-    return single_column(p, last_b, c + (n - 1), last, ctx);
+    return single_column(p, nullptr, last_b, c + (n - 1), last, ctx);
   }
 
   const int threads = ctx.pool ? ctx.pool->num_threads() : 1;

@@ -67,6 +67,10 @@ struct UkernelTable {
   // + r[i * ldr] if given) for i in [0, m), a at the first sliver (whole K per sliver).
   void (*gemv_packed_a)(int64_t m, int64_t k, const float* a, const float* b, int64_t ldb, const float* bias,
                         const float* r, int64_t ldr, float* y, int64_t ldy) = nullptr;
+  // Row-major A against one contiguous column: y[i * ldy] = sum_p a[i * lda + p] * x[p] (+ bias[i],
+  // + r[i * ldr] if given) for i in [0, m).
+  void (*gemv_rows)(int64_t m, int64_t k, const float* a, int64_t lda, const float* x, const float* bias,
+                    const float* r, int64_t ldr, float* y, int64_t ldy) = nullptr;
   // In-place activation of an [m, n] block (the passes the micro-kernel does not do in registers).
   void (*activate)(float* c, int64_t ldc, int64_t m, int64_t n, GemmActivation act, float alpha, float beta) = nullptr;
 };

@@ -574,13 +574,34 @@ struct SgemmKernel {
     }
   }
 
+  // Row-major A (not packed) against one contiguous column x: y[i * ldy] = dot(A[i, :], x)
+  // (+ bias[i], + r[i * ldr] if given), A rows lda apart.
+  static void gemv_rows(int64_t m, int64_t k, const float* a, int64_t lda, const float* x, const float* bias,
+                        const float* r, int64_t ldr, float* y, int64_t ldy) {
+    for (int64_t i = 0; i < m; ++i) {
+      const float* ar = a + i * lda;
+      V acc0 = S::zero(), acc1 = S::zero();
+      int64_t p = 0;
+      for (; p + 2 * W <= k; p += 2 * W) {
+        acc0 = S::fmadd(S::load(ar + p), S::load(x + p), acc0);
+        acc1 = S::fmadd(S::load(ar + p + W), S::load(x + p + W), acc1);
+      }
+      for (; p + W <= k; p += W) acc0 = S::fmadd(S::load(ar + p), S::load(x + p), acc0);
+      if (p < k) {
+        const int t = static_cast<int>(k - p);
+        acc1 = S::fmadd(S::load_n(ar + p, t), S::load_n(x + p, t), acc1);
+      }
+      y[i * ldy] = S::reduce_add(S::add(acc0, acc1)) + (bias ? bias[i] : 0.f) + (r ? r[i * ldr] : 0.f);
+    }
+  }
+
   static void activate(float* c, int64_t ldc, int64_t m, int64_t n, GemmActivation act, float alpha, float beta) {
     activate_rows<S>(c, ldc, m, n, act, alpha, beta);
   }
 
   static const UkernelTable* table(core::Isa isa) {
-    static const UkernelTable t{isa,        MR,         NR,        W,         &macro,          &pack_a,
-                                &pack_b,    &unpack_b_i8, &gemv_b_i8, &gemv_packed_b, &gemv_packed_a, &activate};
+    static const UkernelTable t{isa,          MR,         NR,             W,              &macro,     &pack_a,   &pack_b,
+                                &unpack_b_i8, &gemv_b_i8, &gemv_packed_b, &gemv_packed_a, &gemv_rows, &activate};
     return &t;
   }
 };
