@@ -406,17 +406,17 @@ Status small_m(const Problem& p, const SgemmA& a, const SgemmBInt8* b_i8, const 
                const GemmEpilogue& ep, const SgemmContext& ctx) {
   const UkernelTable& uk = *p.uk;
   const int64_t m = p.m, n = p.n;
+  // Packed B with C = A * B (+ a per-column bias), then any activation: straight into C.
+  const bool direct = b_packed && p.alpha == 1.f && p.beta == 0.f && !ep.residual &&
+                      ep.bias_kind != GemmBias::kPerRow;
   static core::ScratchSlot s_tmp;
-  float* tmp = s_tmp.get_as<float>(static_cast<size_t>(m * n));
-  if (!tmp) return Status(core::StatusCode::kOutOfMemory, "sgemm: out of memory for the small-M product");
+  float* tmp = direct ? nullptr : s_tmp.get_as<float>(static_cast<size_t>(m * n));
+  if (!direct && !tmp) return Status(core::StatusCode::kOutOfMemory, "sgemm: out of memory for the small-M product");
   const int threads = ctx.pool ? ctx.pool->num_threads() : 1;
   const int64_t step = b_i8 ? 64 : uk.nr;
   const int64_t tasks =
       threads > 1 && n * p.k >= (int64_t{1} << 16) ? std::min<int64_t>(2 * threads, (n + step - 1) / step) : 1;
   const bool clamp = gemm_detail::activation_is_clamp(ep.activation);
-  // Packed B with C = A * B (+ a per-column bias), then any activation: straight into C.
-  const bool direct = b_packed && p.alpha == 1.f && p.beta == 0.f && !ep.residual &&
-                      ep.bias_kind != GemmBias::kPerRow;
   auto run_task = [&](int64_t t) {
     const int64_t j0 = (n * t / tasks) / step * step, j1 = t + 1 == tasks ? n : (n * (t + 1) / tasks) / step * step;
     if (j0 >= j1) return;

@@ -93,35 +93,6 @@ void binary_full_row(const QBinaryParams& p, const uint8_t* a, const uint8_t* b,
   }
 }
 
-// Element strides sa, sb: 1 (a run) or 0 (one value for the row). With one side fixed the op is
-// an affine map of the other: mul (x - zx) * (v - zv) * k = x * s + t, add x * kx + (v * kv + c).
-void binary_impl(const QBinaryParams& p, const uint8_t* a, const uint8_t* b, uint8_t* y, int64_t n, int sa, int sb) {
-  if (sa == 1 && sb == 1) return binary_full_row(p, a, b, y, n);
-  const float lo = static_cast<float>(p.lo - p.y_zp), hi = static_cast<float>(p.hi - p.y_zp);
-  const bool add = p.op == QBinaryOp::kAdd;
-  // x: the run (or a if both are fixed), v: the fixed operand.
-  const bool a_runs = sa == 1 || sb == 0;
-  const uint8_t* x = a_runs ? a : b;
-  const float xs = a_runs ? p.a_scale : p.b_scale, vs = a_runs ? p.b_scale : p.a_scale;
-  const float xz = static_cast<float>(a_runs ? p.a_zp : p.b_zp), vz = static_cast<float>(a_runs ? p.b_zp : p.a_zp);
-  const float v = static_cast<float>(a_runs ? b[0] : a[0]);
-  float s, t;
-  if (add) {
-    s = xs / p.y_scale;
-    t = (v - vz) * vs / p.y_scale - xz * s;
-  } else {
-    s = (v - vz) * xs * vs / p.y_scale;
-    t = -xz * s;
-  }
-  if (sa == 0 && sb == 0) {  // both fixed: one value for the whole row
-    uint8_t one;
-    affine_row(x, &one, 1, s, t, lo, hi, p.y_zp);
-    std::memset(y, one, static_cast<size_t>(n));
-    return;
-  }
-  affine_row(x, y, n, s, t, lo, hi, p.y_zp);
-}
-
 // Rows of a run x [rows, inner] against one fixed value per row v[rows] (x * per-channel scale:
 // the squeeze-excite gate); x_is_a: x is operand a. The per-row constants cost two multiply-adds.
 void binary_rows_impl(const QBinaryParams& p, const uint8_t* x, const uint8_t* v, uint8_t* y, int64_t rows,
@@ -143,6 +114,22 @@ void binary_rows_impl(const QBinaryParams& p, const uint8_t* x, const uint8_t* v
     }
     affine_row(x + r * inner, y + r * inner, inner, s, t, lo, hi, p.y_zp);
   }
+}
+
+// Element strides sa, sb: 1 (a run) or 0 (one value for the row): a run against a fixed value is
+// one row of binary_rows_impl; both fixed, one value for the whole row.
+void binary_impl(const QBinaryParams& p, const uint8_t* a, const uint8_t* b, uint8_t* y, int64_t n, int sa, int sb) {
+  if (sa == 1 && sb == 1) return binary_full_row(p, a, b, y, n);
+  const bool a_runs = sa == 1 || sb == 0;  // x: the run (or a if both are fixed), v: the fixed one
+  const uint8_t* x = a_runs ? a : b;
+  const uint8_t* v = a_runs ? b : a;
+  if (sa == 0 && sb == 0) {
+    uint8_t one;
+    binary_rows_impl(p, x, v, &one, 1, 1, true);
+    std::memset(y, one, static_cast<size_t>(n));
+    return;
+  }
+  binary_rows_impl(p, x, v, y, 1, n, a_runs);
 }
 
 void quantize_impl(const float* x, int64_t n, float scale, int32_t zp, uint8_t* y) {
