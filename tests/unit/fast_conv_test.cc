@@ -157,6 +157,7 @@ const ConvCase kCases[] = {
     {1, 2, 9, 20, 16, 1, 3, 3, 2, 3, 1, P::kStem},
     {1, 5, 17, 17, 8, 1, 3, 3, 2, 1, 1, P::kIm2col},  // 5 input channels: not a stem
     {2, 32, 20, 19, 40, 1, 3, 3, 1, 1, 1, P::kWinograd},  // 2 threads: chunks of tiles as tasks, batch
+    {2, 35, 11, 13, 71, 1, 3, 3, 1, 1, 1, P::kWinograd},  // 2 threads: output-channel ranges (few tiles), batch
     // 2 threads: strips of output rows as tasks (stride 2, the direct stem, stride 1 with a residual-sized plane, groups)
     {1, 5, 67, 70, 16, 1, 3, 3, 2, 1, 1, P::kIm2col},  // 5 input channels: not a stem
     {1, 3, 67, 70, 16, 1, 3, 3, 2, 1, 1, P::kStem},
@@ -200,15 +201,16 @@ TEST_P(FastConvTest, FusedEpilogues) {
       }
 }
 
-// The 2-thread task splits (Winograd chunks, im2col strips) with every epilogue input: bias,
-// residual and an activation, on the cases sized to take them (the last five of kCases).
+// The 2-thread task splits (Winograd chunks and output-channel ranges, im2col strips) with every
+// epilogue input: bias, residual and an activation, on the cases sized to take them (the last six
+// of kCases).
 TEST_P(FastConvTest, ThreadedSplitsWithEpilogues) {
   KESTREL_SKIP_IF_ISA_MISSING(GetParam());
   std::mt19937 rng(31);
   core::ThreadPool pool(2);
   const size_t count = std::size(kCases);
   int i = 0;
-  for (size_t c = count - 5; c < count; ++c)
+  for (size_t c = count - 6; c < count; ++c)
     for (int residual = 0; residual < 2; ++residual)
       for (int with_bias = 0; with_bias < 2; ++with_bias, ++i) {
         SCOPED_TRACE(i);

@@ -424,6 +424,43 @@ TEST_P(SgemmIsaTest, PrePackedOperands) {
         }
 }
 
+// A row slice of a packed A (what the Winograd conv hands each thread) multiplies like those rows
+// of the whole matrix (up to the summation order of a differently tiled call); misaligned or
+// out-of-range slices are errors.
+TEST_P(SgemmIsaTest, PackedARowSlices) {
+  std::mt19937 rng(77);
+  const int64_t m = 61, n = 29, k = 45;
+  auto tile = sgemm_tile_shape(GetParam());
+  ASSERT_TRUE(tile.is_ok());
+  const int64_t mr = tile->mr;
+  const std::vector<float> a = random_vector(static_cast<size_t>(m * k), rng);
+  const std::vector<float> b = random_vector(static_cast<size_t>(k * n), rng);
+  auto pa = pack_a(m, k, a.data(), k, false, GetParam());
+  ASSERT_TRUE(pa.is_ok());
+  std::vector<float> full(static_cast<size_t>(m * n));
+  SgemmContext ctx{nullptr, GetParam()};
+  ASSERT_TRUE(sgemm(m, n, k, 1.f, SgemmA(*pa), SgemmB(b.data(), n), 0.f, full.data(), n, {}, ctx).is_ok());
+  for (int64_t m0 = 0; m0 < m; m0 += mr) {
+    for (int64_t m1 : {std::min(m, m0 + mr), std::min(m, m0 + 2 * mr + 3), m}) {
+      SCOPED_TRACE(m0);
+      auto s = pa->slice_rows(m0, m1);
+      ASSERT_TRUE(s.is_ok()) << s.status().message();
+      EXPECT_EQ(s->m(), m1 - m0);
+      std::vector<float> part(static_cast<size_t>((m1 - m0) * n), -1.f);
+      ASSERT_TRUE(sgemm(m1 - m0, n, k, 1.f, SgemmA(*s), SgemmB(b.data(), n), 0.f, part.data(), n, {}, ctx).is_ok());
+      for (int64_t i = 0; i < (m1 - m0) * n; ++i) {
+        const float want = full[static_cast<size_t>(m0 * n + i)];
+        ASSERT_NEAR(part[static_cast<size_t>(i)], want, 1e-5f * (1.f + std::fabs(want))) << i;
+      }
+    }
+  }
+  if (mr > 1) {
+    EXPECT_FALSE(pa->slice_rows(1, m).is_ok());  // not at a sliver boundary
+  }
+  EXPECT_FALSE(pa->slice_rows(0, m + 1).is_ok());
+  EXPECT_FALSE(pa->slice_rows(mr, 0).is_ok());
+}
+
 // M <= 4 against pre-packed B takes its own path (one pass over the slivers, no MR-row tile).
 TEST_P(SgemmIsaTest, SmallMPrePackedB) {
   uint32_t seed = 350;

@@ -75,6 +75,7 @@ class FastConv {
   int dw_width_ = 1;                             // depthwise: channels per block of dw_packed_
   std::shared_ptr<const std::vector<float>> dw_packed_;  // depthwise: [ceil(M / width)][k * k][width]
   std::vector<PackedA> winograd_;                        // F(2x2, 3x3): the 16 transformed [M, C] weights
+  int64_t tile_mr_ = 1;                                  // their sliver height (row slices per thread)
   int gp_width_ = 1;                                     // grouped direct: vector width of gp_packed_
   std::shared_ptr<const std::vector<float>> gp_packed_;  // grouped direct: [M / width][k * k][cg][width]
 };

@@ -369,6 +369,18 @@ Result<PackedA> pack_a(int64_t m, int64_t k, const float* a, int64_t lda, bool t
   return p;
 }
 
+Result<PackedA> PackedA::slice_rows(int64_t m0, int64_t m1) const {
+  KESTREL_ASSIGN_OR_RETURN(const UkernelTable* t, resolve(isa_));
+  if (m0 < 0 || m1 < m0 || m1 > m_ || m0 % t->mr != 0)
+    return core::invalid_argument(
+        core::str_cat("PackedA::slice_rows: rows [", m0, ", ", m1, ") of ", m_, " (tile height ", t->mr, ")"));
+  PackedA s = *this;
+  s.data_ = data_ + (m0 / t->mr) * k_ * t->mr;
+  s.m_ = m1 - m0;
+  s.bytes_ = static_cast<size_t>((m1 - m0 + t->mr - 1) / t->mr * t->mr * k_) * 4;
+  return s;
+}
+
 Result<PackedB> pack_b(int64_t k, int64_t n, const float* b, int64_t ldb, bool trans_b, std::optional<core::Isa> isa) {
   KESTREL_ASSIGN_OR_RETURN(const UkernelTable* t, resolve(isa));
   if (n < 0 || k < 0) return core::invalid_argument("pack_b: negative size");

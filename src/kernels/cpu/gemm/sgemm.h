@@ -61,6 +61,10 @@ class PackedA {
   bool empty() const { return data_ == nullptr; }
   const float* data() const { return data_; }
   size_t bytes() const { return bytes_; }
+  // Rows [m0, m1) as a packed matrix of their own, sharing this one's storage (no copy, no
+  // allocation): threads that each own a range of output rows multiply by their slice. m0 must be
+  // a multiple of the tile height (`sgemm_tile_shape(isa()).mr`).
+  Result<PackedA> slice_rows(int64_t m0, int64_t m1) const;
 
  private:
   friend Result<PackedA> pack_a(int64_t, int64_t, const float*, int64_t, bool, std::optional<core::Isa>);
