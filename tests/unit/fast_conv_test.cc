@@ -8,9 +8,12 @@
 #include <random>
 
 #include "common/fast_kernel_util.h"
+#include "core/str_util.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/conv/conv.h"
+#include "ir/ops/window_geometry.h"
 #include "kernels/reference/conv.h"
+#include "kernels/reference/pool.h"
 
 namespace kestrel::kernels::cpu {
 namespace {
@@ -216,6 +219,94 @@ TEST_P(FastConvTest, ThreadedSplitsWithEpilogues) {
         SCOPED_TRACE(i);
         check(kCases[c], GetParam(), {GemmActivation::kHardSwish, 0, 0}, residual, with_bias, &pool, rng);
       }
+}
+
+// The stem with a MaxPool in its epilogue (run_max_pooled) against the reference conv, activation
+// and MaxPool: random sizes, channel counts, conv pads, pool windows / strides / pads / ceil_mode,
+// batches, bias or none, one strip of pool rows or several, with and without threads.
+TEST_P(FastConvTest, MaxPooledStem) {
+  KESTREL_SKIP_IF_ISA_MISSING(GetParam());
+  std::mt19937 rng(41);
+  core::ThreadPool pool(2);
+  const FusedActivation acts[] = {{GemmActivation::kNone, 0, 0},
+                                  {GemmActivation::kRelu, 0, 0},
+                                  {GemmActivation::kClip, -0.5f, 0.5f},
+                                  {GemmActivation::kHardSwish, 0, 0}};
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int i = 0; i < 60; ++i) {
+    // Every fourth case wide and deep enough (M x conv width) for several strips of pool rows.
+    const bool wide = i % 4 == 0;
+    const int64_t n = pick(1, 2), c = pick(1, FastConv::kStemMaxChannels), m = wide ? pick(32, 64) : pick(1, 40);
+    const int64_t h = wide ? pick(40, 90) : pick(5, 70), w = wide ? pick(150, 240) : pick(5, 70), pad = pick(0, 2);
+    const int64_t oh = out_size(h, 3, 2, pad, 1), ow = out_size(w, 3, 2, pad, 1);
+    ir::WindowAttrs pw;
+    pw.kernel = {pick(1, std::min<int64_t>(3, oh)), pick(1, std::min<int64_t>(3, ow))};
+    pw.strides = {pick(1, 3), pick(1, 3)};
+    pw.dilations = {1, 1};
+    pw.pads = {pick(0, pw.kernel[0] - 1), pick(0, pw.kernel[1] - 1), pick(0, pw.kernel[0] - 1),
+               pick(0, pw.kernel[1] - 1)};
+    pw.ceil_mode = pick(0, 1) == 1;
+    auto ry = ir::forward_window(pw, 0, oh), rx = ir::forward_window(pw, 1, ow);
+    ASSERT_TRUE(ry.is_ok() && rx.is_ok());
+    const FusedActivation act = acts[pick(0, 3)];
+    const bool with_bias = pick(0, 1) == 1;
+    SCOPED_TRACE(core::str_cat("case ", i, ": x [", n, ",", c, ",", h, ",", w, "] m ", m, " pad ", pad, " pool k ",
+                               pw.kernel[0], "x", pw.kernel[1], " s ", pw.strides[0], "x", pw.strides[1], " pads ",
+                               pw.pads[0], ",", pw.pads[1], ",", pw.pads[2], ",", pw.pads[3], " ceil ", pw.ceil_mode,
+                               " act ", static_cast<int>(act.kind)));
+    core::Tensor x = random_f32({n, c, h, w}, rng), wt = random_f32({m, c, 3, 3}, rng), b = random_f32({m}, rng);
+    ref::ConvParams p;
+    p.strides = {2, 2};
+    p.dilations = {1, 1};
+    p.pads_begin = {pad, pad};
+    core::Tensor conv = testing::filled_f32({n, m, oh, ow}, NAN);
+    ASSERT_TRUE(ref::conv(p, x, wt, with_bias ? &b : nullptr, conv).is_ok());
+    for (int64_t j = 0; j < conv.num_elements(); ++j)
+      conv.data<float>()[j] = static_cast<float>(act_ref(act, conv.data<float>()[j]));
+    ref::PoolParams pp{pw.kernel, pw.strides, pw.dilations, {ry->pad_begin, rx->pad_begin}, {ry->pad_end, rx->pad_end}};
+    core::Tensor want = testing::filled_f32({n, m, ry->out, rx->out}, NAN);
+    core::Tensor got = testing::filled_f32({n, m, ry->out, rx->out}, NAN);
+    ASSERT_TRUE(ref::max_pool(pp, conv, want, nullptr, false).is_ok());
+    Pool2dParams q;
+    q.kh = pw.kernel[0];
+    q.kw = pw.kernel[1];
+    q.sh = pw.strides[0];
+    q.sw = pw.strides[1];
+    q.pad_top = ry->pad_begin;
+    q.pad_left = rx->pad_begin;
+    q.pad_bottom = ry->pad_end;
+    q.pad_right = rx->pad_end;
+    auto fc = FastConv::create(wt, 1, act, GetParam());
+    ASSERT_TRUE(fc.is_ok());
+    ASSERT_EQ(fc->path_for(p), P::kStem);
+    Status st = fc->run_max_pooled(p, oh, ow, q, x, with_bias ? &b : nullptr, got, i % 2 ? &pool : nullptr);
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+    EXPECT_TRUE(close_f32(got, want));
+  }
+}
+
+TEST_P(FastConvTest, MaxPooledRejectsOtherPathsAndBadShapes) {
+  KESTREL_SKIP_IF_ISA_MISSING(GetParam());
+  std::mt19937 rng(43);
+  ref::ConvParams p{{2, 2}, {1, 1}, {1, 1}, 1};
+  Pool2dParams q;
+  q.kh = q.kw = 3;
+  q.sh = q.sw = 2;
+  core::Tensor x = random_f32({1, 3, 20, 20}, rng), y = random_f32({1, 4, 4, 4}, rng);
+  auto stem = FastConv::create(random_f32({4, 3, 3, 3}, rng), 1, {}, GetParam());
+  ASSERT_TRUE(stem.is_ok());
+  EXPECT_TRUE(stem->run_max_pooled(p, 10, 10, q, x, nullptr, y, nullptr).is_ok());  // 10x10 -> 4x4
+  core::Tensor big = random_f32({1, 4, 9, 4}, rng);  // windows past the conv rows
+  EXPECT_FALSE(stem->run_max_pooled(p, 10, 10, q, x, nullptr, big, nullptr).is_ok());
+  core::Tensor wrong_m = random_f32({1, 5, 4, 4}, rng);
+  EXPECT_FALSE(stem->run_max_pooled(p, 10, 10, q, x, nullptr, wrong_m, nullptr).is_ok());
+  Pool2dParams bad = q;
+  bad.pad_top = 3;  // a window of padding only
+  EXPECT_FALSE(stem->run_max_pooled(p, 10, 10, bad, x, nullptr, y, nullptr).is_ok());
+  auto other = FastConv::create(random_f32({4, 8, 3, 3}, rng), 1, {}, GetParam());  // 8 channels: im2col
+  ASSERT_TRUE(other.is_ok());
+  core::Tensor x8 = random_f32({1, 8, 20, 20}, rng);
+  EXPECT_FALSE(other->run_max_pooled(p, 10, 10, q, x8, nullptr, y, nullptr).is_ok());
 }
 
 TEST_P(FastConvTest, RejectsBadInput) {

@@ -24,15 +24,20 @@ Tensor random_tensor(core::Dims dims, uint32_t seed, float lo = -1.f, float hi =
   return t;
 }
 
-// Runs one node (all inputs fed at run time; undefined tensors = omitted inputs).
+// Runs one node (all inputs fed at run time unless `constant` says otherwise; undefined tensors =
+// omitted inputs).
 core::Result<Tensor> run_one(const std::string& domain, const std::string& op, const std::vector<Tensor>& inputs,
-                             const Attrs& attrs) {
+                             const Attrs& attrs, const std::vector<bool>& constant = {}) {
   auto g = std::make_unique<ir::Graph>("test");
   std::vector<ir::Value*> ins;
   std::vector<const Tensor*> feed;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].defined()) {
       ins.push_back(nullptr);
+      continue;
+    }
+    if (i < constant.size() && constant[i]) {
+      ins.push_back(g->add_constant("in" + std::to_string(i), inputs[i]));
       continue;
     }
     ins.push_back(g->add_input("in" + std::to_string(i), {inputs[i].dtype(), ir::Shape(inputs[i].dims())}));
@@ -240,6 +245,44 @@ TEST(Gelu, ErfAndTanhForms) {
   EXPECT_FALSE(run_one("", "Gelu", {x}, {{"approximate", std::string("fast")}}).is_ok());
 }
 
+// FusedConv with a MaxPool (pool_* attributes) equals FusedConv then MaxPool: on the stem kernel
+// (constant W, 3 input channels, stride 2: pooled in the epilogue), on another fast path
+// (8 input channels: conv into a buffer, then the fast pool) and on the reference (W fed at run time).
+TEST(FusedConv, MaxPoolAttributesMatchConvThenMaxPool) {
+  struct Case {
+    int64_t c, m, h, w;
+    std::vector<int64_t> k, s, pads;
+    int64_t ceil_mode;
+  };
+  const Case cases[] = {{3, 16, 37, 29, {3, 3}, {2, 2}, {0, 0, 0, 0}, 1},
+                        {8, 5, 20, 23, {2, 3}, {1, 2}, {1, 0, 0, 2}, 0},
+                        {2, 7, 15, 15, {3, 2}, {2, 1}, {2, 1, 1, 0}, 1}};
+  uint32_t seed = 60;
+  for (const Case& cs : cases)
+    for (bool constant_w : {true, false}) {
+      Tensor x = random_tensor({2, cs.c, cs.h, cs.w}, seed++), w = random_tensor({cs.m, cs.c, 3, 3}, seed++);
+      Tensor b = random_tensor({cs.m}, seed++);
+      Attrs conv{{"strides", std::vector<int64_t>{2, 2}},
+                 {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                 {"activation", std::string("HardSwish")}};
+      auto y = run_one("kestrel", "FusedConv", {x, w, b}, conv, {false, constant_w, constant_w});
+      ASSERT_TRUE(y.is_ok()) << y.status().to_string();
+      Attrs pool{{"kernel_shape", cs.k}, {"strides", cs.s}, {"pads", cs.pads}, {"ceil_mode", cs.ceil_mode}};
+      auto want = run_one("", "MaxPool", {*y}, pool);
+      ASSERT_TRUE(want.is_ok()) << want.status().to_string();
+      Attrs fused = conv;
+      fused["pool_kernel_shape"] = cs.k;
+      fused["pool_strides"] = cs.s;
+      fused["pool_pads"] = cs.pads;
+      fused["pool_ceil_mode"] = cs.ceil_mode;
+      auto got = run_one("kestrel", "FusedConv", {x, w, b}, fused, {false, constant_w, constant_w});
+      ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+      ASSERT_EQ(got->dims(), want->dims());
+      std::vector<double> expect(want->data<float>(), want->data<float>() + want->num_elements());
+      expect_close(*got, expect, "pooled FusedConv, C " + std::to_string(cs.c) + (constant_w ? "" : ", W fed"));
+    }
+}
+
 TEST(FusedOps, RefuseBadAttributesAndShapesWithTheNodeName) {
   Tensor x = random_tensor({1, 2, 4, 4}, 17), w = random_tensor({3, 2, 1, 1}, 18);
   auto expect_error = [](const core::Result<Tensor>& r, const std::string& fragment) {
@@ -256,6 +299,15 @@ TEST(FusedOps, RefuseBadAttributesAndShapesWithTheNodeName) {
                        {{"activation", std::string("Relu")}, {"activation_params", std::vector<float>{1}}}),
                "activation_params");
   expect_error(run_one("kestrel", "FusedConv", {x, w, Tensor(), random_tensor({1, 3, 4, 5}, 19)}, {}), "residual");
+  expect_error(run_one("kestrel", "FusedConv", {x, w},
+                       {{"pool_kernel_shape", std::vector<int64_t>{2, 2}}, {"pool_pads", std::vector<int64_t>{2, 0, 0, 0}}}),
+               "pool_pads");
+  expect_error(run_one("kestrel", "FusedConv", {x, w}, {{"pool_strides", std::vector<int64_t>{2, 2}}}),
+               "without pool_kernel_shape");
+  expect_error(run_one("kestrel", "FusedConv", {x, w, Tensor(), random_tensor({1, 3, 4, 4}, 19)},
+                       {{"pool_kernel_shape", std::vector<int64_t>{2, 2}}}),
+               "residual");
+  expect_error(run_one("kestrel", "FusedConv", {x, w}, {{"pool_kernel_shape", std::vector<int64_t>{5, 5}}}), "MaxPool");
   expect_error(run_one("kestrel", "FusedMatMul", {random_tensor({2, 3}, 20), random_tensor({3}, 21)}, {}), "rank");
   expect_error(run_one("kestrel", "FusedMatMul",
                        {random_tensor({2, 3}, 20), random_tensor({3, 4}, 21), random_tensor({3}, 22)}, {}),

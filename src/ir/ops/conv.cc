@@ -140,6 +140,39 @@ core::Status read_conv_transpose_extras(const Node& n, size_t spatial, std::vect
   return core::Status::ok();
 }
 
+core::Result<std::optional<WindowAttrs>> read_fused_max_pool(const Node& n) {
+  if (!n.has_attr("pool_kernel_shape")) {
+    for (const char* a : {"pool_strides", "pool_pads", "pool_ceil_mode"})
+      if (n.has_attr(a))
+        return core::invalid_model(core::str_cat(n.describe(), ": ", a, " without pool_kernel_shape"));
+    return std::optional<WindowAttrs>();
+  }
+  WindowAttrs w;
+  KESTREL_ASSIGN_OR_RETURN(w.kernel, n.attr_ints("pool_kernel_shape"));
+  KESTREL_ASSIGN_OR_RETURN(w.strides, n.attr_ints("pool_strides", std::vector<int64_t>{1, 1}));
+  KESTREL_ASSIGN_OR_RETURN(w.pads, n.attr_ints("pool_pads", std::vector<int64_t>{0, 0, 0, 0}));
+  KESTREL_ASSIGN_OR_RETURN(int64_t ceil_mode, n.attr_int("pool_ceil_mode", 0));
+  w.dilations = {1, 1};
+  w.ceil_mode = ceil_mode != 0;
+  auto bad = [&](const char* what) {
+    return core::invalid_model(core::str_cat(n.describe(), ": ", what));
+  };
+  if (w.kernel.size() != 2 || w.strides.size() != 2 || w.pads.size() != 4)
+    return bad("pool_kernel_shape / pool_strides need 2 values and pool_pads 4 (a 2-D MaxPool)");
+  if (ceil_mode != 0 && ceil_mode != 1) return bad("pool_ceil_mode must be 0 or 1");
+  constexpr int64_t kMax = int64_t{1} << 31;
+  for (int64_t v : w.kernel)
+    if (v < 1 || v > kMax) return bad("pool_kernel_shape values must be in [1, 2^31]");
+  for (int64_t v : w.strides)
+    if (v < 1 || v > kMax) return bad("pool_strides values must be in [1, 2^31]");
+  for (int64_t v : w.pads)
+    if (v < 0 || v > kMax) return bad("pool_pads values must be in [0, 2^31]");
+  // ONNX MaxPool: each pad smaller than the kernel (a window of padding only has no maximum).
+  for (size_t i = 0; i < 4; ++i)
+    if (w.pads[i] >= w.kernel[i % 2]) return bad("pool_pads must be smaller than pool_kernel_shape");
+  return std::optional<WindowAttrs>(std::move(w));
+}
+
 namespace {
 
 Status infer_conv_transpose(InferContext& ctx) {
@@ -189,11 +222,28 @@ Status infer_conv_transpose(InferContext& ctx) {
 
 namespace {
 
-// FusedConv: Conv's inputs and attributes, optional residual Z (input 3, the output's shape) and
-// an activation.
+// FusedConv: Conv's inputs and attributes, optional residual Z (input 3, the output's shape), an
+// activation and an optional MaxPool of the result (no Z then).
 Status infer_fused_conv(InferContext& ctx) {
   KESTREL_RETURN_IF_ERROR(read_fused_activation(ctx.node()).status());
+  KESTREL_ASSIGN_OR_RETURN(std::optional<WindowAttrs> pool, read_fused_max_pool(ctx.node()));
   KESTREL_RETURN_IF_ERROR(infer_conv(ctx));
+  if (pool) {
+    if (ctx.has_input(3)) return ctx.fail("a FusedConv with a MaxPool takes no residual Z");
+    const Shape& cs = ctx.outputs()[0].shape;
+    if (!cs.rank_known()) return Status::ok();
+    if (cs.rank() != 4) return ctx.fail("the MaxPool of a FusedConv is 2-D, the conv output is ", cs.to_string());
+    std::vector<Dim> out{cs[0], cs[1], Dim::unknown(), Dim::unknown()};
+    for (size_t i = 0; i < 2; ++i) {
+      const Dim& d = cs[static_cast<int64_t>(i) + 2];
+      if (!d.known()) continue;
+      auto w = forward_window(*pool, i, d.value);
+      if (!w.is_ok()) return ctx.fail("MaxPool: ", w.status().message());
+      out[i + 2] = Dim(w->out);
+    }
+    ctx.set_output(0, ctx.outputs()[0].dtype, Shape(std::move(out)));
+    return Status::ok();
+  }
   if (ctx.has_input(3)) {
     const Shape& ys = ctx.outputs()[0].shape;
     const Shape& zs = ctx.input_shape(3);

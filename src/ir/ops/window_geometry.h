@@ -61,4 +61,10 @@ core::Result<int64_t> read_lp_pool_p(const Node& n);
 core::Status read_conv_transpose_extras(const Node& n, size_t spatial, std::vector<int64_t>* output_padding,
                                         std::optional<std::vector<int64_t>>* output_shape);
 
+// kestrel.FusedConv's optional 2-D MaxPool after the activation (docs/fused_ops.md): nullopt when
+// the node has no `pool_kernel_shape`; else the window of pool_kernel_shape (2 values),
+// pool_strides (2, default 1), pool_pads (4, default 0) and pool_ceil_mode (default 0), dilation 1,
+// checked (errors name the node). Defined in conv.cc.
+core::Result<std::optional<WindowAttrs>> read_fused_max_pool(const Node& n);
+
 }  // namespace kestrel::ir

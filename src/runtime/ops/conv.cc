@@ -7,6 +7,9 @@
 #include "ir/ops/window_geometry.h"
 #include "kernels/cpu/conv/conv.h"
 #include "kernels/cpu/conv_transpose/conv_transpose.h"
+#include "kernels/cpu/pool/pool.h"
+#include "kernels/reference/fused.h"
+#include "kernels/reference/pool.h"
 #include "runtime/kernel.h"
 #include "runtime/ops/fast_fused.h"
 #include "runtime/ops/run_key.h"
@@ -56,8 +59,8 @@ Result<ConvBinding> read_binding(const KernelCreateInfo& info, bool transpose) {
 // Resolves pads and checks that y has the shape the attributes give for these inputs. `a` is
 // scratch for the window with W's kernel size; reused objects keep their vectors' capacity, so a
 // kernel that resolves into per-thread objects allocates nothing after its first run.
-Status resolve_into(const ConvBinding& b, const Tensor& x, const Tensor& w, const Tensor& y, ir::WindowAttrs& a,
-                    ref::ConvParams* p) {
+Status resolve_into(const ConvBinding& b, const Tensor& x, const Tensor& w, const Tensor* y, ir::WindowAttrs& a,
+                    ref::ConvParams* p, core::Dims* conv_dims = nullptr) {
   const size_t spatial = b.window.spatial();
   if (x.rank() != static_cast<int64_t>(spatial) + 2 || w.rank() != x.rank())
     return core::invalid_argument(
@@ -85,17 +88,22 @@ Status resolve_into(const ConvBinding& b, const Tensor& x, const Tensor& w, cons
                                            b.output_shape ? std::optional<int64_t>((*b.output_shape)[i]) : std::nullopt)
                     : ir::forward_window(a, i, in);
     if (!r.is_ok()) return r.status();
-    if (y.rank() != x.rank() || y.dim(static_cast<int64_t>(i) + 2) != r->out)
+    if (y && (y->rank() != x.rank() || y->dim(static_cast<int64_t>(i) + 2) != r->out))
       return core::internal_error(
-          str_cat("output ", y.type_string(), " has the wrong size on spatial axis ", i, " (expected ", r->out, ")"));
+          str_cat("output ", y->type_string(), " has the wrong size on spatial axis ", i, " (expected ", r->out, ")"));
     p->pads_begin[i] = r->pad_begin;
+    if (conv_dims) (*conv_dims)[i + 2] = r->out;
+  }
+  if (conv_dims) {
+    (*conv_dims)[0] = x.dim(0);
+    (*conv_dims)[1] = w.dim(0);
   }
   return Status::ok();
 }
 
 Status resolve(const ConvBinding& b, const Tensor& x, const Tensor& w, const Tensor& y, ref::ConvParams* p) {
   ir::WindowAttrs a;
-  return resolve_into(b, x, w, y, a, p);
+  return resolve_into(b, x, w, &y, a, p);
 }
 
 // The fast kernels' run: params resolved into per-thread objects (no allocation in steady state).
@@ -105,7 +113,7 @@ Status run_fast(const ConvBinding& b, const cpu::FastConv& c, KernelContext& ctx
     ref::ConvParams params;
   };
   thread_local Scratch s;
-  KESTREL_RETURN_IF_ERROR(resolve_into(b, ctx.input(0), ctx.input(1), ctx.output(0), s.window, &s.params));
+  KESTREL_RETURN_IF_ERROR(resolve_into(b, ctx.input(0), ctx.input(1), &ctx.output(0), s.window, &s.params));
   return c.run(s.params, ctx.input(0), ctx.input_or_null(2), z, ctx.output(0), ctx.pool());
 }
 
@@ -154,6 +162,106 @@ Result<std::unique_ptr<OpKernel>> make_fast_fused_conv(const KernelCreateInfo& i
         return run_fast(b, c, ctx, ctx.input_or_null(3));
       },
       name);
+}
+
+namespace {
+
+// FusedConv with a MaxPool (docs/fused_ops.md): conv geometry and pool window resolved once per
+// input shape (RunKey); the conv output lives in `conv_out` (allocated when the shape changes)
+// except on the fast stem path, which pools strips of rows straight from per-thread scratch.
+struct PooledConv {
+  ConvBinding b;
+  ir::WindowAttrs pool;
+  std::optional<cpu::FastConv> fast;
+  cpu::FusedActivation fast_act;
+  ref::ActivationParams ref_act;
+  const cpu::PoolTable* pool_table = nullptr;
+  // Per input shape:
+  RunKey key;
+  ir::WindowAttrs window;
+  ref::ConvParams params;
+  ref::PoolParams pool_params;
+  cpu::Pool2dParams q;
+  core::Dims conv_dims = core::Dims(4);
+  bool stem = false, fast_pool = false;
+  Tensor conv_out;
+
+  Status prepare(const Tensor& x, const Tensor& w, const Tensor& y) {
+    key.begin().add_dims(x.dims()).add_dims(w.dims()).add_dims(y.dims());
+    if (key.same()) return Status::ok();
+    if (b.window.spatial() != 2) return core::invalid_argument("a FusedConv with a MaxPool is 2-D");
+    KESTREL_RETURN_IF_ERROR(resolve_into(b, x, w, nullptr, window, &params, &conv_dims));
+    pool_params.kernel = pool.kernel;
+    pool_params.strides = pool.strides;
+    pool_params.dilations = pool.dilations;
+    pool_params.pads_begin.assign(2, 0);
+    pool_params.pads_end.assign(2, 0);
+    for (size_t i = 0; i < 2; ++i) {
+      KESTREL_ASSIGN_OR_RETURN(ir::AxisWindow pw, ir::forward_window(pool, i, conv_dims[i + 2]));
+      if (y.rank() != 4 || y.dim(0) != conv_dims[0] || y.dim(1) != conv_dims[1] ||
+          y.dim(static_cast<int64_t>(i) + 2) != pw.out)
+        return core::internal_error(str_cat("output ", y.type_string(), " is not the MaxPool of the conv output"));
+      pool_params.pads_begin[i] = pw.pad_begin;
+      pool_params.pads_end[i] = pw.pad_end;
+    }
+    q.kh = pool.kernel[0];
+    q.kw = pool.kernel[1];
+    q.sh = pool.strides[0];
+    q.sw = pool.strides[1];
+    q.pad_top = pool_params.pads_begin[0];
+    q.pad_left = pool_params.pads_begin[1];
+    q.pad_bottom = pool_params.pads_end[0];
+    q.pad_right = pool_params.pads_end[1];
+    q.is_max = true;
+    stem = fast && fast->path_for(params) == cpu::FastConv::Path::kStem;
+    fast_pool = pool_table && x.dtype() == core::DType::kF32 &&
+                cpu::pool2d_buffer_len(q, conv_dims[3], y.dim(3)) <= (int64_t{1} << 22);
+    if (!stem) {
+      KESTREL_ASSIGN_OR_RETURN(conv_out, Tensor::allocate(x.dtype(), conv_dims));
+    } else {
+      conv_out = Tensor();
+    }
+    key.commit();
+    return Status::ok();
+  }
+
+  Status run(KernelContext& ctx) {
+    const Tensor& x = ctx.input(0);
+    const Tensor& w = ctx.input(1);
+    const Tensor* bias = ctx.input_or_null(2);
+    Tensor& y = ctx.output(0);
+    KESTREL_RETURN_IF_ERROR(prepare(x, w, y));
+    if (stem) return fast->run_max_pooled(params, conv_dims[2], conv_dims[3], q, x, bias, y, ctx.pool());
+    if (fast) {
+      KESTREL_RETURN_IF_ERROR(fast->run(params, x, bias, nullptr, conv_out, ctx.pool()));
+    } else {
+      KESTREL_RETURN_IF_ERROR(ref::conv(params, x, w, bias, conv_out));
+      KESTREL_RETURN_IF_ERROR(ref::apply_epilogue(ref_act, nullptr, conv_out));
+    }
+    if (fast_pool) return cpu::pool2d_f32(*pool_table, q, conv_out, y, ctx.pool());
+    return ref::max_pool(pool_params, conv_out, y, nullptr, false);
+  }
+};
+
+}  // namespace
+
+Result<std::unique_ptr<OpKernel>> make_pooled_fused_conv(const KernelCreateInfo& info,
+                                                        std::optional<cpu::FusedActivation> fast_act,
+                                                        const ref::ActivationParams& ref_act) {
+  KESTREL_ASSIGN_OR_RETURN(std::optional<ir::WindowAttrs> pool, ir::read_fused_max_pool(info.node));
+  if (!pool) return info.fail("no MaxPool attributes");
+  if (info.input_types.size() > 3 && info.input_types[3])
+    return info.fail("a FusedConv with a MaxPool takes no residual Z");
+  auto k = std::make_shared<PooledConv>();
+  KESTREL_ASSIGN_OR_RETURN(k->b, read_binding(info, false));
+  k->pool = std::move(*pool);
+  k->ref_act = ref_act;
+  if (fast_act) {
+    KESTREL_ASSIGN_OR_RETURN(k->fast, make_fast_conv(info, k->b, *fast_act));
+  }
+  if (!info.options.reference_only) k->pool_table = cpu::pool_table(info.options.isa);
+  const char* name = k->fast ? k->fast->name() : "reference";
+  return make_kernel([k](KernelContext& ctx) -> Status { return k->run(ctx); }, name);
 }
 
 namespace {

@@ -5,8 +5,10 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "kernels/cpu/matmul/matmul.h"
+#include "kernels/reference/fused.h"
 #include "runtime/kernel.h"
 
 namespace kestrel::runtime {
@@ -15,5 +17,11 @@ Result<std::unique_ptr<OpKernel>> make_fast_fused_conv(const KernelCreateInfo& i
 Result<std::unique_ptr<OpKernel>> make_fast_fused_gemm(const KernelCreateInfo& info, kernels::cpu::FusedActivation act);
 Result<std::unique_ptr<OpKernel>> make_fast_fused_matmul(const KernelCreateInfo& info,
                                                          kernels::cpu::FusedActivation act);
+// FusedConv with a MaxPool (pool_* attributes): the fast conv with `fast_act` when it applies (the
+// stem path pools in its epilogue; other paths write the conv output to a buffer, then pool), else
+// the reference conv, `ref_act` and the reference MaxPool.
+Result<std::unique_ptr<OpKernel>> make_pooled_fused_conv(const KernelCreateInfo& info,
+                                                        std::optional<kernels::cpu::FusedActivation> fast_act,
+                                                        const kernels::ref::ActivationParams& ref_act);
 
 }  // namespace kestrel::runtime

@@ -139,7 +139,11 @@ Result<std::unique_ptr<OpKernel>> make_fused_or_fast(const KernelCreateInfo& inf
 }  // namespace
 
 void register_fused_kernels(KernelRegistry& r) {
-  r.add(ir::kKestrelDomain, "FusedConv", [](const KernelCreateInfo& info) {
+  r.add(ir::kKestrelDomain, "FusedConv", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
+    if (info.node.has_attr("pool_kernel_shape")) {
+      KESTREL_ASSIGN_OR_RETURN(ir::FusedActivationSpec spec, ir::read_fused_activation(info.node));
+      return make_pooled_fused_conv(info, to_fast_activation(spec), to_kernel_activation(spec));
+    }
     return make_fused_or_fast(info, make_fast_fused_conv, "Conv", 3, -1, 3);
   });
   r.add(ir::kKestrelDomain, "FusedGemm", [](const KernelCreateInfo& info) {

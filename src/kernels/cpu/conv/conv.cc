@@ -99,8 +99,8 @@ namespace {
 
 // Per-thread scratch that grows to the largest request and is then reused (no allocation in
 // steady state, no zero-initialization cost).
-// Slot 1 is a second buffer for work that runs while slot 0 is in use on the same thread.
-core::ScratchSlot g_conv_scratch[2];
+// Slots 1-3 are further buffers for work that runs while slot 0 is in use on the same thread.
+core::ScratchSlot g_conv_scratch[4];
 
 float* thread_scratch(int64_t floats, int slot = 0) {
   return g_conv_scratch[slot].get_as<float>(static_cast<size_t>(floats));
@@ -273,42 +273,51 @@ const char* FastConv::path_name(const ref::ConvParams& p) const {
   return "?";
 }
 
-Status FastConv::run(const ref::ConvParams& p, const Tensor& x, const Tensor* bias, const Tensor* z, Tensor& y,
-                     core::ThreadPool* pool) const {
-  for (const Tensor* t : {&x, bias, z, static_cast<const Tensor*>(&y)})
-    if (t && t->dtype() != core::DType::kF32)
-      return core::invalid_argument(str_cat("conv: fast kernel needs f32, got ", t->type_string()));
+// Checks the operands against this kernel and fills the geometry; `ydims` is the conv output's
+// shape (y's, or the pre-pool shape for run_max_pooled).
+Status FastConv::make_geometry(const ref::ConvParams& p, const Tensor& x, const Tensor* bias,
+                               std::span<const int64_t> ydims, Geometry* out) const {
   const size_t sp = static_cast<size_t>(rank_ - 2);
-  if (x.rank() != rank_ || y.rank() != rank_)
-    return core::invalid_argument(
-        str_cat("conv: X ", x.type_string(), " and Y ", y.type_string(), " must have rank ", rank_));
+  if (x.rank() != rank_ || static_cast<int64_t>(ydims.size()) != rank_)
+    return core::invalid_argument(str_cat("conv: X ", x.type_string(), " and Y (rank ", ydims.size(),
+                                          ") must have rank ", rank_));
   if (p.strides.size() != sp || p.dilations.size() != sp || p.pads_begin.size() != sp)
     return core::invalid_argument("conv: strides/dilations/pads must have one value per spatial axis");
-  Geometry g;
+  Geometry& g = *out;
   g.n = x.dim(0);
   g.c = x.dim(1);
   g.iw = x.dim(-1);
-  g.ow = y.dim(-1);
+  g.ow = ydims.back();
   g.sw = p.strides[sp - 1];
   g.dw = p.dilations[sp - 1];
   g.pl = p.pads_begin[sp - 1];
   if (sp == 2) {
     g.ih = x.dim(2);
-    g.oh = y.dim(2);
+    g.oh = ydims[2];
     g.sh = p.strides[0];
     g.dh = p.dilations[0];
     g.pt = p.pads_begin[0];
   }
   if (g.c != cg_ * group_)
     return core::invalid_argument(str_cat("conv: X ", x.type_string(), " needs ", cg_ * group_, " channels"));
-  if (y.dim(0) != g.n || y.dim(1) != m_)
-    return core::invalid_argument(str_cat("conv: Y ", y.type_string(), " must be [", g.n, ",", m_, ",...]"));
+  if (ydims[0] != g.n || ydims[1] != m_)
+    return core::invalid_argument(str_cat("conv: Y must be [", g.n, ",", m_, ",...]"));
   for (int64_t v : {g.sh, g.sw, g.dh, g.dw})
     if (v < 1 || v > core::kMaxElements) return core::invalid_argument("conv: bad stride or dilation");
   if (g.pt < 0 || g.pl < 0 || g.pt > core::kMaxElements || g.pl > core::kMaxElements)
     return core::invalid_argument("conv: bad pads");
   if (bias && bias->num_elements() != m_)
     return core::invalid_argument(str_cat("conv: bias ", bias->type_string(), " must have ", m_, " elements"));
+  return Status::ok();
+}
+
+Status FastConv::run(const ref::ConvParams& p, const Tensor& x, const Tensor* bias, const Tensor* z, Tensor& y,
+                     core::ThreadPool* pool) const {
+  for (const Tensor* t : {&x, bias, z, static_cast<const Tensor*>(&y)})
+    if (t && t->dtype() != core::DType::kF32)
+      return core::invalid_argument(str_cat("conv: fast kernel needs f32, got ", t->type_string()));
+  Geometry g;
+  KESTREL_RETURN_IF_ERROR(make_geometry(p, x, bias, y.dims(), &g));
   if (z && z->dims() != y.dims())
     return core::invalid_argument(str_cat("conv: residual ", z->type_string(), " must be ", y.type_string()));
   if (y.num_elements() == 0) return Status::ok();
@@ -484,6 +493,79 @@ Status FastConv::run_stem(const Geometry& g, const float* x, const float* bias, 
     for (int64_t i = 0; i < tasks; ++i) task(i);
   }
   if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate stem scratch");
+  return Status::ok();
+}
+
+Status FastConv::run_max_pooled(const ref::ConvParams& p, int64_t conv_oh, int64_t conv_ow, const Pool2dParams& q,
+                                const Tensor& x, const Tensor* bias, Tensor& y, core::ThreadPool* pool) const {
+  for (const Tensor* t : {&x, bias, static_cast<const Tensor*>(&y)})
+    if (t && t->dtype() != core::DType::kF32)
+      return core::invalid_argument(str_cat("conv: fast kernel needs f32, got ", t->type_string()));
+  if (path_for(p) != Path::kStem) return core::unsupported("conv: a pooled epilogue runs on the stem path only");
+  if (!q.is_max || q.dh != 1 || q.dw != 1 || q.kh < 1 || q.kw < 1 || q.sh < 1 || q.sw < 1 || q.pad_top < 0 ||
+      q.pad_top >= q.kh || q.pad_left < 0 || q.pad_left >= q.kw || q.kh > conv_oh + q.pad_top + q.pad_bottom ||
+      q.kw > conv_ow + q.pad_left + q.pad_right)
+    return core::invalid_argument("conv: bad MaxPool window for the pooled epilogue");
+  Geometry g;
+  const int64_t ydims[4] = {x.rank() > 0 ? x.dim(0) : 0, m_, conv_oh, conv_ow};
+  KESTREL_RETURN_IF_ERROR(make_geometry(p, x, bias, ydims, &g));
+  if (y.rank() != 4 || y.dim(0) != g.n || y.dim(1) != m_)
+    return core::invalid_argument(str_cat("conv: pooled Y ", y.type_string(), " must be [", g.n, ",", m_, ",...]"));
+  const int64_t poh = y.dim(2), pw = y.dim(3);
+  if (y.num_elements() == 0 || g.oh == 0 || g.ow == 0) return Status::ok();
+  // Every pool row's window must start inside the conv rows (or the top padding).
+  if ((poh - 1) * q.sh - q.pad_top >= g.oh || (pw - 1) * q.sw - q.pad_left >= g.ow)
+    return core::invalid_argument(str_cat("conv: pooled Y ", y.type_string(), " is too large for the conv output"));
+  const conv_detail::DepthwiseBlocked dw = conv_detail::depthwise_blocked(isa_);
+  const PoolTable* pt = pool_table(isa_);
+  if (!pt) return core::unsupported("conv: no pool kernels for this ISA");
+  // Strips of pool rows whose conv rows ((R - 1) * sh + kh rows of all M channels) stay near
+  // 256 KiB, in L2 while they are pooled; the rows where two strips' windows overlap are computed
+  // by both (kh - sh of (R - 1) * sh + kh).
+  const int64_t conv_row = m_ * g.ow;
+  const int64_t rows_fit = std::max<int64_t>((int64_t{1} << 16) / std::max<int64_t>(conv_row, 1), q.kh);
+  const int64_t per_strip = std::clamp<int64_t>((rows_fit - q.kh) / q.sh + 1, 1, poh);
+  const int64_t max_conv_rows = std::min(g.oh, (per_strip - 1) * q.sh + q.kh);
+  const int64_t strips = (poh + per_strip - 1) / per_strip, tasks = g.n * strips;
+  const int64_t stem_floats = conv_detail::stem_scratch_floats(cg_, max_conv_rows, g.ow, dw.width);
+  const int64_t buf_len = pool2d_buffer_len(q, g.ow, pw);
+  std::atomic<bool> oom{false};
+  auto task = [&](int64_t i) {
+    const int64_t n = i / strips, pr0 = i % strips * per_strip, pr1 = std::min(poh, pr0 + per_strip);
+    const int64_t cr0 = std::max<int64_t>(0, pr0 * q.sh - q.pad_top);
+    const int64_t cr1 = std::min(g.oh, (pr1 - 1) * q.sh - q.pad_top + q.kh);
+    float* stem_buf = thread_scratch(stem_floats, 0);
+    float* rows = thread_scratch(max_conv_rows * conv_row, 2);
+    float* pool_buf = thread_scratch(buf_len * per_strip, 3);
+    if (!stem_buf || !rows || !pool_buf) {
+      oom.store(true);
+      return;
+    }
+    // Conv rows [cr0, cr1) of every channel into rows[m][cr - cr0][ow]: the stem writes row oy of
+    // channel m at y + m * oh * ow + oy * ow, so oh is the strip's height and y is shifted up.
+    conv_detail::DepthwiseBlockArgs a =
+        g.block_args(n, m_, 3, 2, x.data<float>(), bias ? bias->data<float>() : nullptr, nullptr, rows, act_);
+    a.oh = cr1 - cr0;
+    a.y = rows - cr0 * g.ow;
+    a.w = w_->data();
+    a.scratch = stem_buf;
+    a.cg = cg_;
+    a.mg = m_;
+    dw.stem(a, 0, cr0, cr1);
+    // Pool rows [pr0, pr1) from those rows: windows start at pr * sh - pad_top, so relative to
+    // row cr0 the top padding remains only for the first strip.
+    Pool2dParams sq = q;
+    sq.pad_top = q.pad_top - (pr0 * q.sh - cr0);
+    for (int64_t m = 0; m < m_; ++m)
+      pt->plane(sq, rows + m * (cr1 - cr0) * g.ow, cr1 - cr0, g.ow, y.data<float>() + ((n * m_ + m) * poh + pr0) * pw,
+                pr1 - pr0, pw, pool_buf, buf_len, per_strip);
+  };
+  if (pool && pool->num_threads() > 1 && tasks > 1) {
+    pool->run(tasks, task);
+  } else {
+    for (int64_t i = 0; i < tasks; ++i) task(i);
+  }
+  if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate the pooled stem's scratch");
   return Status::ok();
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "core/cpu_features.h"
@@ -16,6 +17,7 @@
 #include "core/thread_pool.h"
 #include "kernels/cpu/gemm/sgemm.h"
 #include "kernels/cpu/matmul/matmul.h"
+#include "kernels/cpu/pool/pool.h"
 #include "kernels/reference/conv.h"
 
 namespace kestrel::kernels::cpu {
@@ -32,6 +34,13 @@ class FastConv {
   Status run(const ref::ConvParams& p, const Tensor& x, const Tensor* bias, const Tensor* z, Tensor& y,
              core::ThreadPool* pool) const;
   const char* name() const;
+
+  // Conv + epilogue (bias, activation; no residual) + 2-D MaxPool `q` in one pass, on the stem path
+  // only (path_for(p) == kStem, else Unsupported): the conv rows each strip of pool rows needs are
+  // computed into per-thread scratch and pooled from there, so the conv output ([N, M, conv_oh,
+  // conv_ow]) is never written to memory. y: [N, M, pooled sizes] (the MaxPool's output).
+  Status run_max_pooled(const ref::ConvParams& p, int64_t conv_oh, int64_t conv_ow, const Pool2dParams& q,
+                        const Tensor& x, const Tensor* bias, Tensor& y, core::ThreadPool* pool) const;
 
   // Which path run() takes for these parameters (for tests and profiles).
   enum class Path { kPointwise, kDepthwise, kIm2col, kGrouped, kWinograd, kStem };
@@ -51,6 +60,8 @@ class FastConv {
 
  private:
   struct Geometry;
+  Status make_geometry(const ref::ConvParams& p, const Tensor& x, const Tensor* bias, std::span<const int64_t> ydims,
+                       Geometry* g) const;
   Status run_pointwise(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
                        core::ThreadPool* pool) const;
   Status run_depthwise(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
