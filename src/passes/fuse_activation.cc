@@ -33,6 +33,7 @@ const char* fused_form(const ir::Node* p) {
   }
   if (p->domain() != ir::kKestrelDomain) return nullptr;
   if (p->op_type() != "FusedConv" && p->op_type() != "FusedGemm" && p->op_type() != "FusedMatMul") return nullptr;
+  if (p->has_attr("pool_kernel_shape")) return nullptr;  // the epilogue runs before the pool
   auto spec = ir::read_fused_activation(*p);
   return spec.is_ok() && spec->kind == FusedActivation::kNone ? p->op_type().c_str() : nullptr;
 }

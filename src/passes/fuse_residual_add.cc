@@ -24,6 +24,7 @@ const char* residual_form(const ir::Node* p) {
   }
   if (p->domain() != ir::kKestrelDomain || (p->op_type() != "FusedConv" && p->op_type() != "FusedMatMul"))
     return nullptr;
+  if (p->has_attr("pool_kernel_shape")) return nullptr;  // the epilogue runs before the pool
   auto spec = ir::read_fused_activation(*p);
   if (!spec.is_ok() || spec->kind != ir::FusedActivation::kNone || p->input(3)) return nullptr;
   return p->op_type().c_str();

@@ -80,5 +80,6 @@ std::unique_ptr<Pass> make_fuse_attention();
 std::unique_ptr<Pass> make_fuse_matmul_add();
 std::unique_ptr<Pass> make_fuse_residual_add();
 std::unique_ptr<Pass> make_fuse_activation();
+std::unique_ptr<Pass> make_fuse_conv_max_pool();
 
 }  // namespace kestrel::passes

@@ -73,6 +73,7 @@ PassManager make_pipeline(int opt_level) {
   pm.add(make_fuse_matmul_add());
   pm.add(make_fuse_residual_add());
   pm.add(make_fuse_activation());
+  pm.add(make_fuse_conv_max_pool());  // after the activation: the pool takes the activated rows
   pm.add(make_dead_code_elimination());
   return pm;
 }

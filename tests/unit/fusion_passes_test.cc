@@ -539,6 +539,84 @@ TEST(MergeReshapes, SqueezeUnsqueezeFlattenReshapeChainBecomesOneReshape) {
       P(passes::make_merge_reshapes), {"Reshape"});
 }
 
+// --- MaxPool into the stem conv ---
+
+// A network stem: 3x3 stride 2 over `cin` channels, pads 1.
+ir::Value* stem(ir::Graph& g, ir::Value* x, int64_t cin, int64_t m, uint32_t seed) {
+  ir::Node* n = g.add_node("Conv",
+                           {x, g.add_constant(g.unique_value_name("w"), rnd({m, cin, 3, 3}, seed)),
+                            g.add_constant(g.unique_value_name("b"), rnd({m}, seed + 1))},
+                           {g.unique_value_name("conv")});
+  n->set_attr("pads", std::vector<int64_t>{1, 1, 1, 1});
+  n->set_attr("strides", std::vector<int64_t>{2, 2});
+  return out(n);
+}
+
+ir::Node* max_pool(ir::Graph& g, ir::Value* x, std::vector<int64_t> k, std::vector<int64_t> s,
+                   std::vector<int64_t> pads, int64_t ceil_mode = 0, bool indices = false) {
+  std::vector<std::string> outs{g.unique_value_name("pool")};
+  if (indices) outs.push_back(g.unique_value_name("idx"));
+  ir::Node* n = g.add_node("MaxPool", {x}, outs);
+  n->set_attr("kernel_shape", std::move(k));
+  n->set_attr("strides", std::move(s));
+  n->set_attr("pads", std::move(pads));
+  n->set_attr("ceil_mode", ceil_mode);
+  return n;
+}
+
+TEST(FuseConvMaxPool, StemWithActivationAndWithout) {
+  // Relu'd stem (SqueezeNet / ShuffleNet), odd sizes, ceil_mode; and a plain conv with padding in the pool.
+  check(
+      [](ir::Graph& g) {
+        ir::Value* x = g.add_input("x", f32({2, 3, 29, 23}));
+        g.add_output(out(max_pool(g, op(g, "Relu", {stem(g, x, 3, 20, 60)}), {3, 3}, {2, 2}, {0, 0, 0, 0}, 1)));
+      },
+      P(passes::make_fuse_activation, passes::make_fuse_conv_max_pool), {"kestrel.FusedConv"});
+  check(
+      [](ir::Graph& g) {
+        ir::Value* x = g.add_input("x", f32({1, 4, 17, 30}));
+        g.add_output(out(max_pool(g, stem(g, x, 4, 9, 61), {2, 3}, {1, 2}, {1, 1, 0, 2})));
+      },
+      P(passes::make_fuse_activation, passes::make_fuse_conv_max_pool), {"kestrel.FusedConv"});
+}
+
+TEST(FuseConvMaxPool, LeavesOtherConvsIndicesSharedValuesAndLaterActivationsAlone) {
+  auto passes = [] { return P(passes::make_fuse_activation, passes::make_fuse_conv_max_pool); };
+  check(  // 8 input channels: not a stem
+      [](ir::Graph& g) {
+        ir::Value* x = g.add_input("x", f32({1, 8, 12, 12}));
+        g.add_output(out(max_pool(g, stem(g, x, 8, 4, 62), {3, 3}, {2, 2}, {0, 0, 0, 0})));
+      },
+      passes(), {"Conv", "MaxPool"});
+  check(  // stride 1
+      [](ir::Graph& g) {
+        ir::Value* x = g.add_input("x", f32({1, 3, 12, 12}));
+        g.add_output(out(max_pool(g, conv(g, x, 3, 4, 63), {3, 3}, {2, 2}, {0, 0, 0, 0})));
+      },
+      passes(), {"Conv", "MaxPool"});
+  check(  // the Indices output is wanted
+      [](ir::Graph& g) {
+        ir::Value* x = g.add_input("x", f32({1, 3, 12, 12}));
+        ir::Node* p = max_pool(g, stem(g, x, 3, 4, 64), {3, 3}, {2, 2}, {0, 0, 0, 0}, 0, true);
+        g.add_output(p->output(0));
+        g.add_output(p->output(1));
+      },
+      passes(), {"Conv", "MaxPool"});
+  check(  // the conv output is read elsewhere too
+      [](ir::Graph& g) {
+        ir::Value* y = stem(g, g.add_input("x", f32({1, 3, 12, 12})), 3, 4, 65);
+        g.add_output(out(max_pool(g, y, {3, 3}, {2, 2}, {0, 0, 0, 0})));
+        g.add_output(y);
+      },
+      passes(), {"Conv", "MaxPool"});
+  check(  // an activation after the pool stays (HardSwish does not commute with max)
+      [](ir::Graph& g) {
+        ir::Value* y = stem(g, g.add_input("x", f32({1, 3, 12, 12})), 3, 4, 66);
+        g.add_output(op(g, "HardSwish", {out(max_pool(g, y, {3, 3}, {2, 2}, {0, 0, 0, 0}))}));
+      },
+      passes(), {"kestrel.FusedConv", "HardSwish"});
+}
+
 TEST(FusionPipeline, O2RunsEveryFusionAndKeepsNumerics) {
   // Conv -> BN -> (+ x) -> Relu, then Gemm + Sigmoid-gated: the whole -O2 pipeline.
   auto build = [](ir::Graph& g) {
