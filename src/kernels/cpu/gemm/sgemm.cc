@@ -178,6 +178,10 @@ bool run_block(const Problem& p, const Operands& o, int64_t m0, int64_t m1, int6
   float* b_buf = ws + a_floats;
 
   const GemmEpilogue& ep = *p.ep;
+  // Which (K block, N panel) b_buf holds: with a single N panel every A block of a K block meets
+  // the same B panel, which is then packed once instead of once per A block (square 256: three
+  // A blocks re-packed the whole of B three times).
+  int64_t b_buf_pc = -1, b_buf_jc = -1;
   for (int64_t pc = 0; pc == 0 || pc < p.k; pc += kc_max) {
     const int64_t kc = std::min(kc_max, p.k - pc);
     MacroTile t;
@@ -219,7 +223,9 @@ bool run_block(const Problem& p, const Operands& o, int64_t m0, int64_t m1, int6
           t.b_sliver_stride = p.k * nr;
           t.b_row_stride = nr;
         } else if (o.b_i8) {
-          uk.unpack_b_i8(o.b_i8 + pc * p.ldb + jc, p.ldb, p.b_scale + jc, kc, nc, b_buf, kc * nr);
+          if (b_buf_pc != pc || b_buf_jc != jc)
+            uk.unpack_b_i8(o.b_i8 + pc * p.ldb + jc, p.ldb, p.b_scale + jc, kc, nc, b_buf, kc * nr);
+          b_buf_pc = pc, b_buf_jc = jc;
           t.b = b_buf;
           t.b_sliver_stride = kc * nr;
           t.b_row_stride = nr;
@@ -241,7 +247,8 @@ bool run_block(const Problem& p, const Operands& o, int64_t m0, int64_t m1, int6
           }
         } else {
           const float* src = p.trans_b ? o.b + jc * p.ldb + pc : o.b + pc * p.ldb + jc;
-          uk.pack_b(src, p.ldb, p.trans_b, kc, nc, b_buf, kc * nr);
+          if (b_buf_pc != pc || b_buf_jc != jc) uk.pack_b(src, p.ldb, p.trans_b, kc, nc, b_buf, kc * nr);
+          b_buf_pc = pc, b_buf_jc = jc;
           t.b = b_buf;
           t.b_sliver_stride = kc * nr;
           t.b_row_stride = nr;
