@@ -166,6 +166,9 @@ const ConvCase kCases[] = {
     {1, 3, 67, 70, 16, 1, 3, 3, 2, 1, 1, P::kStem},
     {2, 16, 41, 37, 24, 1, 3, 3, 1, 1, 1, P::kIm2col},
     {1, 8, 40, 45, 12, 2, 3, 3, 1, 2, 2, P::kIm2col},  // grouped, dilated
+    // 2 threads, outputs past FastConv::kStreamOutputBytes: non-temporal stores (plane-direct and blocked depthwise)
+    {1, 24, 112, 112, 24, 24, 3, 3, 1, 1, 1, P::kDepthwise},
+    {1, 97, 112, 112, 97, 97, 3, 3, 2, 1, 1, P::kDepthwise},
 };
 
 TEST_P(FastConvTest, MatchesReference) {
@@ -205,15 +208,15 @@ TEST_P(FastConvTest, FusedEpilogues) {
 }
 
 // The 2-thread task splits (Winograd chunks and output-channel ranges, im2col strips) with every
-// epilogue input: bias, residual and an activation, on the cases sized to take them (the last six
-// of kCases).
+// epilogue input: bias, residual and an activation, on the cases sized to take them (the last
+// eight of kCases).
 TEST_P(FastConvTest, ThreadedSplitsWithEpilogues) {
   KESTREL_SKIP_IF_ISA_MISSING(GetParam());
   std::mt19937 rng(31);
   core::ThreadPool pool(2);
   const size_t count = std::size(kCases);
   int i = 0;
-  for (size_t c = count - 6; c < count; ++c)
+  for (size_t c = count - 8; c < count; ++c)
     for (int residual = 0; residual < 2; ++residual)
       for (int with_bias = 0; with_bias < 2; ++with_bias, ++i) {
         SCOPED_TRACE(i);

@@ -414,6 +414,8 @@ Status FastConv::run_depthwise(const Geometry& g, const float* x, const float* b
     }
     const int64_t strip = i % strips, block = i / strips % blocks, n = i / strips / blocks;
     conv_detail::DepthwiseBlockArgs a = g.block_args(n, g.c, k, s, x, bias, z, y, act_);
+    a.stream = pool && pool->num_threads() > 1 &&
+               g.n * g.c * g.oh * g.ow * int64_t{4} >= kStreamOutputBytes;
     a.w = dw_packed_->data();
     a.scratch = buf;
     const int64_t oy0 = strip * rows_per_strip;
@@ -480,6 +482,8 @@ Status FastConv::run_stem(const Geometry& g, const float* x, const float* bias, 
     }
     const int64_t strip = i % strips, n = i / strips;
     conv_detail::DepthwiseBlockArgs a = g.block_args(n, m_, 3, 2, x, bias, z, y, act_);
+    a.stream = pool && pool->num_threads() > 1 &&
+               g.n * m_ * g.oh * g.ow * int64_t{4} >= kStreamOutputBytes;
     a.w = w_->data();
     a.scratch = buf;
     a.cg = cg_;

@@ -23,6 +23,12 @@ struct DepthwiseBlockArgs {
   GemmActivation activation = GemmActivation::kNone;
   float act_alpha = 0.f, act_beta = 0.f;
   float* scratch = nullptr;  // depthwise_block_scratch_floats(...)
+  // Write y's whole aligned vectors with non-temporal stores (outputs much larger than L2, which
+  // would not stay in this core's cache anyway): with 2 threads, ordinary stores to lines the other
+  // core last read wait for that core's copy to be invalidated (~9 ns a line here, see
+  // docs/architecture.md); the plane-direct depthwise and the stem honour it, the blocked path's
+  // aligned vectors too. The block functions fence before returning.
+  bool stream = false;
   int64_t cg = 1, mg = 1;    // grouped: channels per group (multiples of the width), weights
                              // packed [M / W][k * k][cg][W]
 };

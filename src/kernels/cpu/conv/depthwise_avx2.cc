@@ -47,6 +47,8 @@ struct Avx2Ops {
   static V load(const float* p) { return _mm256_loadu_ps(p); }
   static V load_n(const float* p, int n) { return n >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, mask(n)); }
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static void stream(float* p, V v) { _mm256_stream_ps(p, v); }  // p 32-byte aligned
+  static void stream_fence() { _mm_sfence(); }
   static void store_n(float* p, V v, int n) {
     if (n >= 8) {
       _mm256_storeu_ps(p, v);

@@ -58,6 +58,8 @@ struct Avx512Ops {
   static V load(const float* p) { return _mm512_loadu_ps(p); }
   static V load_n(const float* p, int n) { return _mm512_maskz_loadu_ps(mask(n), p); }
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static void stream(float* p, V v) { _mm512_stream_ps(p, v); }  // p 64-byte aligned
+  static void stream_fence() { _mm_sfence(); }
   static void store_n(float* p, V v, int n) { _mm512_mask_storeu_ps(p, mask(n), v); }
   static V add(V a, V b) { return _mm512_add_ps(a, b); }
   static V sub(V a, V b) { return _mm512_sub_ps(a, b); }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/cpu/conv/depthwise.h"
 #include "kernels/cpu/conv/depthwise_inl.h"
@@ -108,12 +109,27 @@ void pack_strip(const DepthwiseBlockArgs& a, int64_t c0, int64_t nc, int64_t oy0
   }
 }
 
+// One whole output vector; with Stream (std::true_type, DepthwiseBlockArgs::stream) non-temporal when p is
+// vector-aligned. A type, not a flag, so the kernels without streaming keep their plain stores.
+using NoStream = std::false_type;
+using Stream = std::true_type;
+template <class S, class St>
+inline void store_out(float* p, typename S::V v, St) {
+  if constexpr (St::value) {
+    if ((reinterpret_cast<uintptr_t>(p) & (sizeof(float) * S::kWidth - 1)) == 0) {
+      S::stream(p, v);
+      return;
+    }
+  }
+  S::store(p, v);
+}
+
 // out[pixel][W] (pixels [0, count) of output rows from oy0) back to NCHW channels [c0, c0 + nc): W pixels of W
 // channels per transpose, then bias, residual and activation on contiguous plane vectors. `out` must hold W pixels
 // past `count` (whole-vector loads).
-template <class S, class F>
+template <class S, class St, class F>
 void unpack_out(const DepthwiseBlockArgs& a, const float* out, int64_t count, int64_t c0, int64_t nc, int64_t oy0,
-                F act) {
+                St st, F act) {
   using V = typename S::V;
   constexpr int W = S::kWidth;
   const int64_t ohw = a.oh * a.ow;
@@ -126,7 +142,11 @@ void unpack_out(const DepthwiseBlockArgs& a, const float* out, int64_t count, in
       const int64_t at = (c0 + l) * ohw + oy0 * a.ow + p;
       V r = a.bias ? S::add(v[l], S::set1(a.bias[c0 + l])) : v[l];
       if (a.residual) r = S::add(r, S::load_n(a.residual + at, n));
-      S::store_n(a.y + at, act(r), n);
+      if (n == W) {
+        store_out<S>(a.y + at, act(r), st);
+      } else {
+        S::store_n(a.y + at, act(r), n);
+      }
     }
   }
 }
@@ -139,9 +159,9 @@ constexpr int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 // NR output rows x NX vectors at column ox0: acc += w[tap] * row[(r * s + ky) * rs + col(kx) + ox0 + i * W], where
 // col(kx) = kx (stride 1) or (kx & 1) * half + kx / 2 (stride 2: even columns, then odd ones).
-template <class S, int K, int s, int NR, int NX, class F>
+template <class S, int K, int s, int NR, int NX, class St, class F>
 inline void dw_direct_tile(const float* rows, int64_t rs, int64_t half, const float* wk, float bias, int64_t ox0,
-                           int64_t ow, const float* res, float* y, int64_t ld, F act) {
+                           int64_t ow, const float* res, float* y, int64_t ld, St stream, F act) {
   using V = typename S::V;
   constexpr int W = S::kWidth;
   V acc[NR][NX];
@@ -162,7 +182,7 @@ inline void dw_direct_tile(const float* rows, int64_t rs, int64_t half, const fl
       if (ox + W <= ow) {
         V v = acc[r][i];
         if (res) v = S::add(v, S::load(res + at));
-        S::store(y + at, act(v));
+        store_out<S>(y + at, act(v), stream);
       } else {
         const int n = static_cast<int>(ow - ox);
         V v = acc[r][i];
@@ -172,18 +192,21 @@ inline void dw_direct_tile(const float* rows, int64_t rs, int64_t half, const fl
     }
 }
 
-template <class S, int K, int s, int NR, class F>
+template <class S, int K, int s, int NR, class St, class F>
 inline void dw_direct_row(const float* rows, int64_t rs, int64_t half, const float* wk, float bias, int64_t ow,
-                          const float* res, float* y, int64_t ld, F act) {
+                          const float* res, float* y, int64_t ld, St stream, F act) {
   constexpr int W = S::kWidth;
   int64_t ox = 0;
-  for (; ox + 4 * W <= ow; ox += 4 * W) dw_direct_tile<S, K, s, NR, 4>(rows, rs, half, wk, bias, ox, ow, res, y, ld, act);
-  for (; ox + W < ow; ox += 2 * W) dw_direct_tile<S, K, s, NR, 2>(rows, rs, half, wk, bias, ox, ow, res, y, ld, act);
-  if (ox < ow) dw_direct_tile<S, K, s, NR, 1>(rows, rs, half, wk, bias, ox, ow, res, y, ld, act);
+  for (; ox + 4 * W <= ow; ox += 4 * W)
+    dw_direct_tile<S, K, s, NR, 4>(rows, rs, half, wk, bias, ox, ow, res, y, ld, stream, act);
+  for (; ox + W < ow; ox += 2 * W)
+    dw_direct_tile<S, K, s, NR, 2>(rows, rs, half, wk, bias, ox, ow, res, y, ld, stream, act);
+  if (ox < ow) dw_direct_tile<S, K, s, NR, 1>(rows, rs, half, wk, bias, ox, ow, res, y, ld, stream, act);
 }
 
-template <class S, int K, int s, class F>
-void dw_direct_channel(const DepthwiseBlockArgs& a, int64_t ch, const float* wk, int64_t oy0, int64_t oy1, F act) {
+template <class S, int K, int s, class St, class F>
+void dw_direct_channel(const DepthwiseBlockArgs& a, int64_t ch, const float* wk, int64_t oy0, int64_t oy1, St st,
+                       F act) {
   using V = typename S::V;
   constexpr int W = S::kWidth;
   const int64_t rows_in = (oy1 - oy0 - 1) * s + K, owr = round_up(a.ow, W);
@@ -226,10 +249,10 @@ void dw_direct_channel(const DepthwiseBlockArgs& a, int64_t ch, const float* wk,
   int64_t oy = oy0;
   for (; oy + 2 <= oy1; oy += 2)
     dw_direct_row<S, K, s, 2>(strip + (oy - oy0) * s * rs, rs, half, wk, bias, a.ow, res ? res + oy * a.ow : nullptr,
-                              y + oy * a.ow, a.ow, act);
+                              y + oy * a.ow, a.ow, st, act);
   if (oy < oy1)
     dw_direct_row<S, K, s, 1>(strip + (oy - oy0) * s * rs, rs, half, wk, bias, a.ow, res ? res + oy * a.ow : nullptr,
-                              y + oy * a.ow, a.ow, act);
+                              y + oy * a.ow, a.ow, st, act);
 }
 
 template <class S>
@@ -237,26 +260,34 @@ void depthwise_direct(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, i
   constexpr int W = S::kWidth;
   const int k = a.k, taps = k * k;
   const int64_t c0 = block * W, nc = std::min<int64_t>(W, a.c - c0);
-  with_activation<S>(a.activation, a.act_alpha, a.act_beta, [&](auto act) {
-    for (int64_t l = 0; l < nc; ++l) {
-      float wk[25];
-      for (int t = 0; t < taps; ++t) wk[t] = a.w[(block * taps + t) * W + l];
-      if (k == 3) {
-        dw_direct_channel<S, 3, 1>(a, c0 + l, wk, oy0, oy1, act);
-      } else {
-        dw_direct_channel<S, 5, 1>(a, c0 + l, wk, oy0, oy1, act);
+  auto run = [&](auto st) {
+    with_activation<S>(a.activation, a.act_alpha, a.act_beta, [&](auto act) {
+      for (int64_t l = 0; l < nc; ++l) {
+        float wk[25];
+        for (int t = 0; t < taps; ++t) wk[t] = a.w[(block * taps + t) * W + l];
+        if (k == 3) {
+          dw_direct_channel<S, 3, 1>(a, c0 + l, wk, oy0, oy1, st, act);
+        } else {
+          dw_direct_channel<S, 5, 1>(a, c0 + l, wk, oy0, oy1, st, act);
+        }
       }
-    }
-  });
+    });
+  };
+  if (a.stream) {
+    run(Stream{});
+    S::stream_fence();
+  } else {
+    run(NoStream{});
+  }
 }
 
 // Stem: dense 3x3 stride-2 convolution over a.cg (few) input channels into a.mg output channels, output rows
 // [oy0, oy1). Each input channel's rows are split into even and odd columns as in the stride-2 direct depthwise
 // layout, so a tap of W consecutive outputs is one load; one load then feeds MB output channels (weights [M][C][3][3]
 // broadcast from memory), which keeps the FMA units busy where im2col + GEMM (K = 27) was bound by the copy.
-template <class S, int MB, int NX, class F>
+template <class S, int MB, int NX, class St, class F>
 inline void stem_tile(const DepthwiseBlockArgs& a, const float* rows, int64_t rs, int64_t cs, int64_t half, int64_t m0,
-                      int64_t ox0, int64_t oy, F act) {
+                      int64_t ox0, int64_t oy, St st, F act) {
   using V = typename S::V;
   constexpr int W = S::kWidth;
   V acc[MB][NX];
@@ -283,7 +314,7 @@ inline void stem_tile(const DepthwiseBlockArgs& a, const float* rows, int64_t rs
       V v = acc[mb][i];
       if (ox + W <= a.ow) {
         if (a.residual) v = S::add(v, S::load(a.residual + at));
-        S::store(a.y + at, act(v));
+        store_out<S>(a.y + at, act(v), st);
       } else {
         const int n = static_cast<int>(a.ow - ox);
         if (a.residual) v = S::add(v, S::load_n(a.residual + at, n));
@@ -292,13 +323,13 @@ inline void stem_tile(const DepthwiseBlockArgs& a, const float* rows, int64_t rs
     }
 }
 
-template <class S, int NX, class F>
+template <class S, int NX, class St, class F>
 inline void stem_columns(const DepthwiseBlockArgs& a, const float* rows, int64_t rs, int64_t cs, int64_t half,
-                         int64_t ox0, int64_t oy, F act) {
+                         int64_t ox0, int64_t oy, St st, F act) {
   int64_t m0 = 0;
-  for (; m0 + 8 <= a.mg; m0 += 8) stem_tile<S, 8, NX>(a, rows, rs, cs, half, m0, ox0, oy, act);
-  for (; m0 + 4 <= a.mg; m0 += 4) stem_tile<S, 4, NX>(a, rows, rs, cs, half, m0, ox0, oy, act);
-  for (; m0 < a.mg; ++m0) stem_tile<S, 1, NX>(a, rows, rs, cs, half, m0, ox0, oy, act);
+  for (; m0 + 8 <= a.mg; m0 += 8) stem_tile<S, 8, NX>(a, rows, rs, cs, half, m0, ox0, oy, st, act);
+  for (; m0 + 4 <= a.mg; m0 += 4) stem_tile<S, 4, NX>(a, rows, rs, cs, half, m0, ox0, oy, st, act);
+  for (; m0 < a.mg; ++m0) stem_tile<S, 1, NX>(a, rows, rs, cs, half, m0, ox0, oy, st, act);
 }
 
 template <class S>
@@ -332,26 +363,34 @@ void stem_block(const DepthwiseBlockArgs& a, int64_t, int64_t oy0, int64_t oy1) 
       }
     }
   }
-  with_activation<S>(a.activation, a.act_alpha, a.act_beta, [&](auto act) {
-    for (int64_t oy = oy0; oy < oy1; ++oy) {
-      const float* rows = a.scratch + (oy - oy0) * 2 * rs;
-      // Vectors per row in groups of 3 (24 accumulators with 32 registers: more FMAs per broadcast weight), then 2
-      // and 1 (7 vectors: 3 + 2 + 2).
-      int64_t ox = 0;
-      for (int64_t left = (a.ow + W - 1) / W; left > 0;) {
-        const int nx = W >= 16 && left >= 3 && left != 4 ? 3 : left >= 2 ? 2 : 1;
-        if (nx == 3) {
-          stem_columns<S, 3>(a, rows, rs, cs, half, ox, oy, act);
-        } else if (nx == 2) {
-          stem_columns<S, 2>(a, rows, rs, cs, half, ox, oy, act);
-        } else {
-          stem_columns<S, 1>(a, rows, rs, cs, half, ox, oy, act);
+  auto run = [&](auto st) {
+    with_activation<S>(a.activation, a.act_alpha, a.act_beta, [&](auto act) {
+      for (int64_t oy = oy0; oy < oy1; ++oy) {
+        const float* rows = a.scratch + (oy - oy0) * 2 * rs;
+        // Vectors per row in groups of 3 (24 accumulators with 32 registers: more FMAs per broadcast weight), then 2
+        // and 1 (7 vectors: 3 + 2 + 2).
+        int64_t ox = 0;
+        for (int64_t left = (a.ow + W - 1) / W; left > 0;) {
+          const int nx = W >= 16 && left >= 3 && left != 4 ? 3 : left >= 2 ? 2 : 1;
+          if (nx == 3) {
+            stem_columns<S, 3>(a, rows, rs, cs, half, ox, oy, st, act);
+          } else if (nx == 2) {
+            stem_columns<S, 2>(a, rows, rs, cs, half, ox, oy, st, act);
+          } else {
+            stem_columns<S, 1>(a, rows, rs, cs, half, ox, oy, st, act);
+          }
+          ox += nx * W;
+          left -= nx;
         }
-        ox += nx * W;
-        left -= nx;
       }
-    }
-  });
+    });
+  };
+  if (a.stream) {
+    run(Stream{});
+    S::stream_fence();
+  } else {
+    run(NoStream{});
+  }
 }
 
 template <class S>
@@ -375,8 +414,14 @@ void depthwise_block(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, in
     s == 1 ? dw_block_compute<S, 5, 1>(a, rows_out, lp, strip, w, out)
            : dw_block_compute<S, 5, 2>(a, rows_out, lp, strip, w, out);
   }
-  with_activation<S>(a.activation, a.act_alpha, a.act_beta,
-                     [&](auto act) { unpack_out<S>(a, out, rows_out * a.ow, c0, nc, oy0, act); });
+  with_activation<S>(a.activation, a.act_alpha, a.act_beta, [&](auto act) {
+    if (a.stream) {
+      unpack_out<S>(a, out, rows_out * a.ow, c0, nc, oy0, Stream{}, act);
+      S::stream_fence();
+    } else {
+      unpack_out<S>(a, out, rows_out * a.ow, c0, nc, oy0, NoStream{}, act);
+    }
+  });
 }
 
 // NB output pixels of one output block: acc_i += w[tap][ci] (W output channels) * x[pixel i + tap][ci]; pixel i's
@@ -429,7 +474,7 @@ void grouped_block(const DepthwiseBlockArgs& a, int64_t group, int64_t oy0, int6
         off[0] = ((p / a.ow) * s * lp + (p % a.ow) * s) * cg;
         grouped_pixels<S, 1>(a, strip, off, lp, w, out + p * W);
       }
-      unpack_out<S>(a, out, count, group * a.mg + ob, W, oy0, act);
+      unpack_out<S>(a, out, count, group * a.mg + ob, W, oy0, NoStream{}, act);
     }
   });
 }

@@ -23,6 +23,8 @@ struct ScalarOps {
   static V load(const float* p) { return *p; }
   static V load_n(const float* p, int n) { return n > 0 ? *p : 0.f; }
   static void store(float* p, V v) { *p = v; }
+  static void stream(float* p, V v) { *p = v; }  // no non-temporal scalar store
+  static void stream_fence() {}
   static void store_n(float* p, V v, int n) {
     if (n > 0) *p = v;
   }
