@@ -204,15 +204,7 @@ struct PooledConv {
       pool_params.pads_begin[i] = pw.pad_begin;
       pool_params.pads_end[i] = pw.pad_end;
     }
-    q.kh = pool.kernel[0];
-    q.kw = pool.kernel[1];
-    q.sh = pool.strides[0];
-    q.sw = pool.strides[1];
-    q.pad_top = pool_params.pads_begin[0];
-    q.pad_left = pool_params.pads_begin[1];
-    q.pad_bottom = pool_params.pads_end[0];
-    q.pad_right = pool_params.pads_end[1];
-    q.is_max = true;
+    q = cpu::pool2d_params(pool_params, true, false);
     stem = fast && fast->path_for(params) == cpu::FastConv::Path::kStem;
     fast_pool = pool_table && x.dtype() == core::DType::kF32 &&
                 cpu::pool2d_buffer_len(q, conv_dims[3], y.dim(3)) <= (int64_t{1} << 22);

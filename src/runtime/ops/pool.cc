@@ -40,18 +40,7 @@ bool fast_pool2d(const Tensor& x, const Tensor& y, const ref::PoolParams& p, boo
                  kernels::cpu::Pool2dParams* q) {
   if (x.dtype() != core::DType::kF32 || y.dtype() != core::DType::kF32 || x.rank() != 4 || p.kernel.size() != 2)
     return false;
-  q->kh = p.kernel[0];
-  q->kw = p.kernel[1];
-  q->sh = p.strides[0];
-  q->sw = p.strides[1];
-  q->dh = p.dilations[0];
-  q->dw = p.dilations[1];
-  q->pad_top = p.pads_begin[0];
-  q->pad_left = p.pads_begin[1];
-  q->pad_bottom = p.pads_end[0];
-  q->pad_right = p.pads_end[1];
-  q->is_max = is_max;
-  q->count_include_pad = include_pad;
+  *q = kernels::cpu::pool2d_params(p, is_max, include_pad);
   // The row buffer spans the padded width: hostile pads or strides stay on the reference kernel
   // (which needs no buffer) instead of allocating gigabytes.
   constexpr int64_t kMaxParam = int64_t{1} << 20, kMaxBuffer = int64_t{1} << 22;

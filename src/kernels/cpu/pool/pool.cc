@@ -32,6 +32,23 @@ int64_t pool2d_buffer_len(const Pool2dParams& p, int64_t w, int64_t ow) {
   return std::max(p.pad_left + w, (ow - 1) * p.sw + (p.kw - 1) * p.dw + 1) + 32;
 }
 
+Pool2dParams pool2d_params(const ref::PoolParams& p, bool is_max, bool count_include_pad) {
+  Pool2dParams q;
+  q.kh = p.kernel[0];
+  q.kw = p.kernel[1];
+  q.sh = p.strides[0];
+  q.sw = p.strides[1];
+  q.dh = p.dilations[0];
+  q.dw = p.dilations[1];
+  q.pad_top = p.pads_begin[0];
+  q.pad_left = p.pads_begin[1];
+  q.pad_bottom = p.pads_end[0];
+  q.pad_right = p.pads_end[1];
+  q.is_max = is_max;
+  q.count_include_pad = count_include_pad;
+  return q;
+}
+
 Status pool2d_f32(const PoolTable& t, const Pool2dParams& p, const Tensor& x, Tensor& y, core::ThreadPool* pool) {
   if (x.dtype() != core::DType::kF32 || y.dtype() != core::DType::kF32 || x.rank() != 4 || y.rank() != 4 ||
       x.dim(0) != y.dim(0) || x.dim(1) != y.dim(1))

@@ -10,6 +10,7 @@
 #include "core/status.h"
 #include "core/tensor.h"
 #include "core/thread_pool.h"
+#include "kernels/reference/pool.h"
 
 namespace kestrel::kernels::cpu {
 
@@ -41,6 +42,9 @@ const PoolTable* table_avx512();
 
 // Floats of one buffer row: the padded input row, or the last window's end if further, plus slack.
 int64_t pool2d_buffer_len(const Pool2dParams& p, int64_t w, int64_t ow);
+
+// The 2-D window of resolved pooling parameters (kernel, strides, dilations, begin / end pads).
+Pool2dParams pool2d_params(const ref::PoolParams& p, bool is_max, bool count_include_pad);
 
 // x [N, C, H, W] f32 -> y [N, C, OH, OW] (y's dims give the output size). Padding taps never
 // win a max and add nothing to a sum (as the reference). NaN inputs: the max of a window holding
