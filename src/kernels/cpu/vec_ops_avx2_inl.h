@@ -32,6 +32,7 @@ struct VecOps {
     return n >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, mask(n));
   }
   static KESTREL_VEC_INLINE void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static KESTREL_VEC_INLINE void stream(float* p, V v) { _mm256_stream_ps(p, v); }  // non-temporal, p 32-byte aligned
   static KESTREL_VEC_INLINE void store_n(float* p, V v, int n) {
     if (n >= 8) {
       _mm256_storeu_ps(p, v);

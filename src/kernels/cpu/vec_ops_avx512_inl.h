@@ -35,6 +35,7 @@ struct VecOps {
   static KESTREL_VEC_INLINE V load_n(const float* p, int n) { return _mm512_maskz_loadu_ps(mask(n), p); }
   static KESTREL_VEC_INLINE void store(float* p, V v) { _mm512_storeu_ps(p, v); }
   static KESTREL_VEC_INLINE void store_n(float* p, V v, int n) { _mm512_mask_storeu_ps(p, mask(n), v); }
+  static KESTREL_VEC_INLINE void stream(float* p, V v) { _mm512_stream_ps(p, v); }  // non-temporal, p 64-byte aligned
   static KESTREL_VEC_INLINE V add(V a, V b) { return _mm512_add_ps(a, b); }
   static KESTREL_VEC_INLINE V sub(V a, V b) { return _mm512_sub_ps(a, b); }
   static KESTREL_VEC_INLINE V mul(V a, V b) { return _mm512_mul_ps(a, b); }

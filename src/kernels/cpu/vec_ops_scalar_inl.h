@@ -20,6 +20,7 @@ struct VecOps {
   static KESTREL_VEC_INLINE V load(const float* p) { return *p; }
   static KESTREL_VEC_INLINE V load_n(const float* p, int n) { return n > 0 ? *p : 0.f; }
   static KESTREL_VEC_INLINE void store(float* p, V v) { *p = v; }
+  static KESTREL_VEC_INLINE void stream(float* p, V v) { *p = v; }  // no non-temporal scalar store
   static KESTREL_VEC_INLINE void store_n(float* p, V v, int n) {
     if (n > 0) *p = v;
   }

@@ -37,6 +37,9 @@ struct MacroTile {
   int64_t ldr = 0;
   GemmActivation activation = GemmActivation::kNone;
   float act_alpha = 0.f, act_beta = 0.f;
+  // Whole-vector stores of C non-temporal (the driver sets it only on the last K block, for large
+  // C with aligned rows and an activation applied in the store; it fences afterwards).
+  bool stream_c = false;
 };
 
 struct UkernelTable {

@@ -238,7 +238,11 @@ struct SgemmKernel {
           x = S::add(x, kFull ? S::load(res + i * t.ldr + v * W) : S::load_n(res + i * t.ldr + v * W, nv));
         if constexpr (kClamp) x = S::min(S::max(x, lo), hi);
         if (kFull) {
-          S::store(crow + v * W, x);
+          if (t.stream_c) {
+            S::stream(crow + v * W, x);
+          } else {
+            S::store(crow + v * W, x);
+          }
         } else {
           S::store_n(crow + v * W, x, nv);
         }
