@@ -5,9 +5,7 @@
 // SqueezeNet) is never written. Only when the conv output has no other consumer, is not a graph
 // output, and the MaxPool has no Indices output, no dilation and explicit (NOTSET) padding.
 #include "ir/op_schema.h"
-#include "ir/ops/fused_activation.h"
-#include "ir/ops/window_geometry.h"
-#include "kernels/cpu/conv/conv.h"
+#include "kernels/cpu/conv/conv.h"  // FastConv::kStemMaxChannels: fuse only where the stem kernel runs
 #include "passes/fusion_util.h"
 #include "passes/pass.h"
 

@@ -173,7 +173,6 @@ struct PooledConv {
   ConvBinding b;
   ir::WindowAttrs pool;
   std::optional<cpu::FastConv> fast;
-  cpu::FusedActivation fast_act;
   ref::ActivationParams ref_act;
   const cpu::PoolTable* pool_table = nullptr;
   // Per input shape:
