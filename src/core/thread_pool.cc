@@ -150,4 +150,12 @@ void parallel_for(ThreadPool* pool, int64_t n, int64_t grain, FunctionRef<void(i
   else if (n > 0) fn(0, n);
 }
 
+void run_tasks(ThreadPool* pool, int64_t n, FunctionRef<void(int64_t)> fn) {
+  if (pool) {
+    pool->run(n, fn);
+  } else {
+    for (int64_t t = 0; t < n; ++t) fn(t);
+  }
+}
+
 }  // namespace kestrel::core

@@ -59,4 +59,8 @@ class ThreadPool {
 // Runs fn(begin,end) over [0,n) on pool if given (and useful), else inline.
 void parallel_for(ThreadPool* pool, int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t)> fn);
 
+// Runs fn(task) for every task in [0, n): as pool->run when a pool is given (which itself runs
+// them inline with one thread or one task), else in order on the calling thread.
+void run_tasks(ThreadPool* pool, int64_t n, FunctionRef<void(int64_t)> fn);
+
 }  // namespace kestrel::core

@@ -491,11 +491,7 @@ Status FastConv::run_stem(const Geometry& g, const float* x, const float* bias, 
     const int64_t oy0 = strip * rows_per_strip;
     dw.stem(a, 0, oy0, std::min(g.oh, oy0 + rows_per_strip));
   };
-  if (pool && pool->num_threads() > 1 && tasks > 1) {
-    pool->run(tasks, task);
-  } else {
-    for (int64_t i = 0; i < tasks; ++i) task(i);
-  }
+  core::run_tasks(pool, tasks, task);
   if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate stem scratch");
   return Status::ok();
 }
@@ -564,11 +560,7 @@ Status FastConv::run_max_pooled(const ref::ConvParams& p, int64_t conv_oh, int64
       pt->plane(sq, rows + m * (cr1 - cr0) * g.ow, cr1 - cr0, g.ow, y.data<float>() + ((n * m_ + m) * poh + pr0) * pw,
                 pr1 - pr0, pw, pool_buf, buf_len, per_strip);
   };
-  if (pool && pool->num_threads() > 1 && tasks > 1) {
-    pool->run(tasks, task);
-  } else {
-    for (int64_t i = 0; i < tasks; ++i) task(i);
-  }
+  core::run_tasks(pool, tasks, task);
   if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate the pooled stem's scratch");
   return Status::ok();
 }

@@ -657,11 +657,7 @@ Status sgemm_impl(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA& a,
     if (!run_block(p, o, m0, m1, n0, n1)) failed.store(true);
   };
   const int64_t tasks = count * tiles;
-  if (ctx.pool && threads > 1 && tasks > 1) {
-    ctx.pool->run(tasks, run_task);
-  } else {
-    for (int64_t t = 0; t < tasks; ++t) run_task(t);
-  }
+  core::run_tasks(ctx.pool, tasks, run_task);
   if (failed.load()) return Status(core::StatusCode::kOutOfMemory, "sgemm: cannot allocate packing scratch");
   return Status::ok();
 }

@@ -273,10 +273,7 @@ Status QConv::run(const QConvShape& s, const uint8_t* x, void* y, core::ThreadPo
       dw_fn_(qs, static_cast<int>(count));
     };
     const int64_t tasks = (planes + kBatch - 1) / kBatch;
-    if (pool && pool->num_threads() > 1 && tasks > 1)
-      pool->run(tasks, task);
-    else
-      for (int64_t t = 0; t < tasks; ++t) task(t);
+    core::run_tasks(pool, tasks, task);
     if (no_memory.load()) return Status(core::StatusCode::kOutOfMemory, "qconv: cannot allocate depthwise scratch");
     return Status::ok();
   }

@@ -304,11 +304,7 @@ Status qgemm_u8s8(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda
     if (!run_block(p, m0, m1, n0, n1)) failed.store(true);
   };
   const int64_t tasks = tm * tn;
-  if (ctx.pool && tasks > 1) {
-    ctx.pool->run(tasks, run_task);
-  } else {
-    for (int64_t t = 0; t < tasks; ++t) run_task(t);
-  }
+  core::run_tasks(ctx.pool, tasks, run_task);
   if (failed.load()) return Status(core::StatusCode::kOutOfMemory, "qgemm: cannot allocate packing scratch");
   return Status::ok();
 }
