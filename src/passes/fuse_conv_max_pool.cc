@@ -5,6 +5,7 @@
 // SqueezeNet) is never written. Only when the conv output has no other consumer, is not a graph
 // output, and the MaxPool has no Indices output, no dilation and explicit (NOTSET) padding.
 #include "ir/op_schema.h"
+#include "ir/ops/window_geometry.h"
 #include "kernels/cpu/conv/conv.h"  // FastConv::kStemMaxChannels: fuse only where the stem kernel runs
 #include "passes/fusion_util.h"
 #include "passes/pass.h"
@@ -51,24 +52,16 @@ class FuseConvMaxPool final : public Pass {
       ir::Value* x = n->input(0);
       ir::Node* p = x->producer();
       if (!stem_conv(p) || !only_consumer(x, n)) continue;
+      // The MaxPool's window as its binding reads it; left alone unless FusedConv accepts it.
       auto kernel = n->attr_ints("kernel_shape");
-      auto strides = n->attr_ints("strides", std::vector<int64_t>{1, 1});
-      auto pads = n->attr_ints("pads", std::vector<int64_t>{0, 0, 0, 0});
-      auto ceil_mode = n->attr_int("ceil_mode", 0);
-      auto auto_pad = n->attr_string("auto_pad", std::string("NOTSET"));
-      if (!kernel.is_ok() || kernel->size() != 2 || !strides.is_ok() || !pads.is_ok() || !ceil_mode.is_ok() ||
-          !auto_pad.is_ok() || *auto_pad != "NOTSET" || !ints_are(*n, "dilations", 1, 2))
-        continue;
+      if (!kernel.is_ok()) continue;
+      auto w = ir::read_window_attrs(*n, *kernel, true);
+      if (!w.is_ok() || !ir::check_fused_max_pool(*w, "").is_ok()) continue;
       std::map<std::string, ir::Attribute> attrs = p->attributes();
-      attrs["pool_kernel_shape"] = ir::Attribute(*kernel);
-      attrs["pool_strides"] = ir::Attribute(*strides);
-      attrs["pool_pads"] = ir::Attribute(*pads);
-      attrs["pool_ceil_mode"] = ir::Attribute(*ceil_mode);
-      // Left alone unless the window is one read_fused_max_pool accepts (else MaxPool's own checks report it).
-      bool valid = strides->size() == 2 && pads->size() == 4 && (*ceil_mode == 0 || *ceil_mode == 1);
-      for (size_t i = 0; valid && i < 4; ++i)
-        valid = (*kernel)[i % 2] >= 1 && (*strides)[i % 2] >= 1 && (*pads)[i] >= 0 && (*pads)[i] < (*kernel)[i % 2];
-      if (!valid) continue;
+      attrs["pool_kernel_shape"] = ir::Attribute(w->kernel);
+      attrs["pool_strides"] = ir::Attribute(w->strides);
+      attrs["pool_pads"] = ir::Attribute(w->pads);
+      attrs["pool_ceil_mode"] = ir::Attribute(int64_t{w->ceil_mode ? 1 : 0});
       KESTREL_RETURN_IF_ERROR(
           replace_chain(g, n, {p, n}, "FusedConv", ir::kKestrelDomain, p->inputs(), attrs, p->name()).status());
       ++stats.fused;

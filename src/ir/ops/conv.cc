@@ -142,34 +142,15 @@ core::Status read_conv_transpose_extras(const Node& n, size_t spatial, std::vect
 
 core::Result<std::optional<WindowAttrs>> read_fused_max_pool(const Node& n) {
   if (!n.has_attr("pool_kernel_shape")) {
-    for (const char* a : {"pool_strides", "pool_pads", "pool_ceil_mode"})
+    for (const char* a : {"pool_strides", "pool_pads", "pool_ceil_mode", "pool_dilations", "pool_auto_pad"})
       if (n.has_attr(a))
         return core::invalid_model(core::str_cat(n.describe(), ": ", a, " without pool_kernel_shape"));
     return std::optional<WindowAttrs>();
   }
-  WindowAttrs w;
-  KESTREL_ASSIGN_OR_RETURN(w.kernel, n.attr_ints("pool_kernel_shape"));
-  KESTREL_ASSIGN_OR_RETURN(w.strides, n.attr_ints("pool_strides", std::vector<int64_t>{1, 1}));
-  KESTREL_ASSIGN_OR_RETURN(w.pads, n.attr_ints("pool_pads", std::vector<int64_t>{0, 0, 0, 0}));
-  KESTREL_ASSIGN_OR_RETURN(int64_t ceil_mode, n.attr_int("pool_ceil_mode", 0));
-  w.dilations = {1, 1};
-  w.ceil_mode = ceil_mode != 0;
-  auto bad = [&](const char* what) {
-    return core::invalid_model(core::str_cat(n.describe(), ": ", what));
-  };
-  if (w.kernel.size() != 2 || w.strides.size() != 2 || w.pads.size() != 4)
-    return bad("pool_kernel_shape / pool_strides need 2 values and pool_pads 4 (a 2-D MaxPool)");
-  if (ceil_mode != 0 && ceil_mode != 1) return bad("pool_ceil_mode must be 0 or 1");
-  constexpr int64_t kMax = int64_t{1} << 31;
-  for (int64_t v : w.kernel)
-    if (v < 1 || v > kMax) return bad("pool_kernel_shape values must be in [1, 2^31]");
-  for (int64_t v : w.strides)
-    if (v < 1 || v > kMax) return bad("pool_strides values must be in [1, 2^31]");
-  for (int64_t v : w.pads)
-    if (v < 0 || v > kMax) return bad("pool_pads values must be in [0, 2^31]");
-  // ONNX MaxPool: each pad smaller than the kernel (a window of padding only has no maximum).
-  for (size_t i = 0; i < 4; ++i)
-    if (w.pads[i] >= w.kernel[i % 2]) return bad("pool_pads must be smaller than pool_kernel_shape");
+  KESTREL_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, n.attr_ints("pool_kernel_shape"));
+  KESTREL_ASSIGN_OR_RETURN(WindowAttrs w, read_window_attrs(n, std::move(kernel), true, "pool_"));
+  if (core::Status st = check_fused_max_pool(w, "pool_"); !st.is_ok())
+    return core::invalid_model(core::str_cat(n.describe(), ": ", st.message()));
   return std::optional<WindowAttrs>(std::move(w));
 }
 

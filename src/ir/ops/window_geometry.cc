@@ -20,7 +20,8 @@ core::Status fail(const Node& n, const std::string& msg) {
   return core::invalid_model(n.describe() + ": " + msg);
 }
 
-core::Status check_list(const Node& n, const char* name, const std::vector<int64_t>& v, size_t want, int64_t min) {
+core::Status check_list(const Node& n, const std::string& name, const std::vector<int64_t>& v, size_t want,
+                        int64_t min) {
   if (v.size() != want) return fail(n, str_cat("attribute '", name, "' has ", v.size(), " values, expected ", want));
   for (int64_t x : v)
     if (x < min || x > kMaxWindowValue)
@@ -30,12 +31,14 @@ core::Status check_list(const Node& n, const char* name, const std::vector<int64
 
 }  // namespace
 
-Result<WindowAttrs> read_window_attrs(const Node& n, std::vector<int64_t> kernel, bool with_ceil_mode) {
+Result<WindowAttrs> read_window_attrs(const Node& n, std::vector<int64_t> kernel, bool with_ceil_mode,
+                                      std::string_view prefix) {
+  const std::string p(prefix);
   WindowAttrs a;
   const size_t s = kernel.size();
-  KESTREL_RETURN_IF_ERROR(check_list(n, "kernel_shape", kernel, s, 1));
+  KESTREL_RETURN_IF_ERROR(check_list(n, p + "kernel_shape", kernel, s, 1));
   a.kernel = std::move(kernel);
-  KESTREL_ASSIGN_OR_RETURN(std::string ap, n.attr_string("auto_pad", std::string("NOTSET")));
+  KESTREL_ASSIGN_OR_RETURN(std::string ap, n.attr_string(p + "auto_pad", std::string("NOTSET")));
   if (ap == "NOTSET" || ap.empty())
     a.auto_pad = AutoPad::kNotSet;
   else if (ap == "SAME_UPPER")
@@ -45,22 +48,35 @@ Result<WindowAttrs> read_window_attrs(const Node& n, std::vector<int64_t> kernel
   else if (ap == "VALID")
     a.auto_pad = AutoPad::kValid;
   else
-    return fail(n, str_cat("auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, got '", ap, "'"));
-  KESTREL_ASSIGN_OR_RETURN(a.strides, n.attr_ints("strides", std::vector<int64_t>(s, 1)));
-  KESTREL_RETURN_IF_ERROR(check_list(n, "strides", a.strides, s, 1));
-  KESTREL_ASSIGN_OR_RETURN(a.dilations, n.attr_ints("dilations", std::vector<int64_t>(s, 1)));
-  KESTREL_RETURN_IF_ERROR(check_list(n, "dilations", a.dilations, s, 1));
-  KESTREL_ASSIGN_OR_RETURN(a.pads, n.attr_ints("pads", std::vector<int64_t>(2 * s, 0)));
-  KESTREL_RETURN_IF_ERROR(check_list(n, "pads", a.pads, 2 * s, 0));
+    return fail(n, str_cat(p, "auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, got '", ap, "'"));
+  KESTREL_ASSIGN_OR_RETURN(a.strides, n.attr_ints(p + "strides", std::vector<int64_t>(s, 1)));
+  KESTREL_RETURN_IF_ERROR(check_list(n, p + "strides", a.strides, s, 1));
+  KESTREL_ASSIGN_OR_RETURN(a.dilations, n.attr_ints(p + "dilations", std::vector<int64_t>(s, 1)));
+  KESTREL_RETURN_IF_ERROR(check_list(n, p + "dilations", a.dilations, s, 1));
+  KESTREL_ASSIGN_OR_RETURN(a.pads, n.attr_ints(p + "pads", std::vector<int64_t>(2 * s, 0)));
+  KESTREL_RETURN_IF_ERROR(check_list(n, p + "pads", a.pads, 2 * s, 0));
   for (size_t i = 0; i < s; ++i)
     if (a.dilated_kernel(i) > kMaxWindowValue)
       return fail(n, str_cat("dilated kernel extent along spatial axis ", i, " is too large"));
   if (with_ceil_mode) {
-    KESTREL_ASSIGN_OR_RETURN(int64_t c, n.attr_int("ceil_mode", 0));
-    if (c != 0 && c != 1) return fail(n, str_cat("ceil_mode must be 0 or 1, got ", c));
+    KESTREL_ASSIGN_OR_RETURN(int64_t c, n.attr_int(p + "ceil_mode", 0));
+    if (c != 0 && c != 1) return fail(n, str_cat(p, "ceil_mode must be 0 or 1, got ", c));
     a.ceil_mode = c == 1;
   }
   return a;
+}
+
+core::Status check_fused_max_pool(const WindowAttrs& w, std::string_view prefix) {
+  const std::string p(prefix);
+  if (w.spatial() != 2) return core::invalid_argument(str_cat(p, "kernel_shape: the MaxPool must be 2-D"));
+  if (w.auto_pad != AutoPad::kNotSet) return core::invalid_argument(str_cat(p, "auto_pad must be NOTSET"));
+  for (int64_t d : w.dilations)
+    if (d != 1) return core::invalid_argument(str_cat(p, "dilations must be 1"));
+  // ONNX MaxPool: each pad smaller than the kernel (a window of padding only has no maximum).
+  for (size_t i = 0; i < 4; ++i)
+    if (w.pads[i] >= w.kernel[i % 2])
+      return core::invalid_argument(str_cat(p, "pads must be smaller than ", p, "kernel_shape"));
+  return core::Status::ok();
 }
 
 Result<int64_t> read_lp_pool_p(const Node& n) {

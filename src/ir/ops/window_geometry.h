@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -30,8 +31,15 @@ struct WindowAttrs {
 
 // Reads auto_pad, strides, dilations, pads and (when `with_ceil_mode`) ceil_mode for a window of
 // `kernel.size()` spatial axes and checks them (lengths, strides/dilations >= 1, pads >= 0,
-// kernel >= 1). Errors name the node. Values too large to compute with are rejected.
-core::Result<WindowAttrs> read_window_attrs(const Node& n, std::vector<int64_t> kernel, bool with_ceil_mode);
+// kernel >= 1). Errors name the node. Values too large to compute with are rejected. `prefix`
+// precedes every attribute name (kestrel.FusedConv's pool_strides, pool_pads, ...).
+core::Result<WindowAttrs> read_window_attrs(const Node& n, std::vector<int64_t> kernel, bool with_ceil_mode,
+                                            std::string_view prefix = "");
+
+// What kestrel.FusedConv's MaxPool needs beyond read_window_attrs' checks: 2-D, NOTSET padding,
+// no dilation, each pad smaller than the kernel. Errors name the attributes with `prefix`, not the
+// node (the fusion pass checks a MaxPool with it before fusing).
+core::Status check_fused_max_pool(const WindowAttrs& w, std::string_view prefix);
 
 // Output size and effective pads of one spatial axis.
 struct AxisWindow {
@@ -63,8 +71,8 @@ core::Status read_conv_transpose_extras(const Node& n, size_t spatial, std::vect
 
 // kestrel.FusedConv's optional 2-D MaxPool after the activation (docs/fused_ops.md): nullopt when
 // the node has no `pool_kernel_shape`; else the window of pool_kernel_shape (2 values),
-// pool_strides (2, default 1), pool_pads (4, default 0) and pool_ceil_mode (default 0), dilation 1,
-// checked (errors name the node). Defined in conv.cc.
+// pool_strides (2, default 1), pool_pads (4, default 0) and pool_ceil_mode (default 0), read by
+// read_window_attrs and checked by check_fused_max_pool (errors name the node). Defined in conv.cc.
 core::Result<std::optional<WindowAttrs>> read_fused_max_pool(const Node& n);
 
 }  // namespace kestrel::ir
