@@ -285,11 +285,20 @@ void depthwise_direct(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, i
 // [oy0, oy1). Each input channel's rows are split into even and odd columns as in the stride-2 direct depthwise
 // layout, so a tap of W consecutive outputs is one load; one load then feeds MB output channels (weights [M][C][3][3]
 // broadcast from memory), which keeps the FMA units busy where im2col + GEMM (K = 27) was bound by the copy.
+// A tile is NX output vectors taken in row-major order over the block's rows (a tile may continue on the next
+// row), so a row of 7 vectors (112 or 111 wide) leaves no narrow remainder tile.
 template <class S, int MB, int NX, class St, class F>
 inline void stem_tile(const DepthwiseBlockArgs& a, const float* rows, int64_t rs, int64_t cs, int64_t half, int64_t m0,
-                      int64_t ox0, int64_t oy, St st, F act) {
+                      int64_t oy0, int64_t vpr, int64_t first, St st, F act) {
   using V = typename S::V;
   constexpr int W = S::kWidth;
+  int64_t src[NX], oy[NX], ox[NX];
+  for (int i = 0; i < NX; ++i) {
+    const int64_t r = (first + i) / vpr;
+    oy[i] = oy0 + r;
+    ox[i] = (first + i - r * vpr) * W;
+    src[i] = r * 2 * rs + ox[i];
+  }
   V acc[MB][NX];
   for (int mb = 0; mb < MB; ++mb) {
     const V b = S::set1(a.bias ? a.bias[m0 + mb] : 0.f);
@@ -299,37 +308,44 @@ inline void stem_tile(const DepthwiseBlockArgs& a, const float* rows, int64_t rs
   for (int64_t c = 0; c < a.cg; ++c)
     for (int ky = 0; ky < 3; ++ky)
       for (int kx = 0; kx < 3; ++kx) {
-        const float* src = rows + c * cs + ky * rs + (kx & 1) * half + kx / 2 + ox0;
-        V v[NX];
-        for (int i = 0; i < NX; ++i) v[i] = S::load(src + i * W);
-        for (int mb = 0; mb < MB; ++mb) {
-          const V wv = S::set1(w[(mb * a.cg + c) * 9 + ky * 3 + kx]);
-          for (int i = 0; i < NX; ++i) acc[mb][i] = S::fmadd(wv, v[i], acc[mb][i]);
+        const float* tap = rows + c * cs + ky * rs + (kx & 1) * half + kx / 2;
+        V wv[MB];
+        for (int mb = 0; mb < MB; ++mb) wv[mb] = S::set1(w[(mb * a.cg + c) * 9 + ky * 3 + kx]);
+        for (int i = 0; i < NX; ++i) {
+          const V v = S::load(tap + src[i]);
+          for (int mb = 0; mb < MB; ++mb) acc[mb][i] = S::fmadd(wv[mb], v, acc[mb][i]);
         }
       }
   const int64_t ohw = a.oh * a.ow;
   for (int mb = 0; mb < MB; ++mb)
     for (int i = 0; i < NX; ++i) {
-      const int64_t ox = ox0 + i * W, at = (m0 + mb) * ohw + oy * a.ow + ox;
+      const int64_t at = (m0 + mb) * ohw + oy[i] * a.ow + ox[i];
       V v = acc[mb][i];
-      if (ox + W <= a.ow) {
+      if (ox[i] + W <= a.ow) {
         if (a.residual) v = S::add(v, S::load(a.residual + at));
         store_out<S>(a.y + at, act(v), st);
       } else {
-        const int n = static_cast<int>(a.ow - ox);
+        const int n = static_cast<int>(a.ow - ox[i]);
         if (a.residual) v = S::add(v, S::load_n(a.residual + at, n));
         S::store_n(a.y + at, act(v), n);
       }
     }
 }
 
+// Output channels in groups of MB for the NX vectors from `first`. With 32 registers (AVX-512): 4 channels x 6
+// vectors, 24 accumulators fed by 4 broadcast weights and 6 loads per tap. 8 x 3 (8 broadcasts per tap) ran the
+// 3 -> 32 stem at 224 in 197 us, 4 x 6 in 163 (3 -> 64: 375 -> 308 us; bench/conv_bench.cc, AMD EPYC); 2 x 12,
+// 3 x 8, 4 x 7 and weights stored pre-broadcast were slower, 5 x 5 no better. With 16 (AVX2): 8 channels x 1-2
+// vectors, as before.
 template <class S, int NX, class St, class F>
 inline void stem_columns(const DepthwiseBlockArgs& a, const float* rows, int64_t rs, int64_t cs, int64_t half,
-                         int64_t ox0, int64_t oy, St st, F act) {
+                         int64_t oy0, int64_t vpr, int64_t first, St st, F act) {
+  constexpr int kMB = S::kWidth >= 16 ? 4 : 8;
   int64_t m0 = 0;
-  for (; m0 + 8 <= a.mg; m0 += 8) stem_tile<S, 8, NX>(a, rows, rs, cs, half, m0, ox0, oy, st, act);
-  for (; m0 + 4 <= a.mg; m0 += 4) stem_tile<S, 4, NX>(a, rows, rs, cs, half, m0, ox0, oy, st, act);
-  for (; m0 < a.mg; ++m0) stem_tile<S, 1, NX>(a, rows, rs, cs, half, m0, ox0, oy, st, act);
+  for (; m0 + kMB <= a.mg; m0 += kMB) stem_tile<S, kMB, NX>(a, rows, rs, cs, half, m0, oy0, vpr, first, st, act);
+  if constexpr (kMB > 4)
+    for (; m0 + 4 <= a.mg; m0 += 4) stem_tile<S, 4, NX>(a, rows, rs, cs, half, m0, oy0, vpr, first, st, act);
+  for (; m0 < a.mg; ++m0) stem_tile<S, 1, NX>(a, rows, rs, cs, half, m0, oy0, vpr, first, st, act);
 }
 
 template <class S>
@@ -365,23 +381,22 @@ void stem_block(const DepthwiseBlockArgs& a, int64_t, int64_t oy0, int64_t oy1) 
   }
   auto run = [&](auto st) {
     with_activation<S>(a.activation, a.act_alpha, a.act_beta, [&](auto act) {
-      for (int64_t oy = oy0; oy < oy1; ++oy) {
-        const float* rows = a.scratch + (oy - oy0) * 2 * rs;
-        // Vectors per row in groups of 3 (24 accumulators with 32 registers: more FMAs per broadcast weight), then 2
-        // and 1 (7 vectors: 3 + 2 + 2).
-        int64_t ox = 0;
-        for (int64_t left = (a.ow + W - 1) / W; left > 0;) {
-          const int nx = W >= 16 && left >= 3 && left != 4 ? 3 : left >= 2 ? 2 : 1;
-          if (nx == 3) {
-            stem_columns<S, 3>(a, rows, rs, cs, half, ox, oy, st, act);
-          } else if (nx == 2) {
-            stem_columns<S, 2>(a, rows, rs, cs, half, ox, oy, st, act);
-          } else {
-            stem_columns<S, 1>(a, rows, rs, cs, half, ox, oy, st, act);
-          }
-          ox += nx * W;
-          left -= nx;
+      const int64_t vpr = (a.ow + W - 1) / W, total = (oy1 - oy0) * vpr;
+      if constexpr (W >= 16) {
+        int64_t j = 0;
+        for (; j + 6 <= total; j += 6) stem_columns<S, 6>(a, a.scratch, rs, cs, half, oy0, vpr, j, st, act);
+        switch (total - j) {
+          case 5: stem_columns<S, 5>(a, a.scratch, rs, cs, half, oy0, vpr, j, st, act); break;
+          case 4: stem_columns<S, 4>(a, a.scratch, rs, cs, half, oy0, vpr, j, st, act); break;
+          case 3: stem_columns<S, 3>(a, a.scratch, rs, cs, half, oy0, vpr, j, st, act); break;
+          case 2: stem_columns<S, 2>(a, a.scratch, rs, cs, half, oy0, vpr, j, st, act); break;
+          case 1: stem_columns<S, 1>(a, a.scratch, rs, cs, half, oy0, vpr, j, st, act); break;
+          default: break;
         }
+      } else {
+        int64_t j = 0;
+        for (; j + 2 <= total; j += 2) stem_columns<S, 2>(a, a.scratch, rs, cs, half, oy0, vpr, j, st, act);
+        if (j < total) stem_columns<S, 1>(a, a.scratch, rs, cs, half, oy0, vpr, j, st, act);
       }
     });
   };
