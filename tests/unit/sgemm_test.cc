@@ -292,7 +292,7 @@ TEST_P(SgemmIsaTest, EdgeTilesAroundTheRegisterBlock) {
 }
 
 TEST_P(SgemmIsaTest, MEqual15And16) {
-  // AVX-512 runs M = 15..16 with its 8 x 48 tiles (unless an operand is pre-packed).
+  // AVX-512 runs M = 15..16 with its 8 x 48 tiles, also with A pre-packed (packed for those tiles).
   uint32_t seed = 170;
   for (int64_t m : {15, 16})
     for (int64_t n : {47, 48, 49, 300})
@@ -306,9 +306,48 @@ TEST_P(SgemmIsaTest, MEqual15And16) {
         cs.bias = (seed & 2) ? GemmBias::kPerRow : GemmBias::kPerColumn;
         cs.residual = seed & 4;
         cs.act = (seed & 8) ? GemmActivation::kRelu : GemmActivation::kSigmoid;
-        cs.pack_a = k == 600 && n == 300;
+        cs.pack_a = (k == 600 && n == 300) || k == 32;
         check_case(cs, GetParam(), nullptr, seed++);
       }
+}
+
+// Packed for the 8-row tiles (AVX-512, M = 16): slices at 8 rows multiply like those rows of the
+// whole; a packed B (packed for the default tiles) with it is refused, not misread.
+TEST_P(SgemmIsaTest, PackedAForSmallMTiles) {
+  std::mt19937 rng(78);
+  const int64_t m = 16, n = 53, k = 37;
+  const std::vector<float> a = random_vector(static_cast<size_t>(m * k), rng);
+  const std::vector<float> b = random_vector(static_cast<size_t>(k * n), rng);
+  auto pa = pack_a(m, k, a.data(), k, false, GetParam());
+  ASSERT_TRUE(pa.is_ok());
+  if (GetParam() == core::Isa::kAvx512) {
+    EXPECT_EQ(pa->mr(), 8);
+  }
+  SgemmContext ctx{nullptr, GetParam()};
+  std::vector<float> full(static_cast<size_t>(m * n));
+  ASSERT_TRUE(sgemm(m, n, k, 1.f, SgemmA(*pa), SgemmB(b.data(), n), 0.f, full.data(), n, {}, ctx).is_ok());
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double want = 0;
+      for (int64_t p = 0; p < k; ++p)
+        want += static_cast<double>(a[static_cast<size_t>(i * k + p)]) * b[static_cast<size_t>(p * n + j)];
+      ASSERT_NEAR(full[static_cast<size_t>(i * n + j)], want, 1e-4 * (1 + std::fabs(want))) << i << "," << j;
+    }
+  const int64_t mr = pa->mr();
+  if (mr < m) {
+    auto s = pa->slice_rows(mr, m);
+    ASSERT_TRUE(s.is_ok()) << s.status().message();
+    std::vector<float> part(static_cast<size_t>((m - mr) * n));
+    ASSERT_TRUE(sgemm(m - mr, n, k, 1.f, SgemmA(*s), SgemmB(b.data(), n), 0.f, part.data(), n, {}, ctx).is_ok());
+    for (int64_t i = 0; i < (m - mr) * n; ++i)
+      ASSERT_NEAR(part[static_cast<size_t>(i)], full[static_cast<size_t>(mr * n + i)], 1e-5f) << i;
+  }
+  auto pb = pack_b(k, n, b.data(), n, false, GetParam());
+  ASSERT_TRUE(pb.is_ok());
+  const Status both = sgemm(m, n, k, 1.f, SgemmA(*pa), SgemmB(*pb), 0.f, full.data(), n, {}, ctx);
+  if (GetParam() == core::Isa::kAvx512) {
+    EXPECT_FALSE(both.is_ok());
+  }
 }
 
 TEST_P(SgemmIsaTest, LargeShapesCrossCacheBlocks) {

@@ -208,8 +208,7 @@ Result<FastConv> FastConv::create(const Tensor& w, int64_t group, FusedActivatio
       KESTREL_ASSIGN_OR_RETURN(PackedA a, pack_a(c.m_, c.cg_, u.data() + xi * cm, c.cg_, false, isa));
       c.winograd_.push_back(std::move(a));
     }
-    KESTREL_ASSIGN_OR_RETURN(const SgemmTileShape tile, sgemm_tile_shape(isa));
-    c.tile_mr_ = tile.mr;
+    c.tile_mr_ = c.winograd_.front().mr();
   }
   // Grouped k x k with group widths that are whole vectors (RegNet's 16): direct conv over the
   // group's channel-interleaved input, weights [M / W][k * k][cg][W].

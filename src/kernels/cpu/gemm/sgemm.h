@@ -58,12 +58,15 @@ class PackedA {
   int64_t m() const { return m_; }
   int64_t k() const { return k_; }
   core::Isa isa() const { return isa_; }
+  // Rows per packed sliver: the tile height of the micro-kernel it was packed for (AVX-512 packs
+  // M = 15..16 for its 8-row tiles, every other M for its 14-row ones).
+  int mr() const { return mr_; }
   bool empty() const { return data_ == nullptr; }
   const float* data() const { return data_; }
   size_t bytes() const { return bytes_; }
   // Rows [m0, m1) as a packed matrix of their own, sharing this one's storage (no copy, no
   // allocation): threads that each own a range of output rows multiply by their slice. m0 must be
-  // a multiple of the tile height (`sgemm_tile_shape(isa()).mr`).
+  // a multiple of the tile height (`mr()`).
   Result<PackedA> slice_rows(int64_t m0, int64_t m1) const;
 
  private:
@@ -71,6 +74,7 @@ class PackedA {
   std::shared_ptr<void> storage_;
   const float* data_ = nullptr;
   int64_t m_ = 0, k_ = 0;
+  int mr_ = 1;
   size_t bytes_ = 0;
   core::Isa isa_ = core::Isa::kScalar;
 };

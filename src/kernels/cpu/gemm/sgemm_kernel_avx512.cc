@@ -84,8 +84,9 @@ const UkernelTable* ukernel_table_avx512() {
   return SgemmKernel<Avx512Ops, 14, 2>::table(core::Isa::kAvx512);
 }
 
-// 8 x 48 (24 accumulators) for M = 15 or 16, which 14 x 32 covers with a full tile plus a 1-2 row
-// edge tile: on MobileNetV2's 112x112 32 -> 16 1x1 conv (M = 16, K = 32) 170 GFLOP/s against 145;
+// 8 x 48 (24 accumulators) for M = 15 or 16 (pack_a packs such an A for it; a packed B keeps the
+// default tiles), which 14 x 32 covers with a full tile plus a 1-2 row edge tile: on MobileNetV2's
+// 112x112 32 -> 16 1x1 conv (M = 16, K = 32) 170 GFLOP/s against 145;
 // 14 x 32 stays better from M = 24 up (198 against 172 at M = 24, 188 against 167 at M = 32).
 const UkernelTable* ukernel_table_avx512_small_m() {
   return SgemmKernel<Avx512Ops, 8, 3>::table(core::Isa::kAvx512);
