@@ -65,6 +65,9 @@ BENCHMARK(BM_Conv) DW(144, 56, 3, 2) DW(96, 112, 3, 2) DW(144, 56, 3, 1) DW(144,
 #define DWC(C, H, K, S) ->Args({C, C, H, K, S, C, 2})
 BENCHMARK(BM_Conv) DWC(144, 56, 3, 2) DWC(96, 112, 3, 2) DWC(144, 56, 3, 1) DWC(32, 112, 3, 1) DWC(192, 28, 3, 1)
     DWC(240, 28, 5, 1) DWC(480, 14, 3, 1);
+// MnasNet's large-plane depthwise layers (ReLU).
+#define DWR(C, H, K, S) ->Args({C, C, H, K, S, C, 1})
+BENCHMARK(BM_Conv) DWR(32, 112, 3, 1) DWR(48, 112, 3, 2) DWR(72, 56, 3, 1) DWR(72, 56, 5, 2);
 // Stems: 3 -> 32 / 64 channels, 3x3 stride 2.
 BENCHMARK(BM_Conv)->Args({3, 32, 224, 3, 2, 1, 1})->Args({3, 64, 224, 3, 2, 1, 1});
 // Pointwise 1x1 (MobileNetV2, SqueezeNet; their int8 twins are qconv_nchw/* in qconv_bench.cc).

@@ -49,6 +49,15 @@ DepthwiseBlocked depthwise_blocked_avx512();
 int64_t stem_scratch_floats(int64_t c, int64_t rows_out, int64_t ow, int width);
 // Channels: width for depthwise, cg for grouped (the output block is always `width` channels).
 int64_t depthwise_block_scratch_floats(int64_t rows_out, int64_t ow, int k, int stride, int width, int64_t channels);
+// Whether the depthwise block function runs a plane plane-direct (one channel at a time, no transposes;
+// depthwise_blocked_inl.h) rather than channel-blocked: wide stride-1 planes (measured on AVX-512: 112-wide 0.85x
+// the blocked time; 56-wide even with ReLU6 and 1.15x with SiLU, whose constants then compete with the accumulators
+// for registers; stride 2 was slower, also with whole planes per task).
+constexpr bool depthwise_runs_direct(int stride, int64_t ow, int width) {
+  return width >= 8 && stride == 1 && ow >= 6 * width;
+}
+// Scratch of the plane-direct path: one channel's zero-padded input rows for rows_out output rows.
+int64_t depthwise_direct_scratch_floats(int64_t rows_out, int64_t ow, int k, int width);
 
 // Winograd F(2x2, 3x3), stride 1 (winograd_inl.h), one image and a chunk of tile rows [ty0, ty1):
 // input transform into v [16][C][nt], then 16 GEMMs (outside) into mt [16][M][nt], then the output

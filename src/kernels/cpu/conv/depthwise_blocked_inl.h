@@ -411,10 +411,8 @@ void stem_block(const DepthwiseBlockArgs& a, int64_t, int64_t oy0, int64_t oy1) 
 template <class S>
 void depthwise_block(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, int64_t oy1) {
   constexpr int W = S::kWidth;
-  // Wide stride-1 planes run plane-direct (measured on AVX-512: 112-wide 0.85x the blocked time; 56-wide even with
-  // ReLU6 and 1.15x with SiLU, whose constants then compete with the accumulators for registers; stride 2 was
-  // slower). Its rows (rows_in x (ow + 2W) floats) fit the blocked path's scratch.
-  if (W >= 8 && a.stride == 1 && a.ow >= 6 * W) return depthwise_direct<S>(a, block, oy0, oy1);
+  // Wide stride-1 planes run plane-direct (depthwise.h; scratch depthwise_direct_scratch_floats).
+  if (depthwise_runs_direct(a.stride, a.ow, W)) return depthwise_direct<S>(a, block, oy0, oy1);
   const int k = a.k, s = a.stride;
   const int64_t c0 = block * W, nc = std::min<int64_t>(W, a.c - c0);
   const int64_t lp = (a.ow - 1) * s + k, rows_out = oy1 - oy0, rows_in = (rows_out - 1) * s + k;
