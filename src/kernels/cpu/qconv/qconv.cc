@@ -86,6 +86,10 @@ int64_t ceil_div(int64_t a, int64_t d) {  // d > 0, a of any sign
 // may run past a row into the next one, never past x_end).
 // Only what the window reads is written: with one kernel row, rows r = oy * sh; phases j that are
 // some (kx * dw) % sw (a 1x1 stride-2 conv reads a quarter of its input).
+// Rows of at most this many bytes are built in one byte loop: three library calls (memset, copy,
+// memset) per row of 7-14 bytes made the phase planes cost more than the multiply-adds of
+// RegNet's stride-2 grouped convs (400 channels x 15 rows x 2 phases for a 7x7 output).
+constexpr int64_t kShortPhaseRow = 32;
 void phase_planes_u8(const uint8_t* x, const uint8_t* x_end, const QConvShape& s, int64_t kh, int64_t kw, int64_t ph,
                      int64_t pws, uint8_t zp, uint8_t* dst) {
   const int64_t sw = s.sw, pl = s.pad_left;
@@ -99,6 +103,12 @@ void phase_planes_u8(const uint8_t* x, const uint8_t* x_end, const QConvShape& s
       uint8_t* d = dst + (j * ph + r) * pws;
       if (iy < 0 || iy >= s.ih) {
         std::memset(d, zp, static_cast<size_t>(pws));
+        continue;
+      }
+      if (pws <= kShortPhaseRow) {  // short rows (7x7, 14x14 outputs): one pass, no library calls
+        const uint8_t* xr = x + iy * s.iw;
+        const int64_t iw = s.iw;
+        for (int64_t q = 0, col = j - pl; q < pws; ++q, col += sw) d[q] = col >= 0 && col < iw ? xr[col] : zp;
         continue;
       }
       // q with 0 <= q * sw + j - pl < iw
