@@ -49,7 +49,7 @@ DepthwiseBlocked depthwise_blocked_avx512();
 int64_t stem_scratch_floats(int64_t c, int64_t rows_out, int64_t ow, int width);
 // Channels: width for depthwise, cg for grouped (the output block is always `width` channels).
 int64_t depthwise_block_scratch_floats(int64_t rows_out, int64_t ow, int k, int stride, int width, int64_t channels);
-// Whether the depthwise block function runs a plane plane-direct (one channel at a time, no transposes;
+// Whether the depthwise block function runs plane-direct (one channel at a time, no transposes;
 // depthwise_blocked_inl.h) rather than channel-blocked: wide stride-1 planes (measured on AVX-512: 112-wide 0.85x
 // the blocked time; 56-wide even with ReLU6 and 1.15x with SiLU, whose constants then compete with the accumulators
 // for registers; stride 2 was slower, also with whole planes per task).

@@ -80,16 +80,17 @@ int64_t ceil_div(int64_t a, int64_t d) {  // d > 0, a of any sign
   return a >= 0 ? (a + d - 1) / d : -((-a) / d);
 }
 
+// Rows of at most this many bytes are built in one byte loop: three library calls (memset, copy,
+// memset) per row of 7-14 bytes made the phase planes cost more than the multiply-adds of
+// RegNet's stride-2 grouped convs (400 channels x 15 rows x 2 phases for a 7x7 output).
+constexpr int64_t kShortPhaseRow = 32;
+
 // One channel's phase planes for QcIm2col: rows [0, ph) of the window's reach, padded column q
 // of phase j at dst[(j * ph + r) * pws + q] = input (r - pad_top, q * sw + j - pad_left), or the
 // zero point outside the input (it then adds 0). x_end: the end of the whole input (vector loads
 // may run past a row into the next one, never past x_end).
 // Only what the window reads is written: with one kernel row, rows r = oy * sh; phases j that are
 // some (kx * dw) % sw (a 1x1 stride-2 conv reads a quarter of its input).
-// Rows of at most this many bytes are built in one byte loop: three library calls (memset, copy,
-// memset) per row of 7-14 bytes made the phase planes cost more than the multiply-adds of
-// RegNet's stride-2 grouped convs (400 channels x 15 rows x 2 phases for a 7x7 output).
-constexpr int64_t kShortPhaseRow = 32;
 void phase_planes_u8(const uint8_t* x, const uint8_t* x_end, const QConvShape& s, int64_t kh, int64_t kw, int64_t ph,
                      int64_t pws, uint8_t zp, uint8_t* dst) {
   const int64_t sw = s.sw, pl = s.pad_left;
