@@ -403,19 +403,20 @@ Status FastConv::run_depthwise(const Geometry& g, const float* x, const float* b
   const conv_detail::DepthwiseBlockFn fn = conv_detail::depthwise_blocked(isa_).fn;
   const int k = static_cast<int>(kh_), s = static_cast<int>(g.sh), width = dw_width_;
   const int64_t lp = (g.ow - 1) * s + k;
-  // Strips of output rows whose interleaved input (rows x lp x width) stays near 64 KiB, so the
-  // strip is still in L2 when the taps read it.
-  const int64_t row_floats = s * lp * width;
   const int64_t blocks = (g.c + width - 1) / width;
-  int64_t rows_per_strip = std::clamp<int64_t>(16384 / std::max<int64_t>(row_floats, 1), 1, g.oh);
   const bool direct = conv_detail::depthwise_runs_direct(s, g.ow, width);
+  int64_t rows_per_strip;
   if (direct) {
     // The plane-direct path reads one channel's rows at a time: a strip of 8 rows made each task hop
     // between 16 planes every 4.5 KiB, and the hardware prefetcher restarted at each hop. Whole planes
     // per task (split only to give every thread two tasks): 32 ch 3x3 at 112 alone 149-170 -> 134-142 us.
     const int threads = pool ? pool->num_threads() : 1;
-    const int64_t strips = std::clamp<int64_t>((2 * threads + g.n * blocks - 1) / (g.n * blocks), 1, g.oh);
-    rows_per_strip = (g.oh + strips - 1) / strips;
+    const int64_t split = std::clamp<int64_t>((2 * threads + g.n * blocks - 1) / (g.n * blocks), 1, g.oh);
+    rows_per_strip = (g.oh + split - 1) / split;
+  } else {
+    // Strips of output rows whose interleaved input (rows x lp x width) stays near 64 KiB, so the
+    // strip is still in L2 when the taps read it.
+    rows_per_strip = std::clamp<int64_t>(16384 / std::max<int64_t>(s * lp * width, 1), 1, g.oh);
   }
   const int64_t strips = (g.oh + rows_per_strip - 1) / rows_per_strip, tasks = g.n * blocks * strips;
   const int64_t scratch =
