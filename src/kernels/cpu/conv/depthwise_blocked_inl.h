@@ -285,20 +285,13 @@ void depthwise_direct(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, i
 // [oy0, oy1). Each input channel's rows are split into even and odd columns as in the stride-2 direct depthwise
 // layout, so a tap of W consecutive outputs is one load; one load then feeds MB output channels (weights [M][C][3][3]
 // broadcast from memory), which keeps the FMA units busy where im2col + GEMM (K = 27) was bound by the copy.
-// A tile is NX output vectors taken in row-major order over the block's rows (a tile may continue on the next
-// row), so a row of 7 vectors (112 or 111 wide) leaves no narrow remainder tile.
+// A tile is MB output channels x NX output vectors at the offsets src (input, in the split rows) / dst (output
+// plane), lanes[i] of vector i in the output (fewer than W at a row's end).
 template <class S, int MB, int NX, class St, class F>
-inline void stem_tile(const DepthwiseBlockArgs& a, const float* rows, int64_t rs, int64_t cs, int64_t half, int64_t m0,
-                      int64_t oy0, int64_t vpr, int64_t first, St st, F act) {
+inline void stem_tile(const DepthwiseBlockArgs& a, const float* rows, int64_t rs, int64_t cs, int64_t half,
+                      const int64_t* src, const int64_t* dst, const int* lanes, int64_t m0, St st, F act) {
   using V = typename S::V;
   constexpr int W = S::kWidth;
-  int64_t src[NX], oy[NX], ox[NX];
-  for (int i = 0; i < NX; ++i) {
-    const int64_t r = (first + i) / vpr;
-    oy[i] = oy0 + r;
-    ox[i] = (first + i - r * vpr) * W;
-    src[i] = r * 2 * rs + ox[i];
-  }
   V acc[MB][NX];
   for (int mb = 0; mb < MB; ++mb) {
     const V b = S::set1(a.bias ? a.bias[m0 + mb] : 0.f);
@@ -317,35 +310,48 @@ inline void stem_tile(const DepthwiseBlockArgs& a, const float* rows, int64_t rs
         }
       }
   const int64_t ohw = a.oh * a.ow;
-  for (int mb = 0; mb < MB; ++mb)
+  for (int mb = 0; mb < MB; ++mb) {
+    float* y = a.y + (m0 + mb) * ohw;
+    const float* res = a.residual ? a.residual + (m0 + mb) * ohw : nullptr;
     for (int i = 0; i < NX; ++i) {
-      const int64_t at = (m0 + mb) * ohw + oy[i] * a.ow + ox[i];
       V v = acc[mb][i];
-      if (ox[i] + W <= a.ow) {
-        if (a.residual) v = S::add(v, S::load(a.residual + at));
-        store_out<S>(a.y + at, act(v), st);
+      if (lanes[i] == W) {
+        if (res) v = S::add(v, S::load(res + dst[i]));
+        store_out<S>(y + dst[i], act(v), st);
       } else {
-        const int n = static_cast<int>(a.ow - ox[i]);
-        if (a.residual) v = S::add(v, S::load_n(a.residual + at, n));
-        S::store_n(a.y + at, act(v), n);
+        if (res) v = S::add(v, S::load_n(res + dst[i], lanes[i]));
+        S::store_n(y + dst[i], act(v), lanes[i]);
       }
     }
+  }
 }
 
-// Output channels in groups of MB for the NX vectors from `first`. With 32 registers (AVX-512): 4 channels x 6
-// vectors, 24 accumulators fed by 4 broadcast weights and 6 loads per tap. 8 x 3 (8 broadcasts per tap) ran the
-// 3 -> 32 stem at 224 in 197 us, 4 x 6 in 163 (3 -> 64: 375 -> 308 us; bench/conv_bench.cc, AMD EPYC); 2 x 12,
-// 3 x 8, 4 x 7 and weights stored pre-broadcast were slower, 5 x 5 no better. With 16 (AVX2): 8 channels x 1-2
-// vectors, as before.
+// Output channels in groups of MB for the NX vectors from `first` (taken in row-major order over the block's
+// rows, so a tile may continue on the next row and a row of 7 vectors (112 or 111 wide) leaves no narrow
+// remainder tile). The vectors' input and output offsets are worked out once here for every channel group:
+// per tile (27 taps for RGB) that index arithmetic and the accumulators' set-up took a third of the stem's
+// time (perf, 3 -> 64 at 224). With 32 registers (AVX-512): 4 channels x 6 vectors, 24 accumulators fed by
+// 4 broadcast weights and 6 loads per tap. 8 x 3 (8 broadcasts per tap) ran the 3 -> 32 stem at 224 in
+// 197 us, 4 x 6 in 163 (3 -> 64: 375 -> 308 us; bench/conv_bench.cc, AMD EPYC); 2 x 12, 3 x 8, 4 x 7 and
+// weights stored pre-broadcast were slower, 5 x 5 no better. With 16 (AVX2): 8 channels x 1-2 vectors.
 template <class S, int NX, class St, class F>
 inline void stem_columns(const DepthwiseBlockArgs& a, const float* rows, int64_t rs, int64_t cs, int64_t half,
                          int64_t oy0, int64_t vpr, int64_t first, St st, F act) {
-  constexpr int kMB = S::kWidth >= 16 ? 4 : 8;
+  constexpr int W = S::kWidth;
+  constexpr int kMB = W >= 16 ? 4 : 8;
+  int64_t src[NX], dst[NX];
+  int lanes[NX];
+  for (int i = 0; i < NX; ++i) {
+    const int64_t r = (first + i) / vpr, ox = (first + i - r * vpr) * W;
+    src[i] = r * 2 * rs + ox;
+    dst[i] = (oy0 + r) * a.ow + ox;
+    lanes[i] = static_cast<int>(std::min<int64_t>(W, a.ow - ox));
+  }
   int64_t m0 = 0;
-  for (; m0 + kMB <= a.mg; m0 += kMB) stem_tile<S, kMB, NX>(a, rows, rs, cs, half, m0, oy0, vpr, first, st, act);
+  for (; m0 + kMB <= a.mg; m0 += kMB) stem_tile<S, kMB, NX>(a, rows, rs, cs, half, src, dst, lanes, m0, st, act);
   if constexpr (kMB > 4)
-    for (; m0 + 4 <= a.mg; m0 += 4) stem_tile<S, 4, NX>(a, rows, rs, cs, half, m0, oy0, vpr, first, st, act);
-  for (; m0 < a.mg; ++m0) stem_tile<S, 1, NX>(a, rows, rs, cs, half, m0, oy0, vpr, first, st, act);
+    for (; m0 + 4 <= a.mg; m0 += 4) stem_tile<S, 4, NX>(a, rows, rs, cs, half, src, dst, lanes, m0, st, act);
+  for (; m0 < a.mg; ++m0) stem_tile<S, 1, NX>(a, rows, rs, cs, half, src, dst, lanes, m0, st, act);
 }
 
 template <class S>
