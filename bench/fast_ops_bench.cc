@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/cpu_features.h"
+#include "core/thread_pool.h"
 #include "kernels/cpu/eltwise/eltwise.h"
 #include "kernels/cpu/norm/norm.h"
 #include "kernels/cpu/pool/pool.h"
@@ -117,8 +118,11 @@ BENCHMARK(BM_LayerNorm)->Arg(0)->Arg(1)->ArgName("fast");
 
 // SqueezeNet's MaxPools, 3x3 stride 2, ceil_mode: [1, 64, 111, 111] -> [1, 64, 55, 55] (shape 0),
 // [1, 128, 55, 55] -> 27 x 27 (1) and [1, 256, 27, 27] -> 13 x 13 (2).
+// threads: 1, or 2 (a pool of two: the worker plus the caller; wall time).
 void BM_MaxPool(benchmark::State& st) {
   const bool fast = st.range(0) != 0;
+  static core::ThreadPool two(2);
+  core::ThreadPool* pool = st.range(2) == 2 ? &two : nullptr;
   const int64_t c[] = {64, 128, 256}, h[] = {111, 55, 27};
   const int64_t i = st.range(1), oh = (h[i] - 3 + 1) / 2 + 1;
   core::Tensor x = rnd({1, c[i], h[i], h[i]}), y = rnd({1, c[i], oh, oh});
@@ -128,11 +132,11 @@ void BM_MaxPool(benchmark::State& st) {
   q.sh = q.sw = 2;
   const cpu::PoolTable* t = cpu::pool_table(core::active_isa());
   loop(st, x.num_elements(), [&] {
-    if (fast) (void)cpu::pool2d_f32(*t, q, x, y, nullptr);
+    if (fast) (void)cpu::pool2d_f32(*t, q, x, y, pool);
     else (void)ref::max_pool(p, x, y, nullptr, false);
   });
 }
-BENCHMARK(BM_MaxPool)->ArgsProduct({{0, 1}, {0, 1, 2}})->ArgNames({"fast", "shape"});
+BENCHMARK(BM_MaxPool)->ArgsProduct({{0, 1}, {0, 1, 2}, {1, 2}})->ArgNames({"fast", "shape", "threads"})->UseRealTime();
 
 // ViT's key transpose [1, 3, 197, 64] -> [1, 3, 64, 197].
 void BM_Transpose(benchmark::State& st) {

@@ -22,9 +22,12 @@ TEST(FastPool, MaxAndAverage2d) {
       {{3, 2}, {3, 1}, {2, 3}, {0, 1, 2, 0}, 0},  {{2, 2}, {3, 3}, {1, 1}, {1, 1, 1, 1}, 1},
       {{7, 7}, {1, 1}, {1, 1}, {0, 0, 0, 0}, 0},
       {{3, 3}, {2, 2}, {2, 2}, {1, 2, 0, 1}, 1},  // stride 2, dilated
+      // 3x3 stride 2 without left padding (the in-register rows): top padding only, bottom padding with ceil_mode
+      {{3, 3}, {2, 2}, {1, 1}, {1, 0, 0, 0}, 0},  {{3, 3}, {2, 2}, {1, 1}, {0, 0, 2, 0}, 1},
   };
   const std::vector<core::Dims> shapes = {{1, 1, 7, 7}, {2, 3, 13, 17}, {1, 4, 8, 40}, {1, 2, 33, 31}, {1, 1, 7, 1},
-                                          {1, 64, 56, 56}, {1, 3, 9, 111}};
+                                          {1, 64, 56, 56}, {1, 3, 9, 111},
+                                          {1, 5, 23, 47},  {1, 2, 6, 35}};
   for (const auto& d : shapes) {
     core::Tensor x = random_f32(d, rng);
     for (const auto& w : windows) {

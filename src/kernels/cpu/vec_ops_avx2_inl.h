@@ -23,6 +23,16 @@ struct VecOps {
     const V e = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
     return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
   }
+  // (a, b)[1, 3, 5, ...]: the odd elements.
+  static KESTREL_VEC_INLINE V odd(V a, V b) {
+    const V o = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0)));
+  }
+  // (a, b)[1, 2, ..., 8]: a shifted down one lane, b's first element last.
+  static KESTREL_VEC_INLINE V next_lane(V a, V b) {
+    const __m256i rot = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 0);
+    return _mm256_blend_ps(_mm256_permutevar8x32_ps(a, rot), _mm256_permutevar8x32_ps(b, rot), 0x80);
+  }
   static KESTREL_VEC_INLINE V rcp(V a) { return _mm256_rcp_ps(a); }  // relative error < 1.5 * 2^-12
   static KESTREL_VEC_INLINE V zero() { return _mm256_setzero_ps(); }
   static KESTREL_VEC_INLINE V set1(float x) { return _mm256_set1_ps(x); }

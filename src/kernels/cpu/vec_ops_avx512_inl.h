@@ -28,6 +28,14 @@ struct VecOps {
   static KESTREL_VEC_INLINE V even(V a, V b) {
     return _mm512_permutex2var_ps(a, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), b);
   }
+  // (a, b)[1, 3, 5, ...]: the odd elements.
+  static KESTREL_VEC_INLINE V odd(V a, V b) {
+    return _mm512_permutex2var_ps(a, _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31), b);
+  }
+  // (a, b)[1, 2, ..., 16]: a shifted down one lane, b's first element last.
+  static KESTREL_VEC_INLINE V next_lane(V a, V b) {
+    return _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(b), _mm512_castps_si512(a), 1));
+  }
   static KESTREL_VEC_INLINE V rcp(V a) { return _mm512_rcp14_ps(a); }  // relative error < 2^-14
   static KESTREL_VEC_INLINE V zero() { return _mm512_setzero_ps(); }
   static KESTREL_VEC_INLINE V set1(float x) { return _mm512_set1_ps(x); }

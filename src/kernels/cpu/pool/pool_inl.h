@@ -153,8 +153,51 @@ void pool_rows(const Pool2dParams& p, const float* x, int64_t h, int64_t w, floa
   }
 }
 
+// MaxPool 3x3 stride 2, one output row whose window rows r0..r2 and columns [0, 2 ow + 1) lie inside the plane
+// (w wide), in registers: the vertical maxima V of input columns [2c, 2c + 2W) give taps 0 and 1 of outputs
+// [c, c + W) as their even and odd elements (E, O), and tap 2 is E shifted by one lane with the next vector's
+// first even element. Loads past w are masked (those lanes feed only outputs past ow).
+void max3x3s2_row(const float* r0, const float* r1, const float* r2, int64_t w, float* out, int64_t ow) {
+  auto vmax = [&](int64_t col) {
+    if (col + kW <= w) return S::max(S::max(S::load(r0 + col), S::load(r1 + col)), S::load(r2 + col));
+    const int n = static_cast<int>(std::clamp<int64_t>(w - col, 0, kW));
+    return S::max(S::max(S::load_n(r0 + col, n), S::load_n(r1 + col, n)), S::load_n(r2 + col, n));
+  };
+  V v0 = vmax(0), v1 = vmax(kW);
+  V e = S::even(v0, v1), o = S::odd(v0, v1);
+  for (int64_t c = 0; c < ow; c += kW) {
+    const int64_t next = 2 * (c + kW);
+    v0 = vmax(next);
+    v1 = vmax(next + kW);
+    const V en = S::even(v0, v1), on = S::odd(v0, v1);
+    const V m = S::max(S::max(e, o), S::next_lane(e, en));
+    if (c + kW <= ow) {
+      S::store(out + c, m);
+    } else {
+      S::store_n(out + c, m, static_cast<int>(ow - c));
+    }
+    e = en;
+    o = on;
+  }
+}
+
 void pool_plane(const Pool2dParams& p, const float* x, int64_t h, int64_t w, float* y, int64_t oh, int64_t ow,
                 float* buf, int64_t row_len, int64_t chunk_rows) {
+  // 3x3 stride-2 MaxPool without left padding (SqueezeNet's, and the pooled stem's): the rows whose windows lie
+  // inside the plane in registers, about a third of the buffered path's instructions per output vector (the
+  // rest, e.g. a ceil_mode row past the bottom, through the buffered path below).
+  if (p.is_max && p.kh == 3 && p.kw == 3 && p.sh == 2 && p.sw == 2 && p.dh == 1 && p.dw == 1 && p.pad_left == 0 &&
+      2 * (ow - 1) + 3 <= w) {
+    for (int64_t r = 0; r < oh; ++r) {
+      const int64_t ih0 = 2 * r - p.pad_top;
+      if (ih0 >= 0 && ih0 + 3 <= h) {
+        max3x3s2_row(x + ih0 * w, x + (ih0 + 1) * w, x + (ih0 + 2) * w, w, y + r * ow, ow);
+      } else {
+        pool_rows<true, 3>(p, x, h, w, y, ow, r, r + 1, buf, row_len);
+      }
+    }
+    return;
+  }
   for (int64_t r0 = 0; r0 < oh; r0 += chunk_rows) {
     const int64_t r1 = std::min(oh, r0 + chunk_rows);
     // 3x3 windows without dilation (the CNNs' pools): window loops unrolled.
