@@ -14,8 +14,8 @@ namespace {
 struct VecOps {
   using V = float;
   static constexpr int kWidth = 1;
-  static KESTREL_VEC_INLINE V even(V a, V) { return a; }  // (a, b)[0, 2, 4, ...]
-  static KESTREL_VEC_INLINE V odd(V, V b) { return b; }   // (a, b)[1, 3, 5, ...]
+  static KESTREL_VEC_INLINE V even(V a, V) { return a; }       // (a, b)[0, 2, 4, ...]
+  static KESTREL_VEC_INLINE V odd(V, V b) { return b; }        // (a, b)[1, 3, 5, ...]
   static KESTREL_VEC_INLINE V next_lane(V, V b) { return b; }  // (a, b)[1, ..., W]
   static KESTREL_VEC_INLINE V zero() { return 0.f; }
   static KESTREL_VEC_INLINE V set1(float x) { return x; }

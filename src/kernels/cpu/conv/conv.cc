@@ -116,8 +116,9 @@ float* thread_scratch(int64_t floats, int slot = 0) {
 }
 
 // dst[0, n) = src[0, n), the 16-byte-aligned middle with non-temporal stores (SSE's movntps, on every x86-64
-// CPU), then a fence unless `fence` is false (the caller fences after its last copy); elsewhere a plain copy. For outputs whose lines the other core may still hold: a
-// non-temporal store does not wait for that copy to be invalidated (docs/architecture.md).
+// CPU), then a fence unless `fence` is false (the caller fences after its last copy); elsewhere a plain copy.
+// For outputs whose lines the other core may still hold: a non-temporal store does not wait for that copy to
+// be invalidated (docs/architecture.md, "What a line costs").
 void copy_streaming(float* dst, const float* src, int64_t n, bool fence = true) {
 #if defined(__x86_64__) || defined(_M_X64)
   int64_t i = 0;
