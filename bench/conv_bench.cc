@@ -26,14 +26,15 @@ core::Tensor rnd(core::Dims d) {
 }
 
 // Args: C (input channels), M (output channels), H (= W, input), K, stride, group, act (GemmActivation).
-void run_conv(benchmark::State& st, bool allow_winograd, core::ThreadPool* pool = nullptr) {
+// plane_hint: tell the kernel the plane size at creation, as a session does for static shapes.
+void run_conv(benchmark::State& st, bool allow_winograd, core::ThreadPool* pool = nullptr, bool plane_hint = true) {
   const int64_t c = st.range(0), m = st.range(1), h = st.range(2), k = st.range(3), s = st.range(4),
                 g = st.range(5);
   cpu::FusedActivation act;
   act.kind = static_cast<cpu::GemmActivation>(st.range(6));
   const int64_t pad = k / 2, oh = (h + 2 * pad - k) / s + 1;
   core::Tensor x = rnd({1, c, h, h}), w = rnd({m, c / g, k, k}), b = rnd({m}), y = rnd({1, m, oh, oh});
-  auto fc = cpu::FastConv::create(w, g, act, core::active_isa(), allow_winograd);
+  auto fc = cpu::FastConv::create(w, g, act, core::active_isa(), allow_winograd, plane_hint ? h * h : 0);
   if (!fc.is_ok()) {
     st.SkipWithError(fc.status().to_string().c_str());
     return;
@@ -51,6 +52,10 @@ void run_conv(benchmark::State& st, bool allow_winograd, core::ThreadPool* pool 
 
 void BM_Conv(benchmark::State& st) { run_conv(st, true); }
 void BM_ConvNoWinograd(benchmark::State& st) { run_conv(st, false); }
+// Without the plane size at creation: pointwise convs on small planes keep the plain GEMM.
+void BM_ConvNoHint(benchmark::State& st) {
+  run_conv(st, true, nullptr, false);
+}
 // Two threads (the pool's worker plus the caller); wall time is what matters here.
 void BM_Conv2T(benchmark::State& st) {
   static core::ThreadPool pool(2);
@@ -74,6 +79,12 @@ BENCHMARK(BM_Conv)->Args({3, 32, 224, 3, 2, 1, 1})->Args({3, 64, 224, 3, 2, 1, 1
 #define PW(C, M, H) ->Args({C, M, H, 1, 1, 1, 1})
 BENCHMARK(BM_Conv) PW(16, 96, 112) PW(24, 144, 56) PW(144, 24, 56) PW(32, 192, 28) PW(64, 384, 14) PW(160, 960, 7)
     PW(320, 1280, 7) PW(64, 16, 55);
+// Pointwise on 7x7 (MnasNet, RegNet, MobileNetV2): the transposed GEMM (output channels in the lanes) against the
+// plain one; and at 2 threads.
+#define PW7 PW(1152, 192, 7) PW(192, 1152, 7) PW(1152, 320, 7) PW(400, 400, 7) PW(160, 960, 7) PW(960, 160, 7)
+BENCHMARK(BM_Conv) PW7;
+BENCHMARK(BM_ConvNoHint) PW7;
+BENCHMARK(BM_Conv2T) PW7;
 // Grouped 3x3 (RegNet-X 400MF, group width 16).
 BENCHMARK(BM_Conv)->Args({64, 64, 56, 3, 1, 4, 1})->Args({160, 160, 28, 3, 1, 10, 1})->Args({400, 400, 14, 3, 1, 25, 1})
     ->Args({400, 400, 7, 3, 1, 25, 1});

@@ -61,8 +61,9 @@ int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
 
 class FastConvTest : public ::testing::TestWithParam<Isa> {};
 
+// plane_hint: the plane size FastConv::create is told (0: unknown).
 void check(const ConvCase& cc, Isa isa, const FusedActivation& act, bool residual, bool with_bias,
-           core::ThreadPool* pool, std::mt19937& rng) {
+           core::ThreadPool* pool, std::mt19937& rng, int64_t plane_hint = 0) {
   const int64_t oh = cc.one_d ? 1 : out_size(cc.h, cc.kh, cc.stride, cc.pad, cc.dilation);
   const int64_t ow = out_size(cc.w, cc.kw, cc.stride, cc.pad, cc.dilation);
   const Dims xd = cc.one_d ? Dims{cc.n, cc.c, cc.w} : Dims{cc.n, cc.c, cc.h, cc.w};
@@ -82,8 +83,11 @@ void check(const ConvCase& cc, Isa isa, const FusedActivation& act, bool residua
     double v = want.data<float>()[i] + (residual ? z.data<float>()[i] : 0.f);
     want.data<float>()[i] = static_cast<float>(act_ref(act, v));
   }
-  auto fc = FastConv::create(w, cc.group, act, isa);
+  auto fc = FastConv::create(w, cc.group, act, isa, true, plane_hint);
   ASSERT_TRUE(fc.is_ok()) << fc.status().to_string();
+  const int64_t plane = oh * ow, tmax = FastConv::kPointwiseTransposedMaxPlane;
+  EXPECT_EQ(fc->pointwise_transposed(plane), cc.path == FastConv::Path::kPointwise && cc.group == 1 && plane_hint > 0 &&
+                                                 plane_hint <= tmax && plane <= tmax);
   // kGrouped: the direct grouped path when the ISA's vector width divides both group widths.
   const int64_t width = isa == Isa::kScalar ? 1 : isa == Isa::kAvx2 ? 8 : 16;
   const bool grouped = (cc.c / cc.group) % width == 0 && (cc.m / cc.group) % width == 0;
@@ -205,6 +209,35 @@ TEST_P(FastConvTest, FusedEpilogues) {
         SCOPED_TRACE(i);
         check(cc, GetParam(), a, residual, true, i % 3 == 0 ? &pool : nullptr, rng);
       }
+}
+
+// Pointwise convs told their plane size at creation: on small planes C^T = X^T W^T, then a transpose with the
+// epilogue. Random channel counts around the vector and GEMM tile widths, planes of 1 to 64 pixels (2-D and 1-D),
+// batches, every activation, residual, bias or none, 1 and 2 threads; then kernels told a small plane but run on
+// a larger one (the plain GEMM over the unpacked weights), and told a large one (packed as before).
+TEST_P(FastConvTest, TransposedPointwise) {
+  KESTREL_SKIP_IF_ISA_MISSING(GetParam());
+  std::mt19937 rng(53);
+  core::ThreadPool pool(2);
+  const FusedActivation acts[] = {
+      {GemmActivation::kNone, 0, 0},      {GemmActivation::kRelu, 0, 0},
+      {GemmActivation::kClip, 0.f, 0.5f}, {GemmActivation::kLeakyRelu, 0.1f, 0},
+      {GemmActivation::kSigmoid, 0, 0},   {GemmActivation::kHardSigmoid, 0.2f, 0.5f},
+      {GemmActivation::kHardSwish, 0, 0}, {GemmActivation::kSilu, 0, 0},
+      {GemmActivation::kGelu, 0, 0},      {GemmActivation::kTanh, 0, 0},
+  };
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int i = 0; i < 80; ++i) {
+    const bool one_d = i % 7 == 0;
+    const int64_t h = one_d ? 1 : pick(1, 8), w = one_d ? pick(1, 64) : pick(1, 64 / h);
+    const int64_t m = i % 5 == 0 ? pick(100, 300) : pick(1, 70);
+    const ConvCase cc{pick(1, 2), pick(1, 80), h, w, m, 1, 1, 1, 1, 0, 1, P::kPointwise, one_d};
+    SCOPED_TRACE(core::str_cat("case ", i, ": n ", cc.n, " c ", cc.c, " h ", h, " w ", w, " m ", m));
+    check(cc, GetParam(), acts[i % 10], i % 2 == 1, i % 3 != 0, i % 4 < 2 ? &pool : nullptr, rng, h * w);
+  }
+  check({2, 24, 12, 12, 40, 1, 1, 1, 1, 0, 1, P::kPointwise}, GetParam(), acts[2], true, true, nullptr, rng, 49);
+  check({1, 24, 12, 12, 40, 1, 1, 1, 1, 0, 1, P::kPointwise}, GetParam(), acts[1], false, true, &pool, rng, 49);
+  check({1, 24, 7, 7, 40, 1, 1, 1, 1, 0, 1, P::kPointwise}, GetParam(), acts[1], true, true, nullptr, rng, 144);
 }
 
 // The 2-thread task splits (Winograd chunks and output-channel ranges, im2col strips) with every

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/cpu_features.h"
+#include "core/str_util.h"
 #include "core/thread_pool.h"
 
 namespace kestrel::kernels::cpu {
@@ -498,6 +499,44 @@ TEST_P(SgemmIsaTest, PackedARowSlices) {
   }
   EXPECT_FALSE(pa->slice_rows(0, m + 1).is_ok());
   EXPECT_FALSE(pa->slice_rows(mr, 0).is_ok());
+}
+
+// A column slice of a packed B (what the transposed pointwise conv hands each thread) multiplies like those
+// columns of the whole matrix; small M (its own path) included; misaligned or out-of-range slices are errors.
+TEST_P(SgemmIsaTest, PackedBColumnSlices) {
+  std::mt19937 rng(79);
+  const int64_t n = 83, k = 37;
+  const std::vector<float> b = random_vector(static_cast<size_t>(n * k), rng);
+  auto pb = pack_b(k, n, b.data(), k, true, GetParam());  // stored [n, k], as conv weights
+  ASSERT_TRUE(pb.is_ok());
+  const int64_t nr = pb->nr();
+  SgemmContext ctx{nullptr, GetParam()};
+  for (int64_t m : {int64_t{3}, int64_t{49}}) {
+    const std::vector<float> a = random_vector(static_cast<size_t>(m * k), rng);
+    std::vector<float> full(static_cast<size_t>(m * n));
+    ASSERT_TRUE(sgemm(m, n, k, 1.f, SgemmA(a.data(), k), SgemmB(*pb), 0.f, full.data(), n, {}, ctx).is_ok());
+    for (int64_t n0 = 0; n0 < n; n0 += nr) {
+      for (int64_t n1 : {std::min(n, n0 + nr), std::min(n, n0 + 2 * nr + 5), n}) {
+        SCOPED_TRACE(core::str_cat("m ", m, " columns ", n0, "..", n1));
+        auto s = pb->slice_cols(n0, n1);
+        ASSERT_TRUE(s.is_ok()) << s.status().message();
+        EXPECT_EQ(s->n(), n1 - n0);
+        std::vector<float> part(static_cast<size_t>(m * (n1 - n0)), -1.f);
+        ASSERT_TRUE(
+            sgemm(m, n1 - n0, k, 1.f, SgemmA(a.data(), k), SgemmB(*s), 0.f, part.data(), n1 - n0, {}, ctx).is_ok());
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n1 - n0; ++j) {
+            const float want = full[static_cast<size_t>(i * n + n0 + j)];
+            ASSERT_NEAR(part[static_cast<size_t>(i * (n1 - n0) + j)], want, 1e-5f * (1.f + std::fabs(want)));
+          }
+      }
+    }
+  }
+  if (nr > 1) {
+    EXPECT_FALSE(pb->slice_cols(1, n).is_ok());  // not at a sliver boundary
+  }
+  EXPECT_FALSE(pb->slice_cols(0, n + 1).is_ok());
+  EXPECT_FALSE(pb->slice_cols(nr, 0).is_ok());
 }
 
 // M <= 4 against pre-packed B takes its own path (one pass over the slivers, no MR-row tile).

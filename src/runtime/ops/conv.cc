@@ -127,7 +127,18 @@ Result<std::optional<cpu::FastConv>> make_fast_conv(const KernelCreateInfo& info
   if (!w || w->dtype() != core::DType::kF32 || w->rank() != static_cast<int64_t>(b.window.spatial()) + 2 ||
       w->dim(0) % b.group != 0)
     return std::optional<cpu::FastConv>();
-  KESTREL_ASSIGN_OR_RETURN(cpu::FastConv c, cpu::FastConv::create(*w, b.group, act, info.options.isa));
+  // The input's plane size when the load-time shapes know it (the kernel packs for it; other sizes still run).
+  int64_t plane = 0;
+  const ir::ValueType* xt = info.input_types.empty() ? nullptr : info.input_types[0];
+  if (xt && xt->shape.rank() == w->rank()) {
+    plane = 1;
+    for (int64_t i = 2; i < xt->shape.rank() && plane > 0; ++i) {
+      const ir::Dim& d = xt->shape[i];
+      plane = d.known() && d.value <= core::kMaxElements / plane ? plane * d.value : 0;  // 0: unknown or huge
+    }
+  }
+  KESTREL_ASSIGN_OR_RETURN(cpu::FastConv c,
+                           cpu::FastConv::create(*w, b.group, act, info.options.isa, /*allow_winograd=*/true, plane));
   return std::optional<cpu::FastConv>(std::move(c));
 }
 

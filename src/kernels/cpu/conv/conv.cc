@@ -85,6 +85,23 @@ Im2colFn im2col_fn(core::Isa isa) {
   return nullptr;
 }
 
+TransposeOutFn transpose_out_fn(core::Isa isa) {
+  switch (isa) {
+    case core::Isa::kScalar:
+      return transpose_out_fn_scalar();
+#if defined(__x86_64__) || defined(_M_X64)
+    case core::Isa::kAvx2:
+      return transpose_out_fn_avx2();
+    case core::Isa::kAvx512:
+      return transpose_out_fn_avx512();
+#else
+    default:
+      return nullptr;
+#endif
+  }
+  return nullptr;
+}
+
 SoftmaxRowsFn softmax_rows_fn(core::Isa isa) {
   switch (isa) {
     case core::Isa::kScalar:
@@ -176,7 +193,7 @@ struct FastConv::Geometry {
 };
 
 Result<FastConv> FastConv::create(const Tensor& w, int64_t group, FusedActivation act, core::Isa isa,
-                                  bool allow_winograd) {
+                                  bool allow_winograd, int64_t plane_hint) {
   if (w.dtype() != core::DType::kF32 || (w.rank() != 3 && w.rank() != 4))
     return core::unsupported(str_cat("fast conv: weights must be f32 of rank 3 or 4, are ", w.type_string()));
   if (group < 1 || w.dim(0) % group != 0)
@@ -249,6 +266,13 @@ Result<FastConv> FastConv::create(const Tensor& w, int64_t group, FusedActivatio
               (*c.w_)[(m * c.cg_ + ci) * taps + t];
     c.gp_width_ = width;
     c.gp_packed_ = std::move(packed);
+  }
+  // Pointwise on a small plane (known at creation): W^T packed as GEMM B for C^T = X^T W^T; then only
+  // planes of other sizes (dynamic shapes) use W itself, unpacked.
+  if (group == 1 && kdim == c.cg_ && plane_hint > 0 && plane_hint <= kPointwiseTransposedMaxPlane &&
+      conv_detail::transpose_out_fn(isa)) {
+    KESTREL_ASSIGN_OR_RETURN(c.pointwise_t_, pack_b(c.cg_, c.m_, c.w_->data(), c.cg_, true, isa));
+    return c;
   }
   // Grouped weights stay row-major: the groups run as one batched GEMM with strided A.
   if (group == 1) {
@@ -375,6 +399,7 @@ Status FastConv::run_pointwise(const Geometry& g, const float* x, const float* b
   ep.activation = act_.kind;
   ep.act_alpha = act_.alpha;
   ep.act_beta = act_.beta;
+  if (pointwise_transposed(hw)) return run_pointwise_transposed(g, x, bias, z, y, pool);
   if (group_ == 1) {
     // One GEMM per image, batched over images, sharing the packed weights.
     if (bias) {
@@ -390,7 +415,8 @@ Status FastConv::run_pointwise(const Geometry& g, const float* x, const float* b
       ep.ldr = hw;
       batch.stride_residual = m_ * hw;
     }
-    return sgemm_batched(mg, hw, cg_, 1.f, SgemmA(packed_[0]), SgemmB(x, hw), 0.f, y, hw, batch, ep, ctx);
+    const SgemmA a = packed_.empty() ? SgemmA(w_->data(), cg_) : SgemmA(packed_[0]);
+    return sgemm_batched(mg, hw, cg_, 1.f, a, SgemmB(x, hw), 0.f, y, hw, batch, ep, ctx);
   }
   // Groups: per image, one batched GEMM over the groups (bias written into Y first, as in im2col).
   for (int64_t n = 0; n < g.n; ++n) {
@@ -414,6 +440,48 @@ Status FastConv::run_pointwise(const Geometry& g, const float* x, const float* b
     KESTREL_RETURN_IF_ERROR(sgemm_batched(mg, hw, cg_, 1.f, SgemmA(w_->data(), cg_), SgemmB(x + n * g.c * hw, hw), beta,
                                           yn, hw, batch, e, ctx));
   }
+  return Status::ok();
+}
+
+// Per image: C^T [hw, M] = X^T W^T into scratch (M in the vector lanes: a 7x7 plane fills 49 of 64
+// lanes when the pixels are), then transposed to NCHW with bias, residual and activation. With
+// threads, each takes a range of output channels through both steps, so no core reads the other's
+// scratch (docs/architecture.md, "What a line costs"); each packs X^T itself.
+Status FastConv::run_pointwise_transposed(const Geometry& g, const float* x, const float* bias, const float* z,
+                                          float* y, core::ThreadPool* pool) const {
+  const int64_t hw = g.oh * g.ow, unit = pointwise_t_.nr(), units = (m_ + unit - 1) / unit;
+  const int64_t tasks = std::min<int64_t>(pool ? pool->num_threads() : 1, units);
+  const conv_detail::TransposeOutFn out = conv_detail::transpose_out_fn(isa_);
+  std::atomic<bool> failed{false};
+  for (int64_t n = 0; n < g.n && !failed.load(); ++n) {
+    conv_detail::TransposeOutArgs a;
+    a.pixels = hw;
+    a.bias = bias;
+    a.residual = z ? z + n * m_ * hw : nullptr;
+    a.y = y + n * m_ * hw;
+    a.activation = act_.kind;
+    a.act_alpha = act_.alpha;
+    a.act_beta = act_.beta;
+    core::parallel_for(pool, tasks, 1, [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) {
+        const int64_t n0 = units * t / tasks * unit, n1 = std::min(m_, units * (t + 1) / tasks * unit);
+        float* ct = thread_scratch(hw * (n1 - n0), 1);
+        Result<PackedB> slice = pointwise_t_.slice_cols(n0, n1);
+        if (!ct || !slice.is_ok() ||
+            !sgemm(hw, n1 - n0, cg_, 1.f, SgemmA(x + n * cg_ * hw, hw, true), SgemmB(*slice), 0.f, ct, n1 - n0, {},
+                   SgemmContext{nullptr, isa_})
+                 .is_ok()) {
+          failed.store(true);
+          return;
+        }
+        conv_detail::TransposeOutArgs at = a;
+        at.ct = ct;
+        at.ldc = n1 - n0;
+        out(at, n0, n1);
+      }
+    });
+  }
+  if (failed.load()) return Status(core::StatusCode::kOutOfMemory, "conv: pointwise scratch or GEMM failed");
   return Status::ok();
 }
 

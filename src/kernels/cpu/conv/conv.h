@@ -26,8 +26,10 @@ class FastConv {
  public:
   // w: [M, C/group, KH, KW] or [M, C/group, KW], f32 (copied / packed here).
   // allow_winograd: false keeps 3x3 stride-1 convs on im2col + GEMM (tests, benchmarks).
+  // plane_hint: the input's spatial size (product) when known at creation, else 0; pointwise convs
+  // on planes up to kPointwiseTransposedMaxPlane then pack their weights for the transposed GEMM.
   static Result<FastConv> create(const Tensor& w, int64_t group, FusedActivation act, core::Isa isa,
-                                 bool allow_winograd = true);
+                                 bool allow_winograd = true, int64_t plane_hint = 0);
 
   // p: strides, dilations, begin pads per spatial axis (the output size is y's). x: [N, C, ...],
   // bias: [M] or null, z: y's shape or null, y: [N, M, ...].
@@ -54,6 +56,9 @@ class FastConv {
   // this many floats (L2), when a strip has at least kIm2colMinStripColumns outputs (GEMM N).
   static constexpr int64_t kIm2colStripFloats = 1 << 16;
   static constexpr int64_t kIm2colMinStripColumns = 256;
+  // 1x1 stride-1 convs on planes up to this size run as C^T = X^T W^T (output channels in the
+  // vector lanes) and a transpose: 7x7 planes fill 49 of 64 lanes when the pixels are in them.
+  static constexpr int64_t kPointwiseTransposedMaxPlane = 64;
   static constexpr int64_t kStemMaxChannels = 4;  // 3x3 stride 2 with at most this many input channels: direct
   // With threads, the direct depthwise and stem kernels write outputs of at least this many bytes
   // with non-temporal stores (conv_detail::DepthwiseBlockArgs::stream): mnasnet at 2 threads, per
@@ -62,6 +67,10 @@ class FastConv {
   // stores.
   static constexpr int64_t kStreamOutputBytes = int64_t{1} << 20;
   Path path_for(const ref::ConvParams& p) const;
+  // Whether the pointwise path runs transposed (C^T = X^T W^T) on a plane of this many pixels.
+  bool pointwise_transposed(int64_t plane) const {
+    return group_ == 1 && !pointwise_t_.empty() && plane <= kPointwiseTransposedMaxPlane;
+  }
   const char* path_name(const ref::ConvParams& p) const;
 
  private:
@@ -70,6 +79,8 @@ class FastConv {
                        Geometry* g) const;
   Status run_pointwise(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
                        core::ThreadPool* pool) const;
+  Status run_pointwise_transposed(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
+                                  core::ThreadPool* pool) const;
   Status run_depthwise(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
                        core::ThreadPool* pool) const;
   Status run_grouped(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
@@ -89,6 +100,7 @@ class FastConv {
   std::shared_ptr<const std::vector<float>> w_;  // [M, Cg*KH*KW]
   bool depthwise_shaped_ = false;                // one 3x3 / 5x5 filter per channel
   std::vector<PackedA> packed_;                  // group == 1: the weights packed as GEMM A
+  PackedB pointwise_t_;                          // pointwise on a small plane: W^T packed as GEMM B
   int dw_width_ = 1;                             // depthwise: channels per block of dw_packed_
   std::shared_ptr<const std::vector<float>> dw_packed_;  // depthwise: [ceil(M / width)][k * k][width]
   std::vector<PackedA> winograd_;                        // F(2x2, 3x3): the 16 transformed [M, C] weights

@@ -101,6 +101,24 @@ Im2colFn im2col_fn_scalar();
 Im2colFn im2col_fn_avx2();
 Im2colFn im2col_fn_avx512();
 
+// Pointwise convs on small planes run as C^T = X^T W^T, output channels in the vector lanes (conv.h):
+// this writes y[c][p] = act(ct[p * ldc + c - c0] + bias[c] + residual[c][p]) for channels [c0, c1) (c0 a
+// multiple of the vector width) and pixels [0, pixels), W x W blocks transposed in registers.
+struct TransposeOutArgs {
+  const float* ct = nullptr;  // [pixels, ldc], channels from c0
+  int64_t ldc = 0, pixels = 0;
+  const float* bias = nullptr;      // [C] or null
+  const float* residual = nullptr;  // [C, pixels] or null
+  float* y = nullptr;               // [C, pixels]
+  GemmActivation activation = GemmActivation::kNone;
+  float act_alpha = 0.f, act_beta = 0.f;
+};
+using TransposeOutFn = void (*)(const TransposeOutArgs& a, int64_t c0, int64_t c1);
+TransposeOutFn transpose_out_fn(core::Isa isa);
+TransposeOutFn transpose_out_fn_scalar();
+TransposeOutFn transpose_out_fn_avx2();
+TransposeOutFn transpose_out_fn_avx512();
+
 // Softmax over each of `rows` rows of n floats (row stride ld), in place: exp(x - max) / sum. A
 // row whose maximum is -inf becomes NaN (as Softmax). Used by the fast attention kernel; here for
 // the same reason as im2col (the per-ISA vector traits and exp live in these units).

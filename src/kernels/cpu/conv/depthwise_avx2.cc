@@ -88,6 +88,9 @@ WinogradKernels winograd_kernels_avx2() {
 Im2colFn im2col_fn_avx2() {
   return &im2col_rows<Avx2Ops>;
 }
+TransposeOutFn transpose_out_fn_avx2() {
+  return &transpose_out<Avx2Ops>;
+}
 SoftmaxRowsFn softmax_rows_fn_avx2() {
   return &softmax_rows<Avx2Ops>;
 }

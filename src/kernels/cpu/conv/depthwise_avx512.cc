@@ -88,6 +88,9 @@ WinogradKernels winograd_kernels_avx512() {
 Im2colFn im2col_fn_avx512() {
   return &im2col_rows<Avx512Ops>;
 }
+TransposeOutFn transpose_out_fn_avx512() {
+  return &transpose_out<Avx512Ops>;
+}
 SoftmaxRowsFn softmax_rows_fn_avx512() {
   return &softmax_rows<Avx512Ops>;
 }

@@ -182,6 +182,37 @@ void unpack_out(const DepthwiseBlockArgs& a, const float* out, int64_t count, in
   }
 }
 
+// transpose_out (depthwise.h): per block of W channels, W pixels at a time (rows past `pixels` are not read).
+template <class S>
+void transpose_out(const TransposeOutArgs& a, int64_t c0, int64_t c1) {
+  using V = typename S::V;
+  constexpr int W = S::kWidth;
+  with_activation<S>(a.activation, a.act_alpha, a.act_beta, [&](auto act) {
+    V v[W];
+    for (int64_t cb = c0; cb < c1; cb += W) {
+      const int nc = c1 - cb < W ? static_cast<int>(c1 - cb) : W;
+      for (int64_t p = 0; p < a.pixels; p += W) {
+        const int n = a.pixels - p < W ? static_cast<int>(a.pixels - p) : W;
+        const float* src = a.ct + p * a.ldc + (cb - c0);
+        for (int q = 0; q < W; ++q)
+          v[q] = q >= n ? S::zero() : nc == W ? S::load(src + q * a.ldc) : S::load_n(src + q * a.ldc, nc);
+        S::transpose(v);
+        for (int l = 0; l < nc; ++l) {
+          const int64_t at = (cb + l) * a.pixels + p;
+          V r = a.bias ? S::add(v[l], S::set1(a.bias[cb + l])) : v[l];
+          if (n == W) {
+            if (a.residual) r = S::add(r, S::load(a.residual + at));
+            S::store(a.y + at, act(r));
+          } else {
+            if (a.residual) r = S::add(r, S::load_n(a.residual + at, n));
+            S::store_n(a.y + at, act(r), n);
+          }
+        }
+      }
+    }
+  });
+}
+
 // Plane-direct depthwise for planes at least a vector wide: each channel's input rows are copied zero-padded into the
 // scratch (stride 2: split into even and odd columns, so every tap of W consecutive outputs is one contiguous load),
 // and W outputs of one row are one vector. No transposes in or out, and the epilogue runs on the accumulators; only

@@ -57,6 +57,9 @@ WinogradKernels winograd_kernels_scalar() {
 Im2colFn im2col_fn_scalar() {
   return &im2col_rows<ScalarOps>;
 }
+TransposeOutFn transpose_out_fn_scalar() {
+  return &transpose_out<ScalarOps>;
+}
 SoftmaxRowsFn softmax_rows_fn_scalar() {
   return &softmax_rows<ScalarOps>;
 }

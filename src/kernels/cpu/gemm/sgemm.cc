@@ -439,9 +439,21 @@ Result<PackedB> pack_b(int64_t k, int64_t n, const float* b, int64_t ldb, bool t
   p.data_ = dst;
   p.k_ = k;
   p.n_ = n;
+  p.nr_ = t->nr;
   p.bytes_ = static_cast<size_t>(floats) * 4;
   p.isa_ = t->isa;
   return p;
+}
+
+Result<PackedB> PackedB::slice_cols(int64_t n0, int64_t n1) const {
+  if (n0 < 0 || n1 < n0 || n1 > n_ || n0 % nr_ != 0)
+    return core::invalid_argument(
+        core::str_cat("PackedB::slice_cols: columns [", n0, ", ", n1, ") of ", n_, " (tile width ", nr_, ")"));
+  PackedB s = *this;
+  s.data_ = data_ + (n0 / nr_) * k_ * nr_;
+  s.n_ = n1 - n0;
+  s.bytes_ = static_cast<size_t>((n1 - n0 + nr_ - 1) / nr_ * nr_ * k_) * 4;
+  return s;
 }
 
 Status sgemm(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA& a, const SgemmB& b, float beta, float* c,

@@ -88,12 +88,18 @@ class PackedB {
   bool empty() const { return data_ == nullptr; }
   const float* data() const { return data_; }
   size_t bytes() const { return bytes_; }
+  // Columns per packed sliver (the micro-kernel's tile width).
+  int nr() const { return nr_; }
+  // Columns [n0, n1) as a packed matrix of their own, sharing this one's storage (no copy, no
+  // allocation); n0 must be a multiple of `nr()`.
+  Result<PackedB> slice_cols(int64_t n0, int64_t n1) const;
 
  private:
   friend Result<PackedB> pack_b(int64_t, int64_t, const float*, int64_t, bool, std::optional<core::Isa>);
   std::shared_ptr<void> storage_;
   const float* data_ = nullptr;
   int64_t k_ = 0, n_ = 0;
+  int nr_ = 1;
   size_t bytes_ = 0;
   core::Isa isa_ = core::Isa::kScalar;
 };
