@@ -56,6 +56,11 @@ int64_t depthwise_block_scratch_floats(int64_t rows_out, int64_t ow, int k, int 
 constexpr bool depthwise_runs_direct(int stride, int64_t ow, int width) {
   return width >= 8 && stride == 1 && ow >= 6 * width;
 }
+// Plane-direct planes up to this size are copied zero-padded to scratch (dw_direct_channel); larger ones are read
+// straight from the input with masked loads at the edges (dw_s1_channel): a copy that does not fit L1 goes through
+// L2 twice. kestrel_conv_bench, alternating runs: 32 ch at 112 (50 KiB planes) AVX-512 125-131 -> 113-117 us, AVX2
+// 151 -> 139; AVX2's 56-wide planes (12.5 KiB) were slower read from the input (SiLU 361 -> 405 us).
+constexpr int64_t kDirectCopyMaxPlaneBytes = int64_t{32} << 10;
 // Scratch of the plane-direct path: one channel's zero-padded input rows for rows_out output rows.
 int64_t depthwise_direct_scratch_floats(int64_t rows_out, int64_t ow, int k, int width);
 

@@ -215,8 +215,9 @@ void transpose_out(const TransposeOutArgs& a, int64_t c0, int64_t c1) {
 
 // Plane-direct depthwise for planes at least a vector wide: each channel's input rows are copied zero-padded into the
 // scratch (stride 2: split into even and odd columns, so every tap of W consecutive outputs is one contiguous load),
-// and W outputs of one row are one vector. No transposes in or out, and the epilogue runs on the accumulators; only
-// the last vector of a row has idle lanes.
+// or, for planes past kDirectCopyMaxPlaneBytes, read in place (dw_s1_channel), and W outputs of one row are one
+// vector. No transposes in or out, and the epilogue runs on the accumulators; only the last vector of a row has idle
+// lanes.
 constexpr int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 // NR output rows x NX vectors at column ox0: acc += w[tap] * row[(r * s + ky) * rs + col(kx) + ox0 + i * W], where
@@ -317,17 +318,118 @@ void dw_direct_channel(const DepthwiseBlockArgs& a, int64_t ch, const float* wk,
                               y + oy * a.ow, a.ow, st, act);
 }
 
+// Stride-1 plane-direct rows read straight from the input plane (no scratch copy): NR output rows x NX vectors at
+// column ox0; tap (ky, kx) of output row r reads input row rows[r + ky] (null: a padding row) at columns
+// ox0 + kx - pad_left + i. kInside: every column read is inside the plane (plain loads), else masked ones.
+template <class S>
+inline typename S::V load_padded(const float* xr, int64_t iw, int64_t col) {
+  constexpr int W = S::kWidth;
+  if (col >= 0 && col + W <= iw) return S::load(xr + col);
+  if (col + W <= 0 || col >= iw) return S::zero();
+  const int lo = col < 0 ? static_cast<int>(-col) : 0, hi = col + W > iw ? static_cast<int>(iw - col) : W;
+  return S::load_lanes(xr + col, lo, hi);  // lanes outside [lo, hi) are never read
+}
+
+template <class S, int K, int NR, int NX, bool kInside, class St, class F>
+inline void dw_s1_tile(const float* const* rows, int64_t iw, int64_t pl, const float* wk, float bias, int64_t ox0,
+                       int64_t ow, const float* res, float* y, St stream, F act) {
+  using V = typename S::V;
+  constexpr int W = S::kWidth;
+  V acc[NR][NX];
+  for (int r = 0; r < NR; ++r)
+    for (int i = 0; i < NX; ++i) acc[r][i] = S::set1(bias);
+#pragma GCC unroll 6
+  for (int ri = 0; ri < NR - 1 + K; ++ri) {
+    const float* xr = rows[ri];
+    if (!xr) continue;
+#pragma GCC unroll 5
+    for (int kx = 0; kx < K; ++kx) {
+      V in[NX];
+#pragma GCC unroll 4
+      for (int i = 0; i < NX; ++i) {
+        const int64_t col = ox0 + i * W + kx - pl;
+        in[i] = kInside ? S::load(xr + col) : load_padded<S>(xr, iw, col);
+      }
+#pragma GCC unroll 2
+      for (int r = 0; r < NR; ++r) {
+        const int ky = ri - r;
+        if (ky < 0 || ky >= K) continue;
+        const V wv = S::set1(wk[ky * K + kx]);
+#pragma GCC unroll 4
+        for (int i = 0; i < NX; ++i) acc[r][i] = S::fmadd(wv, in[i], acc[r][i]);
+      }
+    }
+  }
+  for (int r = 0; r < NR; ++r)
+    for (int i = 0; i < NX; ++i) {
+      const int64_t ox = ox0 + i * W, at = r * ow + ox;
+      V v = acc[r][i];
+      if (ox + W <= ow) {
+        if (res) v = S::add(v, S::load(res + at));
+        store_out<S>(y + at, act(v), stream);
+      } else {
+        const int n = static_cast<int>(ow - ox);
+        if (res) v = S::add(v, S::load_n(res + at, n));
+        S::store_n(y + at, act(v), n);
+      }
+    }
+}
+
+template <class S, int K, int NR, int NX, class St, class F>
+inline void dw_s1_tile_any(const float* const* rows, int64_t iw, int64_t pl, const float* wk, float bias, int64_t ox0,
+                           int64_t ow, const float* res, float* y, St stream, F act) {
+  constexpr int W = S::kWidth;
+  if (ox0 - pl >= 0 && ox0 + NX * W + K - 1 - pl <= iw) {
+    dw_s1_tile<S, K, NR, NX, true>(rows, iw, pl, wk, bias, ox0, ow, res, y, stream, act);
+  } else {
+    dw_s1_tile<S, K, NR, NX, false>(rows, iw, pl, wk, bias, ox0, ow, res, y, stream, act);
+  }
+}
+
+template <class S, int K, int NR, class St, class F>
+inline void dw_s1_row(const DepthwiseBlockArgs& a, const float* xc, const float* wk, float bias, int64_t oy,
+                      const float* res, float* y, St st, F act) {
+  constexpr int W = S::kWidth;
+  const int64_t ih = a.ih, iw = a.iw, ow = a.ow, pl = a.pad_left, iy0 = oy - a.pad_top;
+  const float* rows[NR - 1 + K];
+  for (int ri = 0; ri < NR - 1 + K; ++ri) rows[ri] = iy0 + ri >= 0 && iy0 + ri < ih ? xc + (iy0 + ri) * iw : nullptr;
+  int64_t ox = 0;
+  for (; ox + 4 * W <= ow; ox += 4 * W) dw_s1_tile_any<S, K, NR, 4>(rows, iw, pl, wk, bias, ox, ow, res, y, st, act);
+  for (; ox + W < ow; ox += 2 * W) dw_s1_tile_any<S, K, NR, 2>(rows, iw, pl, wk, bias, ox, ow, res, y, st, act);
+  if (ox < ow) dw_s1_tile_any<S, K, NR, 1>(rows, iw, pl, wk, bias, ox, ow, res, y, st, act);
+}
+
+template <class S, int K, class St, class F>
+void dw_s1_channel(const DepthwiseBlockArgs& a, int64_t ch, const float* wk, int64_t oy0, int64_t oy1, St st, F act) {
+  const float bias = a.bias ? a.bias[ch] : 0.f;
+  const int64_t ohw = a.oh * a.ow;
+  const float* xc = a.x + ch * a.ih * a.iw;
+  const float* res = a.residual ? a.residual + ch * ohw : nullptr;
+  float* y = a.y + ch * ohw;
+  int64_t oy = oy0;
+  for (; oy + 2 <= oy1; oy += 2)
+    dw_s1_row<S, K, 2>(a, xc, wk, bias, oy, res ? res + oy * a.ow : nullptr, y + oy * a.ow, st, act);
+  if (oy < oy1) dw_s1_row<S, K, 1>(a, xc, wk, bias, oy, res ? res + oy * a.ow : nullptr, y + oy * a.ow, st, act);
+}
+
 template <class S>
 void depthwise_direct(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, int64_t oy1) {
   constexpr int W = S::kWidth;
   const int k = a.k, taps = k * k;
   const int64_t c0 = block * W, nc = std::min<int64_t>(W, a.c - c0);
+  const bool from_input = a.ih * a.iw * int64_t{sizeof(float)} > kDirectCopyMaxPlaneBytes;
   auto run = [&](auto st) {
     with_activation<S>(a.activation, a.act_alpha, a.act_beta, [&](auto act) {
       for (int64_t l = 0; l < nc; ++l) {
         float wk[25];
         for (int t = 0; t < taps; ++t) wk[t] = a.w[(block * taps + t) * W + l];
-        if (k == 3) {
+        if (from_input) {
+          if (k == 3) {
+            dw_s1_channel<S, 3>(a, c0 + l, wk, oy0, oy1, st, act);
+          } else {
+            dw_s1_channel<S, 5>(a, c0 + l, wk, oy0, oy1, st, act);
+          }
+        } else if (k == 3) {
           dw_direct_channel<S, 3, 1>(a, c0 + l, wk, oy0, oy1, st, act);
         } else {
           dw_direct_channel<S, 5, 1>(a, c0 + l, wk, oy0, oy1, st, act);
