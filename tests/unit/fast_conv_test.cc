@@ -161,6 +161,9 @@ const ConvCase kCases[] = {
     {1, 5, 90, 100, 5, 5, 5, 5, 1, 2, 1, P::kDepthwise},
     {2, 3, 70, 131, 3, 3, 3, 3, 1, 0, 1, P::kDepthwise},
     {1, 17, 64, 129, 17, 17, 3, 3, 1, 1, 1, P::kDepthwise},
+    // plane-direct stride 2 (outputs at least kDirectStride2MinWidth wide, read in place): 5x5 with a tail, no pad
+    {1, 6, 40, 101, 6, 6, 5, 5, 2, 2, 1, P::kDepthwise},
+    {2, 3, 21, 99, 3, 3, 3, 3, 2, 0, 1, P::kDepthwise},
     // stems (3x3 stride 2, at most 4 input channels): channel tails past blocks of 8 and 4, odd sizes, no pad,
     // pad beyond the reach, rows past 2 vectors, batches
     {1, 3, 224, 224, 32, 1, 3, 3, 2, 1, 1, P::kStem},
@@ -207,7 +210,7 @@ TEST_P(FastConvTest, FusedEpilogues) {
   // One case per path.
   const ConvCase cases[] = {kCases[2],  kCases[6],  kCases[8],  kCases[14], kCases[23],
                             kCases[24], kCases[25], kCases[28], kCases[31], kCases[32], kCases[34], kCases[37], kCases[42], kCases[44], kCases[47],
-                            kCases[49], kCases[51]};
+                            kCases[49], kCases[50], kCases[51], kCases[53]};
   int i = 0;
   for (const ConvCase& cc : cases)
     for (const FusedActivation& a : acts)

@@ -491,7 +491,7 @@ Status FastConv::run_depthwise(const Geometry& g, const float* x, const float* b
   const int k = static_cast<int>(kh_), s = static_cast<int>(g.sh), width = dw_width_;
   const int64_t lp = (g.ow - 1) * s + k;
   const int64_t blocks = (g.c + width - 1) / width;
-  const bool direct = conv_detail::depthwise_runs_direct(s, g.ow, width);
+  const bool direct = conv_detail::depthwise_runs_direct(s, g.ow, width, act_.kind);
   int64_t rows_per_strip;
   if (direct) {
     // The plane-direct path reads one channel's rows at a time: a strip of 8 rows made each task hop

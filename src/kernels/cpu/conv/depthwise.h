@@ -52,9 +52,17 @@ int64_t depthwise_block_scratch_floats(int64_t rows_out, int64_t ow, int k, int 
 // Whether the depthwise block function runs plane-direct (one channel at a time, no transposes;
 // depthwise_blocked_inl.h) rather than channel-blocked: wide stride-1 planes (measured on AVX-512: 112-wide 0.85x
 // the blocked time; 56-wide even with ReLU6 and 1.15x with SiLU, whose constants then compete with the accumulators
-// for registers; stride 2 was slower, also with whole planes per task).
-constexpr bool depthwise_runs_direct(int stride, int64_t ow, int width) {
-  return width >= 8 && stride == 1 && ow >= 6 * width;
+// for registers). Stride 2 copied to scratch (even / odd columns) was slower, also with whole planes per task.
+// Stride 2 runs plane-direct on planes of at least kDirectStride2MinWidth outputs (the 112-wide inputs of the
+// MobileNets), read in place with in-lane shuffles (dw_s2_channel), unless the activation needs exp: measured
+// (kestrel_conv_bench, alternating runs) AVX-512 96 ch ReLU6 196-200 -> 156-161 us, 48 ch ReLU 99-101 -> 94-97;
+// AVX2 48 ch 120 -> 111, 96 ch 236 -> 232; SiLU 2-5% slower on both; 56-wide outputs 25-70% slower.
+constexpr int64_t kDirectStride2MinWidth = 48;
+constexpr bool depthwise_runs_direct(int stride, int64_t ow, int width, GemmActivation act) {
+  if (width < 8) return false;
+  if (stride == 1) return ow >= 6 * width;
+  return stride == 2 && ow >= kDirectStride2MinWidth && act != GemmActivation::kSilu &&
+         act != GemmActivation::kSigmoid && act != GemmActivation::kGelu && act != GemmActivation::kTanh;
 }
 // Plane-direct planes up to this size are copied zero-padded to scratch (dw_direct_channel); larger ones are read
 // straight from the input with masked loads at the edges (dw_s1_channel): a copy that does not fit L1 goes through

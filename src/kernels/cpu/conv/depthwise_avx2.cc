@@ -37,6 +37,14 @@ struct Avx2Ops {
     even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
     odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0)));
   }
+  // deinterleave without its last step: the 64-bit halves stay in the order of the in-lane shuffles.
+  static void deinterleave_shuffled(V a, V b, V& even, V& odd) {
+    even = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+    odd = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+  }
+  static V unshuffle(V v) {
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v), _MM_SHUFFLE(3, 1, 2, 0)));
+  }
   // Lanes [lo, hi) from p[lane], zero elsewhere; the other lanes' addresses are not accessed.
   static V load_lanes(const float* p, int lo, int hi) {
     return _mm256_maskload_ps(p, _mm256_andnot_si256(mask(lo), mask(hi)));

@@ -48,6 +48,15 @@ struct Avx512Ops {
     even = _mm512_permutex2var_ps(a, ie, b);
     odd = _mm512_permutex2var_ps(a, io, b);
   }
+  // As deinterleave, but the elements of even / odd come in a lane order P of their own (in-lane shuffles only: each
+  // 128-bit lane takes 2 from a then 2 from b); unshuffle(v) puts a vector in that order back in element order.
+  static void deinterleave_shuffled(V a, V b, V& even, V& odd) {
+    even = _mm512_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+    odd = _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+  }
+  static V unshuffle(V v) {
+    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15), v);
+  }
   // Lanes [lo, hi) from p[lane], zero elsewhere; the other lanes' addresses are not accessed.
   static V load_lanes(const float* p, int lo, int hi) {
     return _mm512_maskz_loadu_ps(static_cast<__mmask16>(mask(hi) & ~mask(lo)), p);

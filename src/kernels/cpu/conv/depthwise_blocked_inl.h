@@ -412,6 +412,85 @@ void dw_s1_channel(const DepthwiseBlockArgs& a, int64_t ch, const float* wk, int
   if (oy < oy1) dw_s1_row<S, K, 1>(a, xc, wk, bias, oy, res ? res + oy * a.ow : nullptr, y + oy * a.ow, st, act);
 }
 
+// Stride-2 plane-direct rows read in place: for W outputs from column ox0, tap kx reads input columns
+// base + kx + 2i (base = 2 * ox0 - pad_left), the even (kx even) or odd (kx odd) elements of the two vectors at
+// base + (kx & ~1). Those are split with in-lane shuffles only, so every tap and the accumulators hold the outputs
+// in the lane order P of S::deinterleave_shuffled; one S::unshuffle per output vector restores it. NR output rows
+// share their input rows (row 2 * oy + 1 feeds both oy and oy + 1).
+template <class S, int K, int NR, bool kInside>
+inline void dw_s2_vector(const float* const* rows, int64_t iw, const float* wk, float bias, int64_t base,
+                         typename S::V* acc) {
+  using V = typename S::V;
+  constexpr int W = S::kWidth, R = 2 * (NR - 1) + K;
+#pragma GCC unroll 2
+  for (int r = 0; r < NR; ++r) acc[r] = S::set1(bias);
+#pragma GCC unroll 9
+  for (int ri = 0; ri < R; ++ri) {
+    const float* xr = rows[ri];
+    if (!xr) continue;  // a padding row
+    V tap[K + 1];
+#pragma GCC unroll 3
+    for (int t = 0; t < K; t += 2) {
+      const V lo = kInside ? S::load(xr + base + t) : load_padded<S>(xr, iw, base + t);
+      const V hi = kInside ? S::load(xr + base + t + W) : load_padded<S>(xr, iw, base + t + W);
+      S::deinterleave_shuffled(lo, hi, tap[t], tap[t + 1]);
+    }
+#pragma GCC unroll 2
+    for (int r = 0; r < NR; ++r) {
+      const int ky = ri - 2 * r;
+      if (ky < 0 || ky >= K) continue;
+#pragma GCC unroll 5
+      for (int kx = 0; kx < K; ++kx) acc[r] = S::fmadd(S::set1(wk[ky * K + kx]), tap[kx], acc[r]);
+    }
+  }
+}
+
+template <class S, int K, int NR, class St, class F>
+inline void dw_s2_rows(const DepthwiseBlockArgs& a, const float* xc, const float* wk, float bias, int64_t oy,
+                       const float* res, float* y, St st, F act) {
+  using V = typename S::V;
+  constexpr int W = S::kWidth, R = 2 * (NR - 1) + K;
+  const int64_t ih = a.ih, iw = a.iw, ow = a.ow, pl = a.pad_left, iy0 = 2 * oy - a.pad_top;
+  const float* rows[R];
+  for (int ri = 0; ri < R; ++ri) rows[ri] = iy0 + ri >= 0 && iy0 + ri < ih ? xc + (iy0 + ri) * iw : nullptr;
+  for (int64_t ox0 = 0; ox0 < ow; ox0 += W) {
+    V acc[NR];
+    const int64_t base = 2 * ox0 - pl;
+    // The loads reach columns [base, base + (K - 1) / 2 * 2 + 2W).
+    if (base >= 0 && base + (K - 1) / 2 * 2 + 2 * W <= iw) {
+      dw_s2_vector<S, K, NR, true>(rows, iw, wk, bias, base, acc);
+    } else {
+      dw_s2_vector<S, K, NR, false>(rows, iw, wk, bias, base, acc);
+    }
+#pragma GCC unroll 2
+    for (int r = 0; r < NR; ++r) {
+      const int64_t at = r * ow + ox0;
+      V v = S::unshuffle(acc[r]);
+      if (ox0 + W <= ow) {
+        if (res) v = S::add(v, S::load(res + at));
+        store_out<S>(y + at, act(v), st);
+      } else {
+        const int n = static_cast<int>(ow - ox0);
+        if (res) v = S::add(v, S::load_n(res + at, n));
+        S::store_n(y + at, act(v), n);
+      }
+    }
+  }
+}
+
+template <class S, int K, class St, class F>
+void dw_s2_channel(const DepthwiseBlockArgs& a, int64_t ch, const float* wk, int64_t oy0, int64_t oy1, St st, F act) {
+  const float bias = a.bias ? a.bias[ch] : 0.f;
+  const int64_t ohw = a.oh * a.ow;
+  const float* xc = a.x + ch * a.ih * a.iw;
+  const float* res = a.residual ? a.residual + ch * ohw : nullptr;
+  float* y = a.y + ch * ohw;
+  int64_t oy = oy0;
+  for (; oy + 2 <= oy1; oy += 2)
+    dw_s2_rows<S, K, 2>(a, xc, wk, bias, oy, res ? res + oy * a.ow : nullptr, y + oy * a.ow, st, act);
+  if (oy < oy1) dw_s2_rows<S, K, 1>(a, xc, wk, bias, oy, res ? res + oy * a.ow : nullptr, y + oy * a.ow, st, act);
+}
+
 template <class S>
 void depthwise_direct(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, int64_t oy1) {
   constexpr int W = S::kWidth;
@@ -423,7 +502,13 @@ void depthwise_direct(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, i
       for (int64_t l = 0; l < nc; ++l) {
         float wk[25];
         for (int t = 0; t < taps; ++t) wk[t] = a.w[(block * taps + t) * W + l];
-        if (from_input) {
+        if (a.stride == 2) {
+          if (k == 3) {
+            dw_s2_channel<S, 3>(a, c0 + l, wk, oy0, oy1, st, act);
+          } else {
+            dw_s2_channel<S, 5>(a, c0 + l, wk, oy0, oy1, st, act);
+          }
+        } else if (from_input) {
           if (k == 3) {
             dw_s1_channel<S, 3>(a, c0 + l, wk, oy0, oy1, st, act);
           } else {
@@ -582,7 +667,7 @@ template <class S>
 void depthwise_block(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, int64_t oy1) {
   constexpr int W = S::kWidth;
   // Wide stride-1 planes run plane-direct (depthwise.h; scratch depthwise_direct_scratch_floats).
-  if (depthwise_runs_direct(a.stride, a.ow, W)) return depthwise_direct<S>(a, block, oy0, oy1);
+  if (depthwise_runs_direct(a.stride, a.ow, W, a.activation)) return depthwise_direct<S>(a, block, oy0, oy1);
   const int k = a.k, s = a.stride;
   const int64_t c0 = block * W, nc = std::min<int64_t>(W, a.c - c0);
   const int64_t lp = (a.ow - 1) * s + k, rows_out = oy1 - oy0, rows_in = (rows_out - 1) * s + k;
