@@ -61,6 +61,14 @@ int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
 
 class FastConvTest : public ::testing::TestWithParam<Isa> {};
 
+// Every fused activation, with non-default parameters where it has them.
+const FusedActivation kAllActivations[] = {
+    {GemmActivation::kNone, 0, 0},         {GemmActivation::kRelu, 0, 0},    {GemmActivation::kClip, 0.f, 0.5f},
+    {GemmActivation::kLeakyRelu, 0.1f, 0}, {GemmActivation::kSigmoid, 0, 0}, {GemmActivation::kHardSigmoid, 0.2f, 0.5f},
+    {GemmActivation::kHardSwish, 0, 0},    {GemmActivation::kSilu, 0, 0},    {GemmActivation::kGelu, 0, 0},
+    {GemmActivation::kTanh, 0, 0},
+};
+
 // plane_hint: the plane size FastConv::create is told (0: unknown).
 void check(const ConvCase& cc, Isa isa, const FusedActivation& act, bool residual, bool with_bias,
            core::ThreadPool* pool, std::mt19937& rng, int64_t plane_hint = 0) {
@@ -200,20 +208,13 @@ TEST_P(FastConvTest, FusedEpilogues) {
   KESTREL_SKIP_IF_ISA_MISSING(GetParam());
   std::mt19937 rng(23);
   core::ThreadPool pool(2);
-  const FusedActivation acts[] = {
-      {GemmActivation::kNone, 0, 0},      {GemmActivation::kRelu, 0, 0},
-      {GemmActivation::kClip, 0.f, 0.5f}, {GemmActivation::kLeakyRelu, 0.1f, 0},
-      {GemmActivation::kSigmoid, 0, 0},   {GemmActivation::kHardSigmoid, 0.2f, 0.5f},
-      {GemmActivation::kHardSwish, 0, 0}, {GemmActivation::kSilu, 0, 0},
-      {GemmActivation::kGelu, 0, 0},      {GemmActivation::kTanh, 0, 0},
-  };
   // One case per path.
-  const ConvCase cases[] = {kCases[2],  kCases[6],  kCases[8],  kCases[14], kCases[23],
-                            kCases[24], kCases[25], kCases[28], kCases[31], kCases[32], kCases[34], kCases[37], kCases[42], kCases[44], kCases[47],
-                            kCases[49], kCases[50], kCases[51], kCases[53]};
+  const ConvCase cases[] = {kCases[2],  kCases[6],  kCases[8],  kCases[14], kCases[23], kCases[24], kCases[25],
+                            kCases[28], kCases[31], kCases[32], kCases[34], kCases[37], kCases[42], kCases[44],
+                            kCases[47], kCases[49], kCases[50], kCases[51], kCases[53]};
   int i = 0;
   for (const ConvCase& cc : cases)
-    for (const FusedActivation& a : acts)
+    for (const FusedActivation& a : kAllActivations)
       for (int residual = 0; residual < 2; ++residual, ++i) {
         SCOPED_TRACE(i);
         check(cc, GetParam(), a, residual, true, i % 3 == 0 ? &pool : nullptr, rng);
@@ -228,13 +229,6 @@ TEST_P(FastConvTest, TransposedPointwise) {
   KESTREL_SKIP_IF_ISA_MISSING(GetParam());
   std::mt19937 rng(53);
   core::ThreadPool pool(2);
-  const FusedActivation acts[] = {
-      {GemmActivation::kNone, 0, 0},      {GemmActivation::kRelu, 0, 0},
-      {GemmActivation::kClip, 0.f, 0.5f}, {GemmActivation::kLeakyRelu, 0.1f, 0},
-      {GemmActivation::kSigmoid, 0, 0},   {GemmActivation::kHardSigmoid, 0.2f, 0.5f},
-      {GemmActivation::kHardSwish, 0, 0}, {GemmActivation::kSilu, 0, 0},
-      {GemmActivation::kGelu, 0, 0},      {GemmActivation::kTanh, 0, 0},
-  };
   auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
   for (int i = 0; i < 80; ++i) {
     const bool one_d = i % 7 == 0;
@@ -242,11 +236,14 @@ TEST_P(FastConvTest, TransposedPointwise) {
     const int64_t m = i % 5 == 0 ? pick(100, 300) : pick(1, 70);
     const ConvCase cc{pick(1, 2), pick(1, 80), h, w, m, 1, 1, 1, 1, 0, 1, P::kPointwise, one_d};
     SCOPED_TRACE(core::str_cat("case ", i, ": n ", cc.n, " c ", cc.c, " h ", h, " w ", w, " m ", m));
-    check(cc, GetParam(), acts[i % 10], i % 2 == 1, i % 3 != 0, i % 4 < 2 ? &pool : nullptr, rng, h * w);
+    check(cc, GetParam(), kAllActivations[i % 10], i % 2 == 1, i % 3 != 0, i % 4 < 2 ? &pool : nullptr, rng, h * w);
   }
-  check({2, 24, 12, 12, 40, 1, 1, 1, 1, 0, 1, P::kPointwise}, GetParam(), acts[2], true, true, nullptr, rng, 49);
-  check({1, 24, 12, 12, 40, 1, 1, 1, 1, 0, 1, P::kPointwise}, GetParam(), acts[1], false, true, &pool, rng, 49);
-  check({1, 24, 7, 7, 40, 1, 1, 1, 1, 0, 1, P::kPointwise}, GetParam(), acts[1], true, true, nullptr, rng, 144);
+  check({2, 24, 12, 12, 40, 1, 1, 1, 1, 0, 1, P::kPointwise}, GetParam(), kAllActivations[2], true, true, nullptr, rng,
+        49);
+  check({1, 24, 12, 12, 40, 1, 1, 1, 1, 0, 1, P::kPointwise}, GetParam(), kAllActivations[1], false, true, &pool, rng,
+        49);
+  check({1, 24, 7, 7, 40, 1, 1, 1, 1, 0, 1, P::kPointwise}, GetParam(), kAllActivations[1], true, true, nullptr, rng,
+        144);
 }
 
 // The 2-thread task splits (Winograd chunks and output-channel ranges, im2col strips) with every
