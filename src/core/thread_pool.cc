@@ -1,4 +1,4 @@
-// ThreadPool implementation: generation counter + spin-then-sleep workers, atomic task counter.
+// ThreadPool implementation: generation counter + spin-then-sleep workers, lock-free task claiming.
 #include "core/thread_pool.h"
 
 #include <algorithm>
@@ -30,54 +30,46 @@ ThreadPool::ThreadPool(int num_threads) {
 }
 
 ThreadPool::~ThreadPool() {
+  stop_.store(true);
+  generation_.fetch_add(1);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-    generation_.fetch_add(1);
+    wake_.notify_all();
   }
-  wake_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::work_on(const FunctionRef<void(int64_t)>& fn, int64_t num_tasks, bool first_task) {
-  bool was_inside = t_inside_pool_task;
-  t_inside_pool_task = true;
-  if (first_task) {
-    fn(0);
-    done_tasks_.fetch_add(1, std::memory_order_release);
-  }
+void ThreadPool::take_tasks() {
   for (;;) {
-    int64_t t = next_task_.fetch_add(1, std::memory_order_relaxed);
-    if (t >= num_tasks) break;
-    fn(t);
+    // Past the count, the index only grows by one per thread that looks (reset by the next job).
+    const uint64_t c = claim_.fetch_add(1, std::memory_order_acq_rel);
+    const int64_t task = static_cast<int64_t>(c & 0xffffffffu), count = static_cast<int64_t>(c >> 32);
+    if (task >= count) return;
+    (*fn_.load(std::memory_order_relaxed))(task);
     done_tasks_.fetch_add(1, std::memory_order_release);
   }
-  t_inside_pool_task = was_inside;
 }
 
 void ThreadPool::worker_loop(uint64_t seen) {
   for (;;) {
-    auto spin_end = std::chrono::steady_clock::now() + kSpinTime;
+    const auto spin_end = std::chrono::steady_clock::now() + kSpinTime;
     for (int spins = 1; generation_.load(std::memory_order_acquire) == seen; ++spins) {
       KESTREL_PAUSE();
-      if (spins % kPausesPerClockRead == 0 && std::chrono::steady_clock::now() >= spin_end) break;
+      if (spins % kPausesPerClockRead == 0 && std::chrono::steady_clock::now() >= spin_end) {
+        // run() reads sleepers_ after it bumps generation_ (both sequentially consistent), so
+        // either it sees this sleeper and notifies under mu_, or the wait's check sees the bump.
+        std::unique_lock<std::mutex> lock(mu_);
+        sleepers_.fetch_add(1);
+        wake_.wait(lock, [&] { return generation_.load() != seen; });
+        sleepers_.fetch_sub(1);
+        break;
+      }
     }
-    const FunctionRef<void(int64_t)>* fn = nullptr;
-    int64_t num_tasks = 0;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [&] { return generation_.load() != seen; });
-      seen = generation_.load();
-      if (stop_) return;
-      // Registering under the lock means the job cannot be torn down while we work on it.
-      if (!fn_) continue;
-      fn = fn_;
-      num_tasks = num_tasks_;
-      ++active_workers_;
-    }
-    work_on(*fn, num_tasks, false);
-    std::lock_guard<std::mutex> lock(mu_);
-    --active_workers_;
+    seen = generation_.load(std::memory_order_acquire);
+    if (stop_.load()) return;
+    t_inside_pool_task = true;
+    take_tasks();
+    t_inside_pool_task = false;
   }
 }
 
@@ -88,31 +80,33 @@ void ThreadPool::run(int64_t num_tasks, FunctionRef<void(int64_t)> fn) {
     return;
   }
   std::lock_guard<std::mutex> job_lock(run_mu_);
-  {
+  // claim_ keeps the task count in 32 bits: a larger job runs as several.
+  constexpr int64_t kMaxTasks = int64_t{1} << 30;
+  if (num_tasks <= kMaxTasks) return run_job(num_tasks, fn);
+  for (int64_t base = 0; base < num_tasks; base += kMaxTasks) {
+    auto shifted = [&](int64_t t) { fn(base + t); };
+    run_job(std::min(kMaxTasks, num_tasks - base), shifted);
+  }
+}
+
+void ThreadPool::run_job(int64_t num_tasks, FunctionRef<void(int64_t)> fn) {
+  done_tasks_.store(0, std::memory_order_relaxed);
+  fn_.store(&fn, std::memory_order_relaxed);
+  // Task 0 is the caller's: with one task per thread (parallel_for), range 0 always runs on the
+  // calling thread, so ops that split their data the same way find it in this core's cache
+  // instead of pulling it across (a cache line takes 50-250 ns between the cores here).
+  claim_.store(static_cast<uint64_t>(num_tasks) << 32 | 1u, std::memory_order_release);
+  generation_.fetch_add(1);
+  if (sleepers_.load() > 0) {
     std::lock_guard<std::mutex> lock(mu_);
-    fn_ = &fn;
-    num_tasks_ = num_tasks;
-    // Task 0 is the caller's: with one task per thread (parallel_for), range 0 always runs on the
-    // calling thread, so ops that split their data the same way find it in this core's cache
-    // instead of pulling it across (a cache line takes 50-250 ns between the cores here).
-    next_task_.store(1, std::memory_order_relaxed);
-    done_tasks_.store(0, std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_release);
+    wake_.notify_all();
   }
-  wake_.notify_all();
-  work_on(fn, num_tasks, true);
+  t_inside_pool_task = true;
+  fn(0);
+  done_tasks_.fetch_add(1, std::memory_order_release);
+  take_tasks();
+  t_inside_pool_task = false;
   while (done_tasks_.load(std::memory_order_acquire) < num_tasks) KESTREL_PAUSE();
-  // Late workers may still be registered (they found no task left); wait for them to leave.
-  for (;;) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (active_workers_ == 0) {
-        fn_ = nullptr;
-        return;
-      }
-    }
-    KESTREL_PAUSE();
-  }
 }
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t)> fn) {

@@ -39,20 +39,27 @@ class ThreadPool {
 
  private:
   void worker_loop(uint64_t seen);
-  void work_on(const FunctionRef<void(int64_t)>& fn, int64_t num_tasks, bool first_task);
+  // Claims tasks of the current job until none is left (task index >= count in claim_).
+  void take_tasks();
+  void run_job(int64_t num_tasks, FunctionRef<void(int64_t)> fn);
 
   std::vector<std::thread> workers_;
+  // Waking: run() bumps generation_; a worker spins on it for kSpinTime, then sleeps on wake_
+  // (counted in sleepers_, so run() takes mu_ and notifies only when someone sleeps).
   std::mutex mu_;
   std::condition_variable wake_;
   std::atomic<uint64_t> generation_{0};
-  bool stop_ = false;  // guarded by mu_
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> stop_{false};
 
-  // Current job; fn_, num_tasks_ and active_workers_ are guarded by mu_.
-  const FunctionRef<void(int64_t)>* fn_ = nullptr;
-  int64_t num_tasks_ = 0;
-  int active_workers_ = 0;
-  std::atomic<int64_t> next_task_{0};
-  std::atomic<int64_t> done_tasks_{0};
+  // Current job, without a lock: claim_ holds (task count << 32 | next task index). run() publishes
+  // fn_ and resets done_tasks_ before it stores claim_ (release); a thread reads fn_ only after it
+  // has claimed a task below the count (acquire), and run() returns only when every task is done,
+  // so fn_ stays valid while anyone can use it. A worker that wakes late for a job that is over
+  // claims from whichever job is current, which is just as valid.
+  std::atomic<const FunctionRef<void(int64_t)>*> fn_{nullptr};
+  alignas(64) std::atomic<uint64_t> claim_{0};
+  alignas(64) std::atomic<int64_t> done_tasks_{0};
   std::mutex run_mu_;  // one job at a time
 };
 

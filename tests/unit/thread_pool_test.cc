@@ -1,11 +1,12 @@
-// ThreadPool: every task runs once, nested calls run inline, and pools torn down at once (before
-// their workers first ran) do not hang.
+// ThreadPool: every task runs once (also across back-to-back jobs and after the workers slept),
+// nested calls run inline, and pools torn down at once (before their workers first ran) do not hang.
 #include "core/thread_pool.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -156,6 +157,51 @@ TEST(ThreadPool, ConcurrentCallersEachGetTheirWholeJob) {
     });
   for (auto& t : callers) t.join();
   for (auto& s : sums) EXPECT_EQ(s.load(), kJobs * kTasks * (kTasks + 1) / 2);
+}
+
+// Tasks are claimed without a lock, so a worker that wakes late for a job that is over claims
+// from the job that is current. Back-to-back jobs of different sizes, each task tagged with its
+// job: every task of every job runs exactly once, through that job's function.
+TEST(ThreadPool, BackToBackJobsEachRunEveryTaskOnce) {
+  for (int threads : {2, 3}) {
+    core::ThreadPool pool(threads);
+    constexpr int kJobs = 20000, kMaxTasks = 9;
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(kJobs) * kMaxTasks);
+    for (int j = 0; j < kJobs; ++j) {
+      const int n = 2 + j % (kMaxTasks - 1);
+      pool.run(n,
+               [&, j](int64_t t) { hits[static_cast<size_t>(j) * kMaxTasks + static_cast<size_t>(t)].fetch_add(1); });
+    }
+    int wrong = 0;
+    for (int j = 0; j < kJobs; ++j)
+      for (int t = 0; t < kMaxTasks; ++t)
+        wrong += hits[static_cast<size_t>(j) * kMaxTasks + t].load() != (t < 2 + j % (kMaxTasks - 1) ? 1 : 0);
+    EXPECT_EQ(wrong, 0) << threads << " threads";
+  }
+}
+
+// Idle workers sleep after a short spin; a job must wake them (each task here waits until every
+// thread holds one, so the job only finishes if all the workers joined it).
+TEST(ThreadPool, SleepingWorkersWakeForTheNextJob) {
+  for (int threads : {2, 3}) {
+    core::ThreadPool pool(threads);
+    for (int rep = 0; rep < 5; ++rep) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));  // well past the spin time
+      std::atomic<int> started{0};
+      std::mutex mu;
+      std::vector<std::thread::id> ids;
+      pool.run(threads, [&](int64_t) {
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          ids.push_back(std::this_thread::get_id());
+        }
+        started.fetch_add(1);
+        while (started.load() < threads) std::this_thread::yield();
+      });
+      std::sort(ids.begin(), ids.end());
+      EXPECT_EQ(std::unique(ids.begin(), ids.end()) - ids.begin(), threads);
+    }
+  }
 }
 
 // A worker that had not started when the destructor ran used to sleep through the stop signal
