@@ -70,9 +70,11 @@ BENCHMARK(BM_Conv) DW(144, 56, 3, 2) DW(96, 112, 3, 2) DW(144, 56, 3, 1) DW(144,
 #define DWC(C, H, K, S) ->Args({C, C, H, K, S, C, 2})
 BENCHMARK(BM_Conv) DWC(144, 56, 3, 2) DWC(96, 112, 3, 2) DWC(144, 56, 3, 1) DWC(32, 112, 3, 1) DWC(192, 28, 3, 1)
     DWC(240, 28, 5, 1) DWC(480, 14, 3, 1);
-// MnasNet's large-plane depthwise layers (ReLU).
+// MnasNet's depthwise layers (ReLU): the large planes, and the 14x14 / 7x7 ones where the blocked path's transposes
+// cost as much as the taps.
 #define DWR(C, H, K, S) ->Args({C, C, H, K, S, C, 1})
 BENCHMARK(BM_Conv) DWR(32, 112, 3, 1) DWR(48, 112, 3, 2) DWR(72, 56, 3, 1) DWR(72, 56, 5, 2);
+BENCHMARK(BM_Conv) DWR(480, 14, 3, 1) DWR(576, 14, 3, 1) DWR(480, 14, 5, 1) DWR(1152, 7, 5, 1) DWR(1152, 7, 3, 1);
 // Stems: 3 -> 32 / 64 channels, 3x3 stride 2.
 BENCHMARK(BM_Conv)->Args({3, 32, 224, 3, 2, 1, 1})->Args({3, 64, 224, 3, 2, 1, 1});
 // Pointwise 1x1 (MobileNetV2, SqueezeNet; their int8 twins are qconv_nchw/* in qconv_bench.cc).
@@ -85,8 +87,13 @@ BENCHMARK(BM_Conv) PW(16, 96, 112) PW(24, 144, 56) PW(144, 24, 56) PW(32, 192, 2
 BENCHMARK(BM_Conv) PW7;
 BENCHMARK(BM_ConvNoHint) PW7;
 BENCHMARK(BM_Conv2T) PW7;
-// Grouped 3x3 (RegNet-X 400MF, group width 16).
-BENCHMARK(BM_Conv)->Args({64, 64, 56, 3, 1, 4, 1})->Args({160, 160, 28, 3, 1, 10, 1})->Args({400, 400, 14, 3, 1, 25, 1})
+// Grouped 3x3 (RegNet-X 400MF, group width 16; stride 2 in the first block of each stage).
+BENCHMARK(BM_Conv)
+    ->Args({64, 64, 56, 3, 1, 4, 1})
+    ->Args({160, 160, 28, 3, 1, 10, 1})
+    ->Args({400, 400, 14, 3, 1, 25, 1})
+    ->Args({32, 32, 112, 3, 2, 2, 1})
+    ->Args({64, 64, 56, 3, 2, 4, 1})
     ->Args({400, 400, 7, 3, 1, 25, 1});
 // Dense 3x3 stride 1 (SqueezeNet expand3x3, ResNet-ish): Winograd vs im2col.
 #define D3(C, M, H) ->Args({C, M, H, 3, 1, 1, 1})
