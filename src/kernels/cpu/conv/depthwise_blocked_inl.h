@@ -213,18 +213,18 @@ void transpose_out(const TransposeOutArgs& a, int64_t c0, int64_t c1) {
   });
 }
 
-// Plane-direct depthwise for planes at least a vector wide: each channel's input rows are copied zero-padded into the
-// scratch (stride 2: split into even and odd columns, so every tap of W consecutive outputs is one contiguous load),
-// or, for planes past kDirectCopyMaxPlaneBytes, read in place (dw_s1_channel), and W outputs of one row are one
+// Plane-direct depthwise for planes at least a vector wide: at stride 1 each channel's input rows are copied
+// zero-padded into the scratch (dw_direct_channel) or, for planes past kDirectCopyMaxPlaneBytes, read in place
+// (dw_s1_channel); stride 2 reads them in place with in-lane shuffles (dw_s2_channel). W outputs of one row are one
 // vector. No transposes in or out, and the epilogue runs on the accumulators; only the last vector of a row has idle
 // lanes.
 constexpr int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-// NR output rows x NX vectors at column ox0: acc += w[tap] * row[(r * s + ky) * rs + col(kx) + ox0 + i * W], where
-// col(kx) = kx (stride 1) or (kx & 1) * half + kx / 2 (stride 2: even columns, then odd ones).
-template <class S, int K, int s, int NR, int NX, class St, class F>
-inline void dw_direct_tile(const float* rows, int64_t rs, int64_t half, const float* wk, float bias, int64_t ox0,
-                           int64_t ow, const float* res, float* y, int64_t ld, St stream, F act) {
+// NR output rows x NX vectors at column ox0 of the zero-padded rows: acc += w[tap] * row[(r + ky) * rs + kx + ox0 + i *
+// W].
+template <class S, int K, int NR, int NX, class St, class F>
+inline void dw_direct_tile(const float* rows, int64_t rs, const float* wk, float bias, int64_t ox0, int64_t ow,
+                           const float* res, float* y, int64_t ld, St stream, F act) {
   using V = typename S::V;
   constexpr int W = S::kWidth;
   V acc[NR][NX];
@@ -233,9 +233,8 @@ inline void dw_direct_tile(const float* rows, int64_t rs, int64_t half, const fl
   for (int ky = 0; ky < K; ++ky)
     for (int kx = 0; kx < K; ++kx) {
       const V wv = S::set1(wk[ky * K + kx]);
-      const int64_t col = (s == 1 ? kx : (kx & 1) * half + kx / 2) + ox0;
       for (int r = 0; r < NR; ++r) {
-        const float* src = rows + (r * s + ky) * rs + col;
+        const float* src = rows + (r + ky) * rs + kx + ox0;
         for (int i = 0; i < NX; ++i) acc[r][i] = S::fmadd(wv, S::load(src + i * W), acc[r][i]);
       }
     }
@@ -255,30 +254,28 @@ inline void dw_direct_tile(const float* rows, int64_t rs, int64_t half, const fl
     }
 }
 
-template <class S, int K, int s, int NR, class St, class F>
-inline void dw_direct_row(const float* rows, int64_t rs, int64_t half, const float* wk, float bias, int64_t ow,
-                          const float* res, float* y, int64_t ld, St stream, F act) {
+template <class S, int K, int NR, class St, class F>
+inline void dw_direct_row(const float* rows, int64_t rs, const float* wk, float bias, int64_t ow, const float* res,
+                          float* y, int64_t ld, St stream, F act) {
   constexpr int W = S::kWidth;
   int64_t ox = 0;
   for (; ox + 4 * W <= ow; ox += 4 * W)
-    dw_direct_tile<S, K, s, NR, 4>(rows, rs, half, wk, bias, ox, ow, res, y, ld, stream, act);
-  for (; ox + W < ow; ox += 2 * W)
-    dw_direct_tile<S, K, s, NR, 2>(rows, rs, half, wk, bias, ox, ow, res, y, ld, stream, act);
-  if (ox < ow) dw_direct_tile<S, K, s, NR, 1>(rows, rs, half, wk, bias, ox, ow, res, y, ld, stream, act);
+    dw_direct_tile<S, K, NR, 4>(rows, rs, wk, bias, ox, ow, res, y, ld, stream, act);
+  for (; ox + W < ow; ox += 2 * W) dw_direct_tile<S, K, NR, 2>(rows, rs, wk, bias, ox, ow, res, y, ld, stream, act);
+  if (ox < ow) dw_direct_tile<S, K, NR, 1>(rows, rs, wk, bias, ox, ow, res, y, ld, stream, act);
 }
 
-template <class S, int K, int s, class St, class F>
+// Stride 1 only (stride 2 reads the input in place: dw_s2_channel).
+template <class S, int K, class St, class F>
 void dw_direct_channel(const DepthwiseBlockArgs& a, int64_t ch, const float* wk, int64_t oy0, int64_t oy1, St st,
                        F act) {
-  using V = typename S::V;
   constexpr int W = S::kWidth;
-  const int64_t rows_in = (oy1 - oy0 - 1) * s + K, owr = round_up(a.ow, W);
-  // Row layout: stride 1, padded columns [0, rs); stride 2, even columns [0, half) then odd ones [half, rs).
-  const int64_t half = owr + round_up((K - 1) / 2, W), rs = s == 1 ? owr + round_up(K - 1, W) : 2 * half;
+  const int64_t rows_in = oy1 - oy0 - 1 + K, owr = round_up(a.ow, W);
+  const int64_t rs = owr + round_up(K - 1, W);  // padded columns [0, rs)
   float* strip = a.scratch;
   const float* xc = a.x + ch * a.ih * a.iw;
   for (int64_t r = 0; r < rows_in; ++r) {
-    const int64_t iy = oy0 * s + r - a.pad_top;
+    const int64_t iy = oy0 + r - a.pad_top;
     float* d = strip + r * rs;
     if (iy < 0 || iy >= a.ih) {
       for (int64_t j = 0; j < rs; j += W) S::store(d + j, S::zero());
@@ -294,16 +291,7 @@ void dw_direct_channel(const DepthwiseBlockArgs& a, int64_t ch, const float* wk,
       const int l0 = static_cast<int>(std::max<int64_t>(lo - j, 0)), l1 = static_cast<int>(std::min<int64_t>(hi - j, W));
       return S::load_lanes(xr + (j - lo), l0, l1);  // lanes below l0 are never read
     };
-    if (s == 1) {
-      for (int64_t j = 0; j < rs; j += W) S::store(d + j, padded(j));
-    } else {
-      for (int64_t j = 0; j < half; j += W) {
-        V e, o;
-        S::deinterleave(padded(2 * j), padded(2 * j + W), e, o);
-        S::store(d + j, e);
-        S::store(d + half + j, o);
-      }
-    }
+    for (int64_t j = 0; j < rs; j += W) S::store(d + j, padded(j));
   }
   const float bias = a.bias ? a.bias[ch] : 0.f;
   const int64_t ohw = a.oh * a.ow;
@@ -311,11 +299,11 @@ void dw_direct_channel(const DepthwiseBlockArgs& a, int64_t ch, const float* wk,
   float* y = a.y + ch * ohw;
   int64_t oy = oy0;
   for (; oy + 2 <= oy1; oy += 2)
-    dw_direct_row<S, K, s, 2>(strip + (oy - oy0) * s * rs, rs, half, wk, bias, a.ow, res ? res + oy * a.ow : nullptr,
-                              y + oy * a.ow, a.ow, st, act);
+    dw_direct_row<S, K, 2>(strip + (oy - oy0) * rs, rs, wk, bias, a.ow, res ? res + oy * a.ow : nullptr, y + oy * a.ow,
+                           a.ow, st, act);
   if (oy < oy1)
-    dw_direct_row<S, K, s, 1>(strip + (oy - oy0) * s * rs, rs, half, wk, bias, a.ow, res ? res + oy * a.ow : nullptr,
-                              y + oy * a.ow, a.ow, st, act);
+    dw_direct_row<S, K, 1>(strip + (oy - oy0) * rs, rs, wk, bias, a.ow, res ? res + oy * a.ow : nullptr, y + oy * a.ow,
+                           a.ow, st, act);
 }
 
 // Stride-1 plane-direct rows read straight from the input plane (no scratch copy): NR output rows x NX vectors at
@@ -515,9 +503,9 @@ void depthwise_direct(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, i
             dw_s1_channel<S, 5>(a, c0 + l, wk, oy0, oy1, st, act);
           }
         } else if (k == 3) {
-          dw_direct_channel<S, 3, 1>(a, c0 + l, wk, oy0, oy1, st, act);
+          dw_direct_channel<S, 3>(a, c0 + l, wk, oy0, oy1, st, act);
         } else {
-          dw_direct_channel<S, 5, 1>(a, c0 + l, wk, oy0, oy1, st, act);
+          dw_direct_channel<S, 5>(a, c0 + l, wk, oy0, oy1, st, act);
         }
       }
     });
