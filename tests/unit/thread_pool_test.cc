@@ -166,16 +166,15 @@ TEST(ThreadPool, BackToBackJobsEachRunEveryTaskOnce) {
   for (int threads : {2, 3}) {
     core::ThreadPool pool(threads);
     constexpr int kJobs = 20000, kMaxTasks = 9;
+    auto tasks_of = [](int j) { return 2 + j % (kMaxTasks - 1); };
     std::vector<std::atomic<int>> hits(static_cast<size_t>(kJobs) * kMaxTasks);
-    for (int j = 0; j < kJobs; ++j) {
-      const int n = 2 + j % (kMaxTasks - 1);
-      pool.run(n,
+    for (int j = 0; j < kJobs; ++j)
+      pool.run(tasks_of(j),
                [&, j](int64_t t) { hits[static_cast<size_t>(j) * kMaxTasks + static_cast<size_t>(t)].fetch_add(1); });
-    }
     int wrong = 0;
     for (int j = 0; j < kJobs; ++j)
       for (int t = 0; t < kMaxTasks; ++t)
-        wrong += hits[static_cast<size_t>(j) * kMaxTasks + t].load() != (t < 2 + j % (kMaxTasks - 1) ? 1 : 0);
+        wrong += hits[static_cast<size_t>(j) * kMaxTasks + t].load() != (t < tasks_of(j) ? 1 : 0);
     EXPECT_EQ(wrong, 0) << threads << " threads";
   }
 }

@@ -220,8 +220,8 @@ void transpose_out(const TransposeOutArgs& a, int64_t c0, int64_t c1) {
 // lanes.
 constexpr int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-// NR output rows x NX vectors at column ox0 of the zero-padded rows: acc += w[tap] * row[(r + ky) * rs + kx + ox0 + i *
-// W].
+// NR output rows x NX vectors at column ox0 of the zero-padded rows:
+// acc += w[tap] * row[(r + ky) * rs + kx + ox0 + i * W].
 template <class S, int K, int NR, int NX, class St, class F>
 inline void dw_direct_tile(const float* rows, int64_t rs, const float* wk, float bias, int64_t ox0, int64_t ow,
                            const float* res, float* y, int64_t ld, St stream, F act) {
