@@ -71,7 +71,7 @@ const FusedActivation kAllActivations[] = {
 
 // plane_hint: the plane size FastConv::create is told (0: unknown).
 void check(const ConvCase& cc, Isa isa, const FusedActivation& act, bool residual, bool with_bias,
-           core::ThreadPool* pool, std::mt19937& rng, int64_t plane_hint = 0) {
+           core::ThreadPool* pool, std::mt19937& rng, int64_t plane_hint = 0, bool split_columns = false) {
   const int64_t oh = cc.one_d ? 1 : out_size(cc.h, cc.kh, cc.stride, cc.pad, cc.dilation);
   const int64_t ow = out_size(cc.w, cc.kw, cc.stride, cc.pad, cc.dilation);
   const Dims xd = cc.one_d ? Dims{cc.n, cc.c, cc.w} : Dims{cc.n, cc.c, cc.h, cc.w};
@@ -93,6 +93,7 @@ void check(const ConvCase& cc, Isa isa, const FusedActivation& act, bool residua
   }
   auto fc = FastConv::create(w, cc.group, act, isa, true, plane_hint);
   ASSERT_TRUE(fc.is_ok()) << fc.status().to_string();
+  fc->set_split_columns(split_columns);
   const int64_t plane = oh * ow, tmax = FastConv::kPointwiseTransposedMaxPlane;
   EXPECT_EQ(fc->pointwise_transposed(plane), cc.path == FastConv::Path::kPointwise && cc.group == 1 && plane_hint > 0 &&
                                                  plane_hint <= tmax && plane <= tmax);
@@ -261,6 +262,32 @@ TEST_P(FastConvTest, ThreadedSplitsWithEpilogues) {
         SCOPED_TRACE(i);
         check(kCases[c], GetParam(), {GemmActivation::kHardSwish, 0, 0}, residual, with_bias, &pool, rng);
       }
+}
+
+// set_split_columns: with threads, GEMMs over planes of at least kSplitColumnsMinN pixels give each
+// thread one range of pixels. Pointwise (batches, groups, a plane that ends mid-vector), im2col
+// (one GEMM per image and groups, too few rows for strips) and a plane below the threshold, with
+// every epilogue input, at 2 and 3 threads.
+TEST_P(FastConvTest, ColumnSplitWithThreads) {
+  KESTREL_SKIP_IF_ISA_MISSING(GetParam());
+  std::mt19937 rng(61);
+  const ConvCase cases[] = {
+      {1, 16, 55, 55, 64, 1, 1, 1, 1, 0, 1, P::kPointwise},  // SqueezeNet's expand 1x1
+      {2, 13, 33, 41, 29, 1, 1, 1, 1, 0, 1, P::kPointwise},
+      {1, 12, 40, 40, 8, 4, 1, 1, 1, 0, 1, P::kPointwise},
+      {1, 5, 3, 700, 7, 1, 3, 3, 1, 1, 1, P::kIm2col},
+      {2, 8, 4, 600, 12, 2, 3, 3, 1, 1, 1, P::kGrouped},     // im2col where the vector is wider than a group
+      {1, 24, 20, 20, 40, 1, 1, 1, 1, 0, 1, P::kPointwise},  // 400 pixels: split by cost
+  };
+  for (int threads : {2, 3}) {
+    core::ThreadPool pool(threads);
+    int i = 0;
+    for (const ConvCase& cc : cases)
+      for (int residual = 0; residual < 2; ++residual, ++i) {
+        SCOPED_TRACE(core::str_cat(threads, " threads, case ", i));
+        check(cc, GetParam(), kAllActivations[1 + i % 9], residual, i % 3 != 2, &pool, rng, 0, true);
+      }
+  }
 }
 
 // The stem with a MaxPool in its epilogue (run_max_pooled) against the reference conv, activation

@@ -88,6 +88,7 @@ struct Case {
   int64_t batch = 1;
   bool batch_ptrs = false;
   bool broadcast_b = false;  // batch stride 0 for B
+  bool split_columns = false;  // SgemmContext::split_columns
   std::string describe() const {
     std::string s = "m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k);
     s += std::string(" ta=") + (ta ? "1" : "0") + " tb=" + (tb ? "1" : "0");
@@ -97,6 +98,7 @@ struct Case {
     s += std::string(" act=") + activation_name(act) + " packA=" + (pack_a ? "1" : "0") +
          " packB=" + (pack_b ? "1" : "0");
     s += " batch=" + std::to_string(batch) + (batch_ptrs ? " ptrs" : "") + (broadcast_b ? " bcastB" : "");
+    s += split_columns ? " split_columns" : "";
     return s;
   }
 };
@@ -163,6 +165,7 @@ void check_case(const Case& cs, Isa isa, core::ThreadPool* pool, uint32_t seed) 
   SgemmContext ctx;
   ctx.pool = pool;
   ctx.isa = isa;
+  ctx.split_columns = cs.split_columns;
 
   Status st;
   std::vector<const float*> a_ptrs, b_ptrs, r_ptrs;
@@ -642,6 +645,40 @@ TEST_P(SgemmIsaTest, TwoThreadPool) {
       {.m = 500, .n = 33, .k = 300, .pack_a = true},
   };
   for (const Case& cs : cases) check_case(cs, GetParam(), &pool, seed++);
+}
+
+// split_columns: with N >= kSplitColumnsMinN each thread takes one range of columns (a conv's
+// pixels) whatever the cost model would pick; ranges end mid-vector when N is not a multiple of
+// the tile width, and the residual / column bias follow the column offset.
+TEST_P(SgemmIsaTest, ColumnSplitWithThreads) {
+  uint32_t seed = 900;
+  const Case cases[] = {
+      {.m = 64,
+       .n = 3025,
+       .k = 16,
+       .bias = GemmBias::kPerRow,
+       .act = GemmActivation::kRelu,
+       .pack_a = true,
+       .split_columns = true},
+      {.m = 16, .n = kSplitColumnsMinN, .k = 128, .bias = GemmBias::kPerRow, .pack_a = true, .split_columns = true},
+      {.m = 30,
+       .n = 1777,
+       .k = 37,
+       .pad_c = 3,
+       .bias = GemmBias::kPerColumn,
+       .residual = true,
+       .act = GemmActivation::kClip,
+       .act_alpha = -0.5f,
+       .act_beta = 0.5f,
+       .split_columns = true},
+      {.m = 24, .n = 1100, .k = 20, .alpha = 0.5f, .beta = 0.25f, .batch = 2, .split_columns = true},
+      {.m = 40, .n = 1500, .k = 600, .act = GemmActivation::kSigmoid, .split_columns = true},  // two K blocks
+      {.m = 20, .n = 200, .k = 64, .split_columns = true},  // below the width: split by cost
+  };
+  for (int threads : {2, 3}) {
+    core::ThreadPool pool(threads);
+    for (const Case& cs : cases) check_case(cs, GetParam(), &pool, seed++);
+  }
 }
 
 // With threads, a large C with 64-byte aligned rows is written with non-temporal stores when the

@@ -117,6 +117,25 @@ Status run_fast(const ConvBinding& b, const cpu::FastConv& c, KernelContext& ctx
   return c.run(s.params, ctx.input(0), ctx.input_or_null(2), z, ctx.output(0), ctx.pool());
 }
 
+// Whether some reader of v (also through Concats, which write in place) is a depthwise or grouped
+// conv: with threads those take ranges of channels, so the producer's GEMM should write ranges of
+// channels too. Otherwise it writes ranges of pixels (FastConv::set_split_columns): dense convs read
+// all channels of their own pixel ranges (GEMM column ranges, row strips), and a GEMM split by rows
+// reads all of its input, half of it from the other core.
+bool read_by_channel_groups(const ir::Value& v, int depth = 0) {
+  if (depth > 4) return true;
+  for (const ir::Use& u : v.uses()) {
+    const ir::Node& n = *u.node;
+    if ((n.op_type() == "Conv" || n.op_type() == "FusedConv") && u.input_index == 0) {
+      Result<int64_t> group = n.attr_int("group", 1);
+      if (!group.is_ok() || *group != 1) return true;
+    } else if (n.op_type() == "Concat" && n.domain().empty()) {
+      if (read_by_channel_groups(*n.output(0), depth + 1)) return true;
+    }
+  }
+  return false;
+}
+
 // The fast kernel applies to f32 Conv with constant 1-D / 2-D weights; null when it does not.
 Result<std::optional<cpu::FastConv>> make_fast_conv(const KernelCreateInfo& info, const ConvBinding& b,
                                                     cpu::FusedActivation act) {
@@ -139,6 +158,7 @@ Result<std::optional<cpu::FastConv>> make_fast_conv(const KernelCreateInfo& info
   }
   KESTREL_ASSIGN_OR_RETURN(cpu::FastConv c,
                            cpu::FastConv::create(*w, b.group, act, info.options.isa, /*allow_winograd=*/true, plane));
+  c.set_split_columns(info.node.num_outputs() == 1 && !read_by_channel_groups(*info.node.output(0)));
   return std::optional<cpu::FastConv>(std::move(c));
 }
 

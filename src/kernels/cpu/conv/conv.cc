@@ -394,7 +394,7 @@ Status FastConv::run(const ref::ConvParams& p, const Tensor& x, const Tensor* bi
 Status FastConv::run_pointwise(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
                                core::ThreadPool* pool) const {
   const int64_t hw = g.oh * g.ow, mg = m_ / group_;
-  SgemmContext ctx{pool, isa_};
+  SgemmContext ctx{pool, isa_, split_columns_};
   GemmEpilogue ep;
   ep.activation = act_.kind;
   ep.act_alpha = act_.alpha;
@@ -850,7 +850,7 @@ Status FastConv::run_im2col(const Geometry& g, const float* x, const float* bias
   }
   float* col = thread_scratch(std::max<int64_t>(col_floats, 1));
   if (!col) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate im2col buffer");
-  SgemmContext ctx{pool, isa_};
+  SgemmContext ctx{pool, isa_, split_columns_};
   for (int64_t n = 0; n < g.n; ++n) {
     conv_detail::Im2colArgs args;
     args.x = x + n * g.c * ihw;
@@ -917,7 +917,7 @@ Status FastConv::run_im2col_strips(const Geometry& g, const float* x, const floa
   const conv_detail::Im2colFn im2col = conv_detail::im2col_fn(isa_);
   const SgemmContext one{nullptr, isa_};
   std::atomic<bool> oom{false}, failed{false};
-  pool->run(g.n * strips, [&](int64_t i) {
+  auto task = [&](int64_t i) {
     const int64_t n = i / strips, oy0 = i % strips * rows_per_strip, oy1 = std::min(g.oh, oy0 + rows_per_strip);
     const int64_t cols = (oy1 - oy0) * g.ow;
     float* col = thread_scratch(rows * cols);
@@ -974,6 +974,12 @@ Status FastConv::run_im2col_strips(const Geometry& g, const float* x, const floa
           sgemm_batched(mg, cols, kdim, 1.f, SgemmA(w_->data(), kdim), SgemmB(col, cols), beta, yn, ohw, batch, e, one);
     }
     if (!st.is_ok()) failed.store(true);
+  };
+  // One contiguous range of strips per thread (the caller's first), not strips taken in turn: the
+  // rows each thread reads are then the ones that the convs before wrote on that thread when they
+  // split their pixels the same way (set_split_columns), and the next convs read its rows back.
+  core::parallel_for(pool, g.n * strips, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) task(i);
   });
   if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate im2col buffer");
   if (failed.load()) return core::internal_error("conv: im2col GEMM failed");

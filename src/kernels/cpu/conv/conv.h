@@ -73,6 +73,12 @@ class FastConv {
   }
   const char* path_name(const ref::ConvParams& p) const;
 
+  // With threads, run pointwise and im2col GEMMs over wide planes as one contiguous range of pixels
+  // per thread (SgemmContext::split_columns) instead of ranges of output channels. For convs whose
+  // output is read by other dense convs (their GEMMs and strips read all channels of a range of
+  // pixels), not for those that feed a depthwise or grouped conv (ranges of channels per thread).
+  void set_split_columns(bool on) { split_columns_ = on; }
+
  private:
   struct Geometry;
   Status make_geometry(const ref::ConvParams& p, const Tensor& x, const Tensor* bias, std::span<const int64_t> ydims,
@@ -95,6 +101,7 @@ class FastConv {
                            core::ThreadPool* pool, int64_t rows_per_strip, const GemmEpilogue& ep) const;
 
   core::Isa isa_ = core::Isa::kScalar;
+  bool split_columns_ = false;
   FusedActivation act_;
   int64_t m_ = 0, cg_ = 0, kh_ = 1, kw_ = 1, group_ = 1, rank_ = 4;
   std::shared_ptr<const std::vector<float>> w_;  // [M, Cg*KH*KW]

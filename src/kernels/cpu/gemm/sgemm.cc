@@ -292,7 +292,7 @@ struct Split {
   int64_t tm = 1, tn = 1;
 };
 
-Split choose_split(const Problem& p, int threads) {
+Split choose_split(const Problem& p, int threads, bool split_columns) {
   Split best;
   if (threads <= 1) return best;
   const int64_t mr = p.uk->mr, nr = p.uk->nr;
@@ -300,6 +300,7 @@ Split choose_split(const Problem& p, int threads) {
   const double kk = static_cast<double>(std::max<int64_t>(p.k, 1));
   // Below ~1 MFLOP a second thread costs more to wake than it saves.
   if (static_cast<double>(p.m) * static_cast<double>(p.n) * kk < 5.0e5) return best;
+  if (split_columns && p.n >= kSplitColumnsMinN && sn >= threads) return Split{1, threads};
   // One task per thread is tried first and wins ties (more tasks must be 3% cheaper): task 0 runs
   // on the calling thread, so with one range of rows per thread the C rows (a conv's output
   // channels) land in the cache of the thread whose depthwise / activation ranges read them next.
@@ -677,7 +678,7 @@ Status sgemm_impl(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA& a,
                !batch.c_ptrs && reinterpret_cast<uintptr_t>(c) % vec_bytes == 0 && ldc % uk->width == 0 &&
                batch.stride_c % uk->width == 0;
   // Batch entries are independent tasks; split each GEMM only when there are too few of them.
-  const Split split = choose_split(p, count >= 2 * threads ? 1 : threads);
+  const Split split = choose_split(p, count >= 2 * threads ? 1 : threads, ctx.split_columns);
   const int64_t sm = (m + uk->mr - 1) / uk->mr, sn = (n + uk->nr - 1) / uk->nr;
   const int64_t tiles = split.tm * split.tn;
 

@@ -138,7 +138,13 @@ struct SgemmB {
 struct SgemmContext {
   core::ThreadPool* pool = nullptr;
   std::optional<core::Isa> isa;
+  // With threads: give each thread one contiguous range of C's columns when N is at least
+  // kSplitColumnsMinN (else the split is chosen by cost, rows first). For callers whose next
+  // consumers read C by column ranges (a conv's pixels, read by the next convs in row strips):
+  // each thread then reads what it wrote instead of half of it from the other core.
+  bool split_columns = false;
 };
+inline constexpr int64_t kSplitColumnsMinN = 1024;
 
 // Multiple GEMMs with the same shape. Matrix i uses data + i * stride (stride 0 broadcasts one
 // matrix to every batch entry), or, when the pointer array is given, ptrs[i]. Pre-packed inputs
