@@ -93,7 +93,13 @@ struct WinogradKernels {
   WinogradFn input = nullptr;   // input channels
   WinogradFn output = nullptr;  // output channels
 };
-inline int64_t winograd_row_scratch_floats(int64_t tw, int width) { return 8 * (tw + 1 + width) + 64; }
+// Floats per split input row half (even or odd columns): whole vectors, one past the last tile's column.
+inline int64_t winograd_half_row(int64_t tw, int width) {
+  return (tw + width - 1) / width * width + width;
+}
+inline int64_t winograd_row_scratch_floats(int64_t tw, int width) {
+  return 8 * winograd_half_row(tw, width) + 64;
+}
 WinogradKernels winograd_kernels(core::Isa isa);
 WinogradKernels winograd_kernels_scalar();
 WinogradKernels winograd_kernels_avx2();

@@ -37,6 +37,12 @@ struct Avx2Ops {
     even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
     odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0)));
   }
+  // The inverse: lo <- (even[0], odd[0], even[1], odd[1], ...) of the first halves, hi of the second.
+  static void interleave(V even, V odd, V& lo, V& hi) {
+    const V l = _mm256_unpacklo_ps(even, odd), h = _mm256_unpackhi_ps(even, odd);  // pairs 0, 1, 4, 5 / 2, 3, 6, 7
+    lo = _mm256_permute2f128_ps(l, h, 0x20);
+    hi = _mm256_permute2f128_ps(l, h, 0x31);
+  }
   // deinterleave without its last step: the 64-bit halves stay in the order of the in-lane shuffles.
   static void deinterleave_shuffled(V a, V b, V& even, V& odd) {
     even = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));

@@ -48,6 +48,13 @@ struct Avx512Ops {
     even = _mm512_permutex2var_ps(a, ie, b);
     odd = _mm512_permutex2var_ps(a, io, b);
   }
+  // The inverse: lo <- (even[0], odd[0], even[1], odd[1], ...) of the first halves, hi of the second.
+  static void interleave(V even, V odd, V& lo, V& hi) {
+    const __m512i il = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i ih = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    lo = _mm512_permutex2var_ps(even, il, odd);
+    hi = _mm512_permutex2var_ps(even, ih, odd);
+  }
   // As deinterleave, but the elements of even / odd come in a lane order P of their own (in-lane shuffles only: each
   // 128-bit lane takes 2 from a then 2 from b); unshuffle(v) puts a vector in that order back in element order.
   static void deinterleave_shuffled(V a, V b, V& even, V& odd) {

@@ -17,6 +17,10 @@ struct ScalarOps {
     even = a;
     odd = b;
   }
+  static void interleave(V even, V odd, V& lo, V& hi) {
+    lo = even;
+    hi = odd;
+  }
   static void deinterleave_shuffled(V a, V b, V& even, V& odd) { deinterleave(a, b, even, odd); }
   static V unshuffle(V v) { return v; }
   static V load_lanes(const float* p, int lo, int hi) { return lo <= 0 && hi > 0 ? *p : 0.f; }
