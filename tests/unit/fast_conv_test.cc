@@ -145,7 +145,7 @@ const ConvCase kCases[] = {
     {1, 17, 31, 29, 17, 17, 3, 3, 1, 1, 1, P::kDepthwise},  // large 3x3 plane
     {1, 18, 60, 70, 18, 18, 5, 5, 1, 2, 1, P::kDepthwise},  // several strips
     {2, 19, 40, 41, 19, 19, 3, 3, 2, 0, 1, P::kDepthwise},
-    {1, 16, 7, 7, 16, 16, 3, 3, 2, 1, 1, P::kDepthwise},    // one whole block, 4x4 out
+    {1, 16, 7, 7, 16, 16, 3, 3, 2, 1, 1, P::kDepthwise},  // one whole block, 4x4 out
     // grouped direct (groups of 16 / 32 channels), strides, strips, 5x5
     {1, 32, 11, 13, 32, 2, 3, 3, 1, 1, 1, P::kGrouped},
     {2, 64, 9, 9, 32, 2, 3, 3, 2, 1, 1, P::kGrouped},
@@ -158,7 +158,7 @@ const ConvCase kCases[] = {
     {1, 32, 1, 1, 32, 1, 3, 3, 1, 1, 1, P::kWinograd},
     {1, 40, 40, 37, 48, 1, 3, 3, 1, 1, 1, P::kWinograd},
     {1, 32, 9, 9, 32, 1, 3, 3, 1, 2, 1, P::kWinograd},  // pad 2: output larger than input
-    {1, 16, 9, 9, 64, 1, 3, 3, 1, 1, 1, P::kIm2col},    // too few input channels for Winograd
+    {1, 15, 9, 9, 64, 1, 3, 3, 1, 1, 1, P::kIm2col},    // too few input channels for Winograd
     // plane-direct depthwise (rows at least one vector wide): strides, 5x5, tails, rows past 4 vectors, no pad
     {1, 21, 56, 56, 21, 21, 3, 3, 2, 1, 1, P::kDepthwise},
     {1, 5, 37, 47, 5, 5, 5, 5, 2, 2, 1, P::kDepthwise},
@@ -179,13 +179,15 @@ const ConvCase kCases[] = {
     {2, 1, 37, 41, 13, 1, 3, 3, 2, 1, 1, P::kStem},
     {1, 4, 30, 70, 7, 1, 3, 3, 2, 0, 1, P::kStem},
     {1, 2, 9, 20, 16, 1, 3, 3, 2, 3, 1, P::kStem},
-    {1, 5, 17, 17, 8, 1, 3, 3, 2, 1, 1, P::kIm2col},  // 5 input channels: not a stem
+    {1, 5, 17, 17, 8, 1, 3, 3, 2, 1, 1, P::kIm2col},      // 5 input channels: not a stem
+    {1, 16, 13, 11, 16, 1, 3, 3, 1, 1, 1, P::kWinograd},  // Winograd: the fewest channels it takes
     {2, 32, 20, 19, 40, 1, 3, 3, 1, 1, 1, P::kWinograd},  // 2 threads: chunks of tiles as tasks, batch
     {2, 35, 11, 13, 71, 1, 3, 3, 1, 1, 1, P::kWinograd},  // 2 threads: output-channel ranges (few tiles), batch
-    // 2 threads: strips of output rows as tasks (stride 2, the direct stem, stride 1 with a residual-sized plane, groups)
+    // 2 threads: strips of output rows as tasks (stride 2, the direct stem, stride 1 with a residual-sized plane,
+    // groups)
     {1, 5, 67, 70, 16, 1, 3, 3, 2, 1, 1, P::kIm2col},  // 5 input channels: not a stem
     {1, 3, 67, 70, 16, 1, 3, 3, 2, 1, 1, P::kStem},
-    {2, 16, 41, 37, 24, 1, 3, 3, 1, 1, 1, P::kIm2col},
+    {2, 15, 41, 37, 24, 1, 3, 3, 1, 1, 1, P::kIm2col},
     {1, 8, 40, 45, 12, 2, 3, 3, 1, 2, 2, P::kIm2col},  // grouped, dilated
     // 2 threads, outputs past FastConv::kStreamOutputBytes: non-temporal stores (plane-direct and blocked depthwise)
     {1, 24, 112, 112, 24, 24, 3, 3, 1, 1, 1, P::kDepthwise},

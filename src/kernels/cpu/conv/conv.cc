@@ -758,7 +758,7 @@ Status FastConv::run_winograd(const Geometry& g, const float* x, const float* bi
     // 1 MiB (the scratch is that big on every thread): SqueezeNet's 27x27 expand3x3 at 2 threads
     // 171-190 -> 152-157 us, the model 2.70-2.79 -> 2.66-2.70 ms (same binary toggled, three pairs).
     const bool via_scratch = m_ * g.oh * g.ow * int64_t{4} <= (int64_t{1} << 20);
-    pool->run(g.n * chunks, [&](int64_t i) {
+    auto task = [&](int64_t i) {
       float* buf = thread_scratch(buf_floats);
       float* out = via_scratch ? thread_scratch(m_ * g.oh * g.ow, 2) : nullptr;
       if (!buf || (via_scratch && !out)) {
@@ -772,6 +772,10 @@ Status FastConv::run_winograd(const Geometry& g, const float* x, const float* bi
         for (int64_t m = 0; m < m_; ++m)
           copy_streaming(y + (n * m_ + m) * ohw + r0 * g.ow, out + m * ohw + r0 * g.ow, (r1 - r0) * g.ow, m + 1 == m_);
       }
+    };
+    // One contiguous range of chunks per thread (the caller's first), as in run_im2col_strips.
+    core::parallel_for(pool, g.n * chunks, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) task(i);
     });
   } else if (threads > 1 && m_ >= threads * 2 * tile_mr_) {
     // Too few tiles for a chunk per thread: each thread takes a range of output channels (whole

@@ -46,9 +46,11 @@ class FastConv {
 
   // Which path run() takes for these parameters (for tests and profiles).
   enum class Path { kPointwise, kDepthwise, kIm2col, kGrouped, kWinograd, kStem };
-  // Winograd needs at least this many input and output channels: with C = 16 its 16 GEMMs of depth
-  // C lose to im2col + GEMM; from 32 it wins (7-54% on the shapes in bench/conv_bench.cc).
-  static constexpr int64_t kWinogradMinChannels = 32;
+  // Winograd needs at least this many input and output channels. It was 32 while the transforms
+  // were scalar loops (with C = 16 its 16 GEMMs of depth C lost to im2col + GEMM); with them
+  // vectorized, SqueezeNet's 55x55 16 -> 64 convs take 250-261 us against im2col's 320-327 in the
+  // model (1 thread; kestrel_conv_bench 253-270 against 329-345).
+  static constexpr int64_t kWinogradMinChannels = 16;
   // With threads, Winograd runs whole chunks of tile rows as tasks when each has this many tiles
   // (GEMM N); below, every phase is split across the threads instead.
   static constexpr int64_t kWinogradMinTilesPerTask = 48;
