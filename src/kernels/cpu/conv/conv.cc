@@ -160,6 +160,14 @@ const char* conv_impl_name(core::Isa isa) {
   return "conv";
 }
 
+// Runs task(0 .. n-1) as one contiguous range of tasks per thread, the caller's first (not taken in
+// turn): each thread then reads the rows / channels that it wrote in the ops before.
+void run_in_ranges(core::ThreadPool* pool, int64_t n, core::FunctionRef<void(int64_t)> task) {
+  core::parallel_for(pool, n, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) task(i);
+  });
+}
+
 }  // namespace
 
 struct FastConv::Geometry {
@@ -528,9 +536,7 @@ Status FastConv::run_depthwise(const Geometry& g, const float* x, const float* b
   // One contiguous range of channel blocks per thread (the caller's first): the GEMM before split
   // its output channels the same way and the SE / activation ops after split them into the same
   // halves, so each thread mostly reads what it wrote (small dynamic tasks scatter the blocks).
-  core::parallel_for(pool, tasks, 1, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) task(i);
-  });
+  run_in_ranges(pool, tasks, task);
   if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate depthwise scratch");
   return Status::ok();
 }
@@ -562,9 +568,7 @@ Status FastConv::run_grouped(const Geometry& g, const float* x, const float* bia
     fn(a, grp, oy0, std::min(g.oh, oy0 + rows_per_strip));
   };
   // Contiguous ranges of groups per thread, as in run_depthwise.
-  core::parallel_for(pool, tasks, 1, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) task(i);
-  });
+  run_in_ranges(pool, tasks, task);
   if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate grouped conv scratch");
   return Status::ok();
 }
@@ -774,9 +778,7 @@ Status FastConv::run_winograd(const Geometry& g, const float* x, const float* bi
       }
     };
     // One contiguous range of chunks per thread (the caller's first), as in run_im2col_strips.
-    core::parallel_for(pool, g.n * chunks, 1, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) task(i);
-    });
+    run_in_ranges(pool, g.n * chunks, task);
   } else if (threads > 1 && m_ >= threads * 2 * tile_mr_) {
     // Too few tiles for a chunk per thread: each thread takes a range of output channels (whole
     // tile-height slivers of the packed weights) over all tiles, transforming the whole input
@@ -982,9 +984,7 @@ Status FastConv::run_im2col_strips(const Geometry& g, const float* x, const floa
   // One contiguous range of strips per thread (the caller's first), not strips taken in turn: the
   // rows each thread reads are then the ones that the convs before wrote on that thread when they
   // split their pixels the same way (set_split_columns), and the next convs read its rows back.
-  core::parallel_for(pool, g.n * strips, 1, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) task(i);
-  });
+  run_in_ranges(pool, g.n * strips, task);
   if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate im2col buffer");
   if (failed.load()) return core::internal_error("conv: im2col GEMM failed");
   return Status::ok();
