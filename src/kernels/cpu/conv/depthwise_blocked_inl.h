@@ -539,11 +539,22 @@ inline void stem_tile(const DepthwiseBlockArgs& a, const float* rows, int64_t rs
     for (int ky = 0; ky < 3; ++ky)
       for (int kx = 0; kx < 3; ++kx) {
         const float* tap = rows + c * cs + ky * rs + (kx & 1) * half + kx / 2;
-        V wv[MB];
-        for (int mb = 0; mb < MB; ++mb) wv[mb] = S::set1(w[(mb * a.cg + c) * 9 + ky * 3 + kx]);
-        for (int i = 0; i < NX; ++i) {
-          const V v = S::load(tap + src[i]);
-          for (int mb = 0; mb < MB; ++mb) acc[mb][i] = S::fmadd(wv[mb], v, acc[mb][i]);
+        if constexpr (W == 8) {
+          // 16 registers: the NX input vectors stay, each weight is broadcast just before its NX FMAs
+          // (MB x NX accumulators + NX + 1 <= 16; all MB weights held at once would spill).
+          V v[NX];
+          for (int i = 0; i < NX; ++i) v[i] = S::load(tap + src[i]);
+          for (int mb = 0; mb < MB; ++mb) {
+            const V wv = S::set1(w[(mb * a.cg + c) * 9 + ky * 3 + kx]);
+            for (int i = 0; i < NX; ++i) acc[mb][i] = S::fmadd(wv, v[i], acc[mb][i]);
+          }
+        } else {
+          V wv[MB];
+          for (int mb = 0; mb < MB; ++mb) wv[mb] = S::set1(w[(mb * a.cg + c) * 9 + ky * 3 + kx]);
+          for (int i = 0; i < NX; ++i) {
+            const V v = S::load(tap + src[i]);
+            for (int mb = 0; mb < MB; ++mb) acc[mb][i] = S::fmadd(wv[mb], v, acc[mb][i]);
+          }
         }
       }
   const int64_t ohw = a.oh * a.ow;
@@ -570,12 +581,14 @@ inline void stem_tile(const DepthwiseBlockArgs& a, const float* rows, int64_t rs
 // time (perf, 3 -> 64 at 224). With 32 registers (AVX-512): 4 channels x 6 vectors, 24 accumulators fed by
 // 4 broadcast weights and 6 loads per tap. 8 x 3 (8 broadcasts per tap) ran the 3 -> 32 stem at 224 in
 // 197 us, 4 x 6 in 163 (3 -> 64: 375 -> 308 us; bench/conv_bench.cc, AMD EPYC); 2 x 12, 3 x 8, 4 x 7 and
-// weights stored pre-broadcast were slower, 5 x 5 no better. With 16 (AVX2): 8 channels x 1-2 vectors.
+// weights stored pre-broadcast were slower, 5 x 5 no better. With 16 (AVX2): 6 channels x 2 vectors, each weight
+// broadcast right before its two FMAs (8 x 2 with all 8 weights held spilled accumulators: on AMD Zen 2 the 3 -> 32
+// stem at 224 598 -> 520 us, 3 -> 64 1170 -> 990; 6 x 2 with the channel count fixed at 3 at compile time: no gain).
 template <class S, int NX, class St, class F>
 inline void stem_columns(const DepthwiseBlockArgs& a, const float* rows, int64_t rs, int64_t cs, int64_t half,
                          int64_t oy0, int64_t vpr, int64_t first, St st, F act) {
   constexpr int W = S::kWidth;
-  constexpr int kMB = W >= 16 ? 4 : 8;
+  constexpr int kMB = W >= 16 ? 4 : 6;
   int64_t src[NX], dst[NX];
   int lanes[NX];
   for (int i = 0; i < NX; ++i) {
@@ -586,8 +599,10 @@ inline void stem_columns(const DepthwiseBlockArgs& a, const float* rows, int64_t
   }
   int64_t m0 = 0;
   for (; m0 + kMB <= a.mg; m0 += kMB) stem_tile<S, kMB, NX>(a, rows, rs, cs, half, src, dst, lanes, m0, st, act);
-  if constexpr (kMB > 4)
+  if constexpr (kMB > 4) {
     for (; m0 + 4 <= a.mg; m0 += 4) stem_tile<S, 4, NX>(a, rows, rs, cs, half, src, dst, lanes, m0, st, act);
+    for (; m0 + 2 <= a.mg; m0 += 2) stem_tile<S, 2, NX>(a, rows, rs, cs, half, src, dst, lanes, m0, st, act);
+  }
   for (; m0 < a.mg; ++m0) stem_tile<S, 1, NX>(a, rows, rs, cs, half, src, dst, lanes, m0, st, act);
 }
 
