@@ -189,7 +189,8 @@ bool run_block(const Problem& p, const Operands& o, int64_t m0, int64_t m1, int6
   // B is read in place (no packing) when it is not transposed, every B panel meets a single A
   // block anyway, and its rows do not alias to a few cache sets (row strides that are multiples of
   // 512 bytes or more, as in power-of-two matrices, thrash L1/L2 when a panel is walked down its
-  // rows). Measured faster than packing on the conv shapes, 2-5% slower on square 1024-2048.
+  // rows). Measured faster than packing on the conv shapes, 2-5% slower on square 1024-2048 (AVX-512
+  // on Zen 5; AVX2 packs blocks of more than kPackBMinRows rows, see Blocking::b_in_place).
   const bool direct_b = (p.blk.b_in_place || m1 - m0 <= kPackBMinRows) && !p.packed_b && !o.b_i8 && !p.trans_b &&
                         (m1 - m0 <= mc_max || one_panel) && !aliasing_stride(p.ldb, kc_max);
 
