@@ -59,18 +59,22 @@ Result<const UkernelTable*> resolve(std::optional<Isa> want) {
 
 struct Blocking {
   int64_t mc, nc, kc;
-  // Whether a B panel that is not transposed may be read in place instead of packed (see
-  // run_block). The 16-column slivers of the AVX2 tile are one 64-byte line per k step, every step
-  // a line of a new row: measured on AMD Zen 2 (kestrel_kernel_bench, interleaved runs), packing
-  // was 8-18% faster on the MobileNetV2 1x1 conv GEMMs (28x28 144 -> 32 58 -> 69 GFLOP/s, 14x14
-  // 64 -> 384 62 -> 70, 7x7 160 -> 960 50 -> 56) and SqueezeNet's classifier (64 -> 72), 7% slower
-  // on ResNet-50's 56x56 im2col GEMM. The AVX-512 tile (32 columns, two lines per step) reads in
-  // place (measured on Zen 5: faster than packing on the conv shapes).
-  // Blocks of at most kPackBMinRows rows still read B in place: each packed element would serve
-  // too few rows to repay its copy (MobileNetV2's 112x112 32 -> 16: 56 -> 52 GFLOP/s packed).
+  // Whether this ISA's tiles may read a B panel in place at all (see b_in_place_for_rows).
   bool b_in_place = true;
 };
-constexpr int64_t kPackBMinRows = 16;
+
+// Whether a block of `rows` rows of C may read a non-transposed B in place rather than pack it (the
+// stride and shape conditions come on top, in run_block and in the split cost model). The 16-column
+// slivers of the AVX2 tile are one 64-byte line per k step, every step a line of a new row: measured
+// on AMD Zen 2 (kestrel_kernel_bench, interleaved runs), packing was 8-18% faster on the
+// MobileNetV2 1x1 conv GEMMs (28x28 144 -> 32 58 -> 69 GFLOP/s, 14x14 64 -> 384 62 -> 70, 7x7
+// 160 -> 960 50 -> 56) and SqueezeNet's classifier (64 -> 72). The AVX-512 tile (32 columns, two
+// lines per step) reads in place (measured on Zen 5: faster than packing on the conv shapes). Blocks
+// of at most 16 rows read in place on every ISA: each packed element would serve too few rows to
+// repay its copy (MobileNetV2's 112x112 32 -> 16 on Zen 2: 56 -> 52 GFLOP/s packed).
+bool b_in_place_for_rows(const Blocking& blk, double rows) {
+  return blk.b_in_place || rows <= 16;
+}
 
 int64_t round_down_to(int64_t x, int64_t unit) {
   return std::max(unit, x / unit * unit);
@@ -190,9 +194,9 @@ bool run_block(const Problem& p, const Operands& o, int64_t m0, int64_t m1, int6
   // block anyway, and its rows do not alias to a few cache sets (row strides that are multiples of
   // 512 bytes or more, as in power-of-two matrices, thrash L1/L2 when a panel is walked down its
   // rows). Measured faster than packing on the conv shapes, 2-5% slower on square 1024-2048 (AVX-512
-  // on Zen 5; AVX2 packs blocks of more than kPackBMinRows rows, see Blocking::b_in_place).
-  const bool direct_b = (p.blk.b_in_place || m1 - m0 <= kPackBMinRows) && !p.packed_b && !o.b_i8 && !p.trans_b &&
-                        (m1 - m0 <= mc_max || one_panel) && !aliasing_stride(p.ldb, kc_max);
+  // on Zen 5; AVX2 packs blocks of more than 16 rows, see b_in_place_for_rows).
+  const bool direct_b = b_in_place_for_rows(p.blk, static_cast<double>(m1 - m0)) && !p.packed_b && !o.b_i8 &&
+                        !p.trans_b && (m1 - m0 <= mc_max || one_panel) && !aliasing_stride(p.ldb, kc_max);
 
   auto round16 = [](size_t x) { return (x + 15) / 16 * 16; };
   const size_t a_floats = p.packed_a ? 0 : round16(static_cast<size_t>((mc_max + mr - 1) / mr * mr * kc_max));
@@ -335,7 +339,7 @@ Split choose_split(const Problem& p, int threads, bool split_columns) {
       // two threads' tiles: it moves between the cores at each store and again when the
       // epilogue reads it back (a 1x1 conv over 7x7 pixels ran 3-4x slower on 2 threads).
       if (tn > 1 && p.ldc % 16 != 0) cycles += 400.0 * tile_m;
-      const bool b_in_place = (p.blk.b_in_place || tile_m <= kPackBMinRows) && !p.b_scale && !p.trans_b &&
+      const bool b_in_place = b_in_place_for_rows(p.blk, tile_m) && !p.b_scale && !p.trans_b &&
                               tile_m <= static_cast<double>(p.blk.mc) &&
                               !aliasing_stride(p.ldb, std::min(p.k, p.blk.kc));
       if (!p.packed_b && !b_in_place) cycles += 0.1 * tile_n * kk * std::ceil(tile_m / static_cast<double>(p.blk.mc));
