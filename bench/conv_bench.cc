@@ -26,8 +26,10 @@ core::Tensor rnd(core::Dims d) {
 }
 
 // Args: C (input channels), M (output channels), H (= W, input), K, stride, group, act (GemmActivation).
-// plane_hint: tell the kernel the plane size at creation, as a session does for static shapes.
-void run_conv(benchmark::State& st, bool allow_winograd, core::ThreadPool* pool = nullptr, bool plane_hint = true) {
+// plane_hint: tell the kernel the plane size at creation, as a session does for static shapes. cold: evict the
+// caches before each run (untimed).
+void run_conv(benchmark::State& st, bool allow_winograd, core::ThreadPool* pool = nullptr, bool plane_hint = true,
+              bool cold = false) {
   const int64_t c = st.range(0), m = st.range(1), h = st.range(2), k = st.range(3), s = st.range(4),
                 g = st.range(5);
   cpu::FusedActivation act;
@@ -40,7 +42,13 @@ void run_conv(benchmark::State& st, bool allow_winograd, core::ThreadPool* pool 
     return;
   }
   ref::ConvParams p{{s, s}, {1, 1}, {pad, pad}, g};
+  std::vector<float> junk(cold ? size_t{8} << 20 : 0);  // 32 MiB: twice the L3 of the hosts measured
   for (auto _ : st) {
+    if (cold) {
+      st.PauseTiming();
+      for (size_t i = 0; i < junk.size(); i += 16) junk[i] += 1.f;
+      st.ResumeTiming();
+    }
     benchmark::DoNotOptimize(fc->run(p, x, &b, nullptr, y, pool));
     benchmark::ClobberMemory();
   }
@@ -51,6 +59,9 @@ void run_conv(benchmark::State& st, bool allow_winograd, core::ThreadPool* pool 
 }
 
 void BM_Conv(benchmark::State& st) { run_conv(st, true); }
+void BM_ConvCold(benchmark::State& st) {
+  run_conv(st, true, nullptr, true, true);
+}
 void BM_ConvNoWinograd(benchmark::State& st) { run_conv(st, false); }
 // Without the plane size at creation: pointwise convs on small planes keep the plain GEMM.
 void BM_ConvNoHint(benchmark::State& st) {
@@ -79,8 +90,14 @@ BENCHMARK(BM_Conv) DWR(480, 14, 3, 1) DWR(576, 14, 3, 1) DWR(480, 14, 5, 1) DWR(
 BENCHMARK(BM_Conv)->Args({3, 32, 224, 3, 2, 1, 1})->Args({3, 64, 224, 3, 2, 1, 1});
 // Pointwise 1x1 (MobileNetV2, SqueezeNet; their int8 twins are qconv_nchw/* in qconv_bench.cc).
 #define PW(C, M, H) ->Args({C, M, H, 1, 1, 1, 1})
-BENCHMARK(BM_Conv) PW(16, 96, 112) PW(24, 144, 56) PW(144, 24, 56) PW(32, 192, 28) PW(64, 384, 14) PW(160, 960, 7)
-    PW(320, 1280, 7) PW(64, 16, 55);
+BENCHMARK(BM_Conv)
+PW(16, 96, 112) PW(24, 144, 56) PW(144, 24, 56) PW(32, 192, 28) PW(64, 384, 14) PW(160, 960, 7) PW(320, 1280, 7)
+    PW(64, 16, 55) PW(32, 16, 112);
+// MobileNetV2's 112x112 layers with their data out of cache, as in a model whose weights and activations do not
+// fit the last-level cache (BM_ConvCold: 32 MiB written between runs, untimed).
+BENCHMARK(BM_ConvCold)
+    ->Args({3, 32, 224, 3, 2, 1, 1})
+    ->Args({3, 32, 224, 3, 2, 1, 2}) DWC(32, 112, 3, 1) PW(32, 16, 112) PW(16, 96, 112) DWC(96, 112, 3, 2);
 // Pointwise on 7x7 (MnasNet, RegNet, MobileNetV2): the transposed GEMM (output channels in the lanes) against the
 // plain one; and at 2 threads.
 #define PW7 PW(1152, 192, 7) PW(192, 1152, 7) PW(1152, 320, 7) PW(400, 400, 7) PW(160, 960, 7) PW(960, 160, 7)
