@@ -90,14 +90,15 @@ BENCHMARK(BM_Conv) DWR(480, 14, 3, 1) DWR(576, 14, 3, 1) DWR(480, 14, 5, 1) DWR(
 BENCHMARK(BM_Conv)->Args({3, 32, 224, 3, 2, 1, 1})->Args({3, 64, 224, 3, 2, 1, 1});
 // Pointwise 1x1 (MobileNetV2, SqueezeNet; their int8 twins are qconv_nchw/* in qconv_bench.cc).
 #define PW(C, M, H) ->Args({C, M, H, 1, 1, 1, 1})
-BENCHMARK(BM_Conv)
-PW(16, 96, 112) PW(24, 144, 56) PW(144, 24, 56) PW(32, 192, 28) PW(64, 384, 14) PW(160, 960, 7) PW(320, 1280, 7)
-    PW(64, 16, 55) PW(32, 16, 112);
-// MobileNetV2's 112x112 layers with their data out of cache, as in a model whose weights and activations do not
-// fit the last-level cache (BM_ConvCold: 32 MiB written between runs, untimed).
-BENCHMARK(BM_ConvCold)
-    ->Args({3, 32, 224, 3, 2, 1, 1})
-    ->Args({3, 32, 224, 3, 2, 1, 2}) DWC(32, 112, 3, 1) PW(32, 16, 112) PW(16, 96, 112) DWC(96, 112, 3, 2);
+// clang-format off
+BENCHMARK(BM_Conv) PW(16, 96, 112) PW(24, 144, 56) PW(144, 24, 56) PW(32, 192, 28) PW(64, 384, 14) PW(160, 960, 7)
+    PW(320, 1280, 7) PW(64, 16, 55) PW(32, 16, 112);
+// MobileNetV2's layers on 112x112, 56x56, 28x28, 14x14 and 7x7 planes with their data out of cache, as in a model
+// whose weights and activations do not fit the last-level cache (BM_ConvCold: 32 MiB written between runs, untimed).
+BENCHMARK(BM_ConvCold)->Args({3, 32, 224, 3, 2, 1, 2}) DWC(32, 112, 3, 1) PW(32, 16, 112) PW(16, 96, 112)
+    DWC(96, 112, 3, 2) DWC(144, 56, 3, 2) DWC(192, 28, 3, 1) DWC(576, 14, 3, 1) PW(160, 960, 7) PW(960, 160, 7)
+    PW(320, 1280, 7);
+// clang-format on
 // Pointwise on 7x7 (MnasNet, RegNet, MobileNetV2): the transposed GEMM (output channels in the lanes) against the
 // plain one; and at 2 threads.
 #define PW7 PW(1152, 192, 7) PW(192, 1152, 7) PW(1152, 320, 7) PW(400, 400, 7) PW(160, 960, 7) PW(960, 160, 7)
