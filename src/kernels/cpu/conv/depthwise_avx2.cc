@@ -13,8 +13,9 @@ struct Avx2Ops {
   static __m256i mask(int n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   }
-  // r[i][j] <- r[j][i] for an 8x8 block.
-  static void transpose(V* r) {
+  // r[i][j] <- r[j][i] for an 8x8 block. Forced inline: GCC called it out of line, so the 8 vectors went through
+  // memory on every call (channel-blocked depthwise on Zen 2: 192 ch 28x28 145 -> 127 us, 576 ch 14x14 114 -> 102).
+  __attribute__((always_inline)) static inline void transpose(V* r) {
     V t[8], u[8];
     for (int i = 0; i < 8; i += 2) {
       t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);

@@ -103,18 +103,20 @@ void pack_strip(const DepthwiseBlockArgs& a, int64_t c0, int64_t nc, int64_t oy0
       for (int64_t j = 0; j < x_lo; ++j) S::store(d + j * ps, S::zero());
       for (int64_t j = x_hi; j < lp; ++j) S::store(d + j * ps, S::zero());
     }
-    const int64_t count = (r_hi - r_lo) * a.iw;
-    const float* xr = xb + (iy0 + r_lo) * a.iw;
-    int64_t row = r_lo, col = 0;
+    const int64_t iw = a.iw, count = (r_hi - r_lo) * iw, gap = (lp - iw) * ps;
+    const float* xr = xb + (iy0 + r_lo) * iw;
+    float* d = strip + (r_lo * lp + x_lo) * ps;  // pixel p's place; a row end skips the padding columns
+    int64_t left = iw;                           // pixels left in the current row
     for (int64_t p = 0; p < count; p += W) {
       const int n = count - p < W ? static_cast<int>(count - p) : W;
       for (int l = 0; l < W; ++l) v[l] = S::load_n(xr + row_off[l] + p, n);
       S::transpose(v);
       for (int q = 0; q < n; ++q) {
-        S::store(strip + (row * lp + x_lo + col) * ps, v[q]);
-        if (++col == a.iw) {
-          col = 0;
-          ++row;
+        S::store(d, v[q]);
+        d += ps;
+        if (--left == 0) {
+          d += gap;
+          left = iw;
         }
       }
     }
