@@ -42,7 +42,7 @@ void run_conv(benchmark::State& st, bool allow_winograd, core::ThreadPool* pool 
     return;
   }
   ref::ConvParams p{{s, s}, {1, 1}, {pad, pad}, g};
-  std::vector<float> junk(cold ? size_t{8} << 20 : 0);  // 32 MiB: twice the L3 of the hosts measured
+  std::vector<float> junk(cold ? size_t{8} << 20 : 0);  // 32 MiB: twice the Zen 2 host's L3
   for (auto _ : st) {
     if (cold) {
       st.PauseTiming();

@@ -538,10 +538,11 @@ inline void stem_tile(const DepthwiseBlockArgs& a, const float* rows, int64_t rs
   }
   const float* w = a.w + m0 * a.cg * 9;
   if constexpr (!std::is_same_v<St, Stream>) {
-    // The MB output planes are MB store streams the hardware prefetcher does not follow well: in a model (output
-    // not in cache) mobilenet_v2's stem took 0.8-0.9 ms against 0.52 in the warm benchmark (AMD Zen 2). Fetch each
-    // plane's lines 1 KiB ahead (`kestrel bench --profile`: 0.63-0.68 ms; 0.5 KiB and 4 KiB a little slower).
-    // Past a plane's end the address is only a hint (prefetches do not fault). Streaming stores need no fetch.
+    // A column step (stem_columns) writes every output plane, 32-64 store streams, more than the hardware
+    // prefetcher follows: in a model (output not in cache) mobilenet_v2's stem took 0.8-0.9 ms against 0.52 in the
+    // warm benchmark (AMD Zen 2). Each tile fetches its MB planes' lines 1 KiB ahead (`kestrel bench --profile`:
+    // 0.52-0.68 ms; 0.5 KiB and 4 KiB a little slower). Past a plane's end the address is only a hint (prefetches
+    // do not fault). Streaming stores need no fetch.
     constexpr int64_t kAhead = std::max(256, 2 * NX * W);
     const int64_t plane = a.oh * a.ow;
     for (int mb = 0; mb < MB; ++mb)
