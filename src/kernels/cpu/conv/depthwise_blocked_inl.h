@@ -543,7 +543,7 @@ inline void stem_tile(const DepthwiseBlockArgs& a, const float* rows, int64_t rs
     // warm benchmark (AMD Zen 2). Each tile fetches its MB planes' lines 1 KiB ahead (`kestrel bench --profile`:
     // 0.52-0.68 ms; 0.5 KiB and 4 KiB a little slower). Past a plane's end the address is only a hint (prefetches
     // do not fault). Streaming stores need no fetch.
-    constexpr int64_t kAhead = std::max(256, 2 * NX * W);
+    constexpr int64_t kAhead = 256;  // floats (1 KiB): past the largest tile (NX * W = 96 on AVX-512)
     const int64_t plane = a.oh * a.ow;
     for (int mb = 0; mb < MB; ++mb)
       for (int off = 0; off < NX * W; off += 16)
