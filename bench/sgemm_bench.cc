@@ -1,7 +1,7 @@
 // SGEMM benchmarks: square sizes and the conv-shaped GEMMs of MobileNetV2 (1x1) and ResNet-50
 // (3x3 im2col, 1x1), for Kestrel (plain and with pre-packed A, the conv-weight case) and, in the
 // same binary when oneDNN is available, dnnl_sgemm; 1 and 2 threads; counter GFLOP/s. Also the
-// single-core AVX-512 FMA peak the efficiency targets refer to.
+// single-core FMA peaks (AVX-512 and AVX2) the efficiency targets refer to.
 //
 //   kestrel_kernel_bench --benchmark_filter=sgemm --benchmark_repetitions=5
 //       --benchmark_report_aggregates_only=true
@@ -26,6 +26,7 @@
 namespace kestrel::bench {
 
 float fma_peak_avx512(int64_t iters);
+float fma_peak_avx2(int64_t iters);
 
 namespace {
 
@@ -66,6 +67,8 @@ const Shape kShapes[] = {
     {"r50_56x56_1x1_64to256", 256, 3136, 64},
     {"r50_14x14_1x1_1024to256", 256, 196, 1024},
     {"r50_7x7_1x1_2048to512", 512, 49, 2048},
+    // RegNetX-400MF's last-stage 1x1 convs (12 blocks x 2 of them: half of that model's time).
+    {"regnet_7x7_1x1_400to400", 400, 49, 400},
     // SqueezeNet 1.1's classifier conv (1x1, 512 -> 1000 on 13x13).
     {"sq_13x13_1x1_512to1000", 1000, 169, 512},
     // Squeeze-excite 1x1 convs on a 1x1 plane (EfficientNet-B0's last stage): one column.
@@ -186,25 +189,28 @@ void bm_int8w(benchmark::State& st, Shape s, bool int8) {
   set_counters(st, s, thread_cpu_seconds() - t0);
 }
 
-void bm_fma_peak(benchmark::State& st) {
-  if (core::detected_isa() < core::Isa::kAvx512) {
-    st.SkipWithError("no AVX-512");
+// lanes: 16 for the AVX-512 probe (24 FMAs per iteration), 8 for the AVX2 one (12 FMAs).
+void bm_fma_peak(benchmark::State& st, int lanes) {
+  const bool avx512 = lanes == 16;
+  if (core::detected_isa() < (avx512 ? core::Isa::kAvx512 : core::Isa::kAvx2)) {
+    st.SkipWithError(avx512 ? "no AVX-512" : "no AVX2");
     return;
   }
   const int64_t iters = 1 << 20;
   float sink = 0;
   const double t0 = thread_cpu_seconds();
-  for (auto _ : st) sink += fma_peak_avx512(iters);
+  for (auto _ : st) sink += avx512 ? fma_peak_avx512(iters) : fma_peak_avx2(iters);
   const double cpu = thread_cpu_seconds() - t0;
   benchmark::DoNotOptimize(sink);
-  // 24 FMAs x 16 lanes x 2 flops per iteration.
-  const double flops = static_cast<double>(iters) * 24 * 16 * 2;
+  const double fmas = avx512 ? 24 : 12;
+  const double flops = static_cast<double>(iters) * fmas * lanes * 2;
   st.counters["GFLOPS"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   if (cpu > 0) st.counters["GFLOPS_cpu"] = flops * 1e-9 * static_cast<double>(st.iterations()) / cpu;
 }
 
 int register_all() {
-  benchmark::RegisterBenchmark("fma_peak/avx512/t1", bm_fma_peak)->UseRealTime()->MinTime(0.3);
+  benchmark::RegisterBenchmark("fma_peak/avx512/t1", bm_fma_peak, 16)->UseRealTime()->MinTime(0.3);
+  benchmark::RegisterBenchmark("fma_peak/avx2/t1", bm_fma_peak, 8)->UseRealTime()->MinTime(0.3);
   for (const Shape& s : kInt8Shapes) {
     benchmark::RegisterBenchmark(("sgemm_int8w/int8/" + std::string(s.name) + "/t1").c_str(), bm_int8w, s, true)
         ->UseRealTime();
