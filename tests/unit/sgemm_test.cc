@@ -575,8 +575,9 @@ TEST_P(SgemmIsaTest, SmallMPrePackedB) {
 }
 
 // N = 1 against pre-packed A (squeeze-excite 1x1 convs), or row-major A with a contiguous column,
-// takes its own path when C = A * b with at most a per-row bias and a residual; so does the last
-// column when N is one past a whole number of vectors (7x7 planes: 49) with pre-packed A. The other
+// takes its own path when C = A * b with at most a per-row bias and a residual. When N is one past
+// a whole number of vectors (7x7 planes: 49) the macro-kernel computes the last column sliver by
+// sliver (K = 1100 spans two K blocks on AVX2: the column is added up across them). The other
 // epilogues and layouts must still be right (they take the tiled path).
 TEST_P(SgemmIsaTest, SingleColumnPrePackedA) {
   uint32_t seed = 380;
@@ -584,7 +585,7 @@ TEST_P(SgemmIsaTest, SingleColumnPrePackedA) {
   std::mt19937 pick(17);  // independent choices per case
   auto one_in = [&](uint32_t n) { return pick() % n == 0; };
   const int64_t ms[] = {1, 13, 14, 15, 29, 48, 1152};
-  const int64_t ks[] = {1, 2, 5, 48, 577};
+  const int64_t ks[] = {1, 2, 5, 48, 577, 1100};
   const int64_t ns[] = {1, 1, 9, 17, 49};
   const GemmActivation acts[] = {GemmActivation::kNone, GemmActivation::kRelu, GemmActivation::kSigmoid,
                                  GemmActivation::kSilu, GemmActivation::kHardSigmoid};
