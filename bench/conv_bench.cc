@@ -104,6 +104,10 @@ BENCHMARK(BM_ConvCold)->Args({3, 32, 224, 3, 2, 1, 2}) DWC(32, 112, 3, 1) PW(32,
 #define PW7 PW(1152, 192, 7) PW(192, 1152, 7) PW(1152, 320, 7) PW(400, 400, 7) PW(160, 960, 7) PW(960, 160, 7)
 BENCHMARK(BM_Conv) PW7;
 BENCHMARK(BM_ConvNoHint) PW7;
+// Pointwise on 1x1 .. 8x8 planes: where the transposed GEMM stops paying (FastConv::pointwise_transposed_max_plane).
+#define PWS(H) PW(400, 400, H) PW(960, 160, H) PW(160, 960, H)
+BENCHMARK(BM_Conv) PWS(1) PWS(2) PWS(3) PWS(4) PWS(5) PWS(6) PWS(8);
+BENCHMARK(BM_ConvNoHint) PWS(1) PWS(2) PWS(3) PWS(4) PWS(5) PWS(6) PWS(8);
 BENCHMARK(BM_Conv2T) PW7;
 // Grouped 3x3 (RegNet-X 400MF, group width 16; stride 2 in the first block of each stage).
 BENCHMARK(BM_Conv)

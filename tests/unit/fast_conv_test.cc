@@ -94,7 +94,7 @@ void check(const ConvCase& cc, Isa isa, const FusedActivation& act, bool residua
   auto fc = FastConv::create(w, cc.group, act, isa, true, plane_hint);
   ASSERT_TRUE(fc.is_ok()) << fc.status().to_string();
   fc->set_split_columns(split_columns);
-  const int64_t plane = oh * ow, tmax = FastConv::kPointwiseTransposedMaxPlane;
+  const int64_t plane = oh * ow, tmax = FastConv::pointwise_transposed_max_plane(isa);
   EXPECT_EQ(fc->pointwise_transposed(plane), cc.path == FastConv::Path::kPointwise && cc.group == 1 && plane_hint > 0 &&
                                                  plane_hint <= tmax && plane <= tmax);
   // kGrouped: the direct grouped path when the ISA's vector width divides both group widths.

@@ -277,7 +277,7 @@ Result<FastConv> FastConv::create(const Tensor& w, int64_t group, FusedActivatio
   }
   // Pointwise on a small plane (known at creation): W^T packed as GEMM B for C^T = X^T W^T; then only
   // planes of other sizes (dynamic shapes) use W itself, unpacked.
-  if (group == 1 && kdim == c.cg_ && plane_hint > 0 && plane_hint <= kPointwiseTransposedMaxPlane &&
+  if (group == 1 && kdim == c.cg_ && plane_hint > 0 && plane_hint <= pointwise_transposed_max_plane(isa) &&
       conv_detail::transpose_out_fn(isa)) {
     KESTREL_ASSIGN_OR_RETURN(c.pointwise_t_, pack_b(c.cg_, c.m_, c.w_->data(), c.cg_, true, isa));
     return c;

@@ -27,7 +27,8 @@ class FastConv {
   // w: [M, C/group, KH, KW] or [M, C/group, KW], f32 (copied / packed here).
   // allow_winograd: false keeps 3x3 stride-1 convs on im2col + GEMM (tests, benchmarks).
   // plane_hint: the input's spatial size (product) when known at creation, else 0; pointwise convs
-  // on planes up to kPointwiseTransposedMaxPlane then pack their weights for the transposed GEMM.
+  // on planes up to pointwise_transposed_max_plane(isa) then pack their weights for the transposed
+  // GEMM.
   static Result<FastConv> create(const Tensor& w, int64_t group, FusedActivation act, core::Isa isa,
                                  bool allow_winograd = true, int64_t plane_hint = 0);
 
@@ -59,8 +60,11 @@ class FastConv {
   static constexpr int64_t kIm2colStripFloats = 1 << 16;
   static constexpr int64_t kIm2colMinStripColumns = 256;
   // 1x1 stride-1 convs on planes up to this size run as C^T = X^T W^T (output channels in the
-  // vector lanes) and a transpose: 7x7 planes fill 49 of 64 lanes when the pixels are in them.
-  static constexpr int64_t kPointwiseTransposedMaxPlane = 64;
+  // vector lanes) and a transpose. AVX-512: 7x7 planes fill 49 of 64 lanes when the pixels are in
+  // them (measured on Zen 5). AVX2: the plain GEMM does 49 = 3 x 16 + 1 pixels with the last
+  // column in the macro-kernel and is faster from 16 pixels up (Zen 2: 400 -> 400 on 7x7 174
+  // against 194 us, 8x8 210 against 240; 3x3 51 against 40), so only smaller planes go transposed.
+  static int64_t pointwise_transposed_max_plane(core::Isa isa) { return isa == core::Isa::kAvx2 ? 15 : 64; }
   static constexpr int64_t kStemMaxChannels = 4;  // 3x3 stride 2 with at most this many input channels: direct
   // With threads, the direct depthwise and stem kernels write outputs of at least this many bytes
   // with non-temporal stores (conv_detail::DepthwiseBlockArgs::stream): mnasnet at 2 threads, per
@@ -71,7 +75,7 @@ class FastConv {
   Path path_for(const ref::ConvParams& p) const;
   // Whether the pointwise path runs transposed (C^T = X^T W^T) on a plane of this many pixels.
   bool pointwise_transposed(int64_t plane) const {
-    return group_ == 1 && !pointwise_t_.empty() && plane <= kPointwiseTransposedMaxPlane;
+    return group_ == 1 && !pointwise_t_.empty() && plane <= pointwise_transposed_max_plane(isa_);
   }
   const char* path_name(const ref::ConvParams& p) const;
 
