@@ -74,11 +74,46 @@ struct SgemmKernel {
   // variants, so a partial tile costs only the rows and vectors it has.
   template <int R, int NV2, int kMode>
   static __attribute__((noinline)) void tile(const MacroTile& t, const TileArgs& g) {
+    V acc[R][NV2];
+    if (t.kc >= kOutOfLineK) {
+      accumulate_out_of_line<R, NV2>(t, g, acc);
+    } else {
+      accumulate<R, NV2>(t, g, acc);
+    }
+    float* c = g.c;
+    const int m = g.m, n = g.n;
+    if constexpr (kMode == kGeneral) {
+      store_general<R, NV2>(t, acc, c, m, n, g.row0, g.col0);
+    } else if (m == R && n == NV2 * W) {
+      store_fast<R, NV2, kMode, true>(t, acc, c, m, n, g.row0, g.col0);
+    } else {
+      store_fast<R, NV2, kMode, false>(t, acc, c, m, n, g.row0, g.col0);
+    }
+  }
+
+  // From this K block depth the k loop runs in its own function, compiled once per tile shape:
+  // inlined into each epilogue's tile, GCC 12 kept one of the 12 accumulators of some epilogues
+  // on the stack (AVX2 6 x 16: 12 accumulators + 2 B vectors + 1 broadcast of 16 registers),
+  // a store and reload per k step on the FMA chain. Column bias + residual (mode 6, transformer
+  // MatMuls) ran at half speed: mlp_mixer_tiny 5.7 -> 4.15 ms, vit_tiny -6%. Shallower blocks (the
+  // K = 16..64 conv GEMMs, a few hundred cycles a tile) keep the loop inline, where the call and
+  // the accumulators' trip through memory would be a real share (the CNNs were within noise).
+  static constexpr int64_t kOutOfLineK = 128;
+
+  template <int R, int NV2>
+  static __attribute__((noinline)) void accumulate_out_of_line(const MacroTile& t, const TileArgs& g,
+                                                               V (&out)[R][NV2]) {
+    accumulate<R, NV2>(t, g, out);
+  }
+
+  // out = (first R rows of the A sliver) * (first NV2 vectors of the B sliver) over kc.
+  template <int R, int NV2>
+  static KESTREL_GEMM_INLINE void accumulate(const MacroTile& t, const TileArgs& g, V (&out)[R][NV2]) {
     const float* a = g.a;
     const float* b = g.b;
     const int64_t ldb = g.ldb;
-    float* c = g.c;
-    const int m = g.m, n = g.n;
+    const float* c = g.c;
+    const int m = g.m;
     // Small edge tiles have too few accumulators to hide the FMA latency: they keep kSets
     // independent copies over interleaved k and add them up at the end.
     constexpr int kChains = R * NV2;
@@ -164,12 +199,10 @@ struct SgemmKernel {
         for (int v = 0; v < NV2; ++v) acc[0][i][v] = S::add(acc[0][i][v], acc[s][i][v]);
       }
     }
-    if constexpr (kMode == kGeneral) {
-      store_general<R, NV2>(t, acc[0], c, m, n, g.row0, g.col0);
-    } else if (m == R && n == NV2 * W) {
-      store_fast<R, NV2, kMode, true>(t, acc[0], c, m, n, g.row0, g.col0);
-    } else {
-      store_fast<R, NV2, kMode, false>(t, acc[0], c, m, n, g.row0, g.col0);
+    KESTREL_GEMM_UNROLL(32)
+    for (int i = 0; i < R; ++i) {
+      KESTREL_GEMM_UNROLL(8)
+      for (int v = 0; v < NV2; ++v) out[i][v] = acc[0][i][v];
     }
   }
 
