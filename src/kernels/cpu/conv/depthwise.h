@@ -57,11 +57,14 @@ int64_t depthwise_block_scratch_floats(int64_t rows_out, int64_t ow, int k, int 
 // MobileNets), read in place with in-lane shuffles (dw_s2_channel), unless the activation needs exp: measured
 // (kestrel_conv_bench, alternating runs) AVX-512 96 ch ReLU6 196-200 -> 156-161 us, 48 ch ReLU 99-101 -> 94-97;
 // AVX2 48 ch 120 -> 111, 96 ch 236 -> 232; SiLU 2-5% slower on both; 56-wide outputs 25-70% slower.
+// That was AVX-512 only on the AVX2-only host (Zen 2, 3 interleaved runs): blocked against direct
+// 48 ch ReLU 165 against 176 us, 96 ch ReLU6 311 against 356, cold (BM_ConvCold) 724 against 944;
+// so 8-wide vectors keep stride 2 channel-blocked.
 constexpr int64_t kDirectStride2MinWidth = 48;
 constexpr bool depthwise_runs_direct(int stride, int64_t ow, int width, GemmActivation act) {
   if (width < 8) return false;
   if (stride == 1) return ow >= 6 * width;
-  return stride == 2 && ow >= kDirectStride2MinWidth && act != GemmActivation::kSilu &&
+  return stride == 2 && width >= 16 && ow >= kDirectStride2MinWidth && act != GemmActivation::kSilu &&
          act != GemmActivation::kSigmoid && act != GemmActivation::kGelu && act != GemmActivation::kTanh;
 }
 // Plane-direct planes up to this size are copied zero-padded to scratch (dw_direct_channel); larger ones are read
