@@ -57,9 +57,9 @@ int64_t depthwise_block_scratch_floats(int64_t rows_out, int64_t ow, int k, int 
 // MobileNets), read in place with in-lane shuffles (dw_s2_channel), unless the activation needs exp: measured
 // (kestrel_conv_bench, alternating runs) AVX-512 96 ch ReLU6 196-200 -> 156-161 us, 48 ch ReLU 99-101 -> 94-97;
 // AVX2 48 ch 120 -> 111, 96 ch 236 -> 232; SiLU 2-5% slower on both; 56-wide outputs 25-70% slower.
-// That was AVX-512 only on the AVX2-only host (Zen 2, 3 interleaved runs): blocked against direct
-// 48 ch ReLU 165 against 176 us, 96 ch ReLU6 311 against 356, cold (BM_ConvCold) 724 against 944;
-// so 8-wide vectors keep stride 2 channel-blocked.
+// Those were on Zen 5. On an AVX2-only host (Zen 2, 3 interleaved runs) the channel-blocked path is
+// the faster one: 48 ch ReLU 165 against 176 us, 96 ch ReLU6 311 against 356, cold (BM_ConvCold) 724
+// against 944; so stride 2 runs plane-direct only with 16-wide vectors.
 constexpr int64_t kDirectStride2MinWidth = 48;
 constexpr bool depthwise_runs_direct(int stride, int64_t ow, int width, GemmActivation act) {
   if (width < 8) return false;
