@@ -419,16 +419,17 @@ TEST_P(SgemmIsaTest, EveryEpilogue) {
   uint32_t seed = 200;
   // alpha == 1 with beta == 0 takes the kernels' straight-line store paths; anything else the
   // general one. alpha = 3 also pushes values into the saturating ranges of sigmoid/tanh.
+  // K = 19 runs each tile's k loop inline, K = 200 out of line (kOutOfLineK), with every epilogue.
   for (const Act& act : acts)
     for (GemmBias bias : {GemmBias::kNone, GemmBias::kPerColumn, GemmBias::kPerRow})
       for (bool residual : {false, true})
-        for (int ab = 0; ab < 3; ++ab) {
+        for (int ab = 0; ab < 6; ++ab) {
           Case cs;
           cs.m = 23;
           cs.n = 37;
-          cs.k = 19;
-          cs.alpha = ab == 0 ? 1.f : 3.f;
-          cs.beta = ab == 2 ? 0.5f : 0.f;
+          cs.k = ab < 3 ? 19 : 200;
+          cs.alpha = ab % 3 == 0 ? 1.f : 3.f;
+          cs.beta = ab % 3 == 2 ? 0.5f : 0.f;
           cs.bias = bias;
           cs.residual = residual;
           cs.pad_r = 4;
