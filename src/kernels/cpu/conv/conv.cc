@@ -34,6 +34,13 @@ int64_t stem_scratch_floats(int64_t c, int64_t rows_out, int64_t ow, int width) 
   return c * ((rows_out - 1) * 2 + 3) * 2 * (owr + width) + 64;
 }
 
+std::vector<float> stem_weights(const float* w, int64_t m, int64_t c) {
+  std::vector<float> t(static_cast<size_t>(m * c * 9));
+  for (int64_t o = 0; o < m; ++o)
+    for (int64_t k = 0; k < c * 9; ++k) t[static_cast<size_t>(k * m + o)] = w[o * c * 9 + k];
+  return t;
+}
+
 DepthwiseBlocked depthwise_blocked(core::Isa isa) {
   switch (isa) {
     case core::Isa::kScalar:
@@ -260,6 +267,9 @@ Result<FastConv> FastConv::create(const Tensor& w, int64_t group, FusedActivatio
     }
     c.tile_mr_ = c.winograd_.front().mr();
   }
+  static_assert(kStemMaxChannels == conv_detail::kStemMaxInputChannels);
+  if (group == 1 && c.rank_ == 4 && c.kh_ == 3 && c.kw_ == 3 && c.cg_ <= kStemMaxChannels)
+    c.stem_w_ = std::make_shared<const std::vector<float>>(conv_detail::stem_weights(c.w_->data(), c.m_, c.cg_));
   // Grouped k x k with group widths that are whole vectors (RegNet's 16): direct conv over the
   // group's channel-interleaved input, weights [M / W][k * k][cg][W].
   const int width = conv_detail::depthwise_blocked(isa).width;
@@ -303,9 +313,7 @@ FastConv::Path FastConv::path_for(const ref::ConvParams& p) const {
     return Path::kDepthwise;
   if (kh_ == 1 && kw_ == 1 && sh == 1 && sw == 1 && pt == 0 && pl == 0) return Path::kPointwise;
   // Network stems (3x3 stride 2 on RGB): direct, im2col's K = 27 GEMM is bound by the copy.
-  if (group_ == 1 && rank_ == 4 && kh_ == 3 && kw_ == 3 && cg_ <= kStemMaxChannels && sh == 2 && sw == 2 && dh == 1 &&
-      dw == 1)
-    return Path::kStem;
+  if (stem_w_ && sh == 2 && sw == 2 && dh == 1 && dw == 1) return Path::kStem;
   if (!winograd_.empty() && sh == 1 && sw == 1 && dh == 1 && dw == 1) return Path::kWinograd;
   if (gp_packed_ && sh == sw && dh == 1 && dw == 1) return Path::kGrouped;
   return Path::kIm2col;
@@ -592,7 +600,7 @@ Status FastConv::run_stem(const Geometry& g, const float* x, const float* bias, 
     conv_detail::DepthwiseBlockArgs a = g.block_args(n, m_, 3, 2, x, bias, z, y, act_);
     a.stream = pool && pool->num_threads() > 1 &&
                g.n * m_ * g.oh * g.ow * int64_t{4} >= kStreamOutputBytes;
-    a.w = w_->data();
+    a.w = stem_w_->data();
     a.scratch = buf;
     a.cg = cg_;
     a.mg = m_;
@@ -655,7 +663,7 @@ Status FastConv::run_max_pooled(const ref::ConvParams& p, int64_t conv_oh, int64
         g.block_args(n, m_, 3, 2, x.data<float>(), bias ? bias->data<float>() : nullptr, nullptr, rows, act_);
     a.oh = cr1 - cr0;
     a.y = rows - cr0 * g.ow;
-    a.w = w_->data();
+    a.w = stem_w_->data();
     a.scratch = stem_buf;
     a.cg = cg_;
     a.mg = m_;

@@ -120,6 +120,7 @@ class FastConv {
   int64_t tile_mr_ = 1;                                  // their sliver height (row slices per thread)
   int gp_width_ = 1;                                     // grouped direct: vector width of gp_packed_
   std::shared_ptr<const std::vector<float>> gp_packed_;  // grouped direct: [M / width][k * k][cg][width]
+  std::shared_ptr<const std::vector<float>> stem_w_;     // stem: [C * 9][M] (conv_detail::stem_weights)
 };
 
 }  // namespace kestrel::kernels::cpu

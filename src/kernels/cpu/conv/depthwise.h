@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/cpu_features.h"
 #include "kernels/cpu/gemm/sgemm.h"
@@ -37,8 +38,8 @@ struct DepthwiseBlocked {
   int width = 1;  // channels per block (the ISA's vector width)
   DepthwiseBlockFn fn = nullptr;
   DepthwiseBlockFn grouped = nullptr;  // (a, group, oy0, oy1)
-  // Dense 3x3 stride-2 conv over a.cg input and a.mg output channels, weights [M][C][3][3] unpacked;
-  // (a, unused, oy0, oy1); scratch stem_scratch_floats(...).
+  // Dense 3x3 stride-2 conv over a.cg (<= kStemMaxInputChannels) input and a.mg output channels, weights
+  // tap-major [C * 9][M] (stem_weights); (a, unused, oy0, oy1); scratch stem_scratch_floats(...).
   DepthwiseBlockFn stem = nullptr;
 };
 // fn null when the ISA is not compiled into this binary.
@@ -47,6 +48,10 @@ DepthwiseBlocked depthwise_blocked_scalar();
 DepthwiseBlocked depthwise_blocked_avx2();
 DepthwiseBlocked depthwise_blocked_avx512();
 int64_t stem_scratch_floats(int64_t c, int64_t rows_out, int64_t ow, int width);
+constexpr int64_t kStemMaxInputChannels = 4;
+// The stem's weights from [M][C][3][3] to tap-major [C * 9][M]: one tap's weights of consecutive output channels
+// are consecutive floats, so a tile's broadcasts take one pointer stepped once per tap.
+std::vector<float> stem_weights(const float* w, int64_t m, int64_t c);
 // Channels: width for depthwise, cg for grouped (the output block is always `width` channels).
 int64_t depthwise_block_scratch_floats(int64_t rows_out, int64_t ow, int k, int stride, int width, int64_t channels);
 // Whether the depthwise block function runs plane-direct (one channel at a time, no transposes;

@@ -522,13 +522,14 @@ void depthwise_direct(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, i
 
 // Stem: dense 3x3 stride-2 convolution over a.cg (few) input channels into a.mg output channels, output rows
 // [oy0, oy1). Each input channel's rows are split into even and odd columns as in the stride-2 direct depthwise
-// layout, so a tap of W consecutive outputs is one load; one load then feeds MB output channels (weights [M][C][3][3]
-// broadcast from memory), which keeps the FMA units busy where im2col + GEMM (K = 27) was bound by the copy.
-// A tile is MB output channels x NX output vectors at the offsets src (input, in the split rows) / dst (output
-// plane), lanes[i] of vector i in the output (fewer than W at a row's end).
+// layout, so a tap of W consecutive outputs is one load; one load then feeds MB output channels (weights tap-major
+// [C * 9][M], broadcast from memory), which keeps the FMA units busy where im2col + GEMM (K = 27) was bound by the
+// copy. A tile is MB output channels x NX output vectors at the offsets src (input, in the split rows) / dst (output
+// plane), lanes[i] of vector i in the output (fewer than W at a row's end); tap t of input channel c reads the split
+// rows at toff[c * 9 + t].
 template <class S, int MB, int NX, class St, class F>
-inline void stem_tile(const DepthwiseBlockArgs& a, const float* rows, int64_t rs, int64_t cs, int64_t half,
-                      const int64_t* src, const int64_t* dst, const int* lanes, int64_t m0, St st, F act) {
+inline void stem_tile(const DepthwiseBlockArgs& a, const float* rows, const int64_t* toff, const int64_t* src,
+                      const int64_t* dst, const int* lanes, int64_t m0, St st, F act) {
   using V = typename S::V;
   constexpr int W = S::kWidth;
   V acc[MB][NX];
@@ -536,7 +537,6 @@ inline void stem_tile(const DepthwiseBlockArgs& a, const float* rows, int64_t rs
     const V b = S::set1(a.bias ? a.bias[m0 + mb] : 0.f);
     for (int i = 0; i < NX; ++i) acc[mb][i] = b;
   }
-  const float* w = a.w + m0 * a.cg * 9;
   if constexpr (!std::is_same_v<St, Stream>) {
     // A column step (stem_columns) writes every output plane, 32-64 store streams, more than the hardware
     // prefetcher follows: in a model (output not in cache) mobilenet_v2's stem took 0.8-0.9 ms against 0.52 in the
@@ -549,28 +549,33 @@ inline void stem_tile(const DepthwiseBlockArgs& a, const float* rows, int64_t rs
       for (int off = 0; off < NX * W; off += 16)
         __builtin_prefetch(a.y + (m0 + mb) * plane + dst[0] + kAhead + off, 1, 3);
   }
-  for (int64_t c = 0; c < a.cg; ++c)
-    for (int ky = 0; ky < 3; ++ky)
-      for (int kx = 0; kx < 3; ++kx) {
-        const float* tap = rows + c * cs + ky * rs + (kx & 1) * half + kx / 2;
-        if constexpr (W == 8) {
-          // 16 registers: the NX input vectors stay, each weight is broadcast just before its NX FMAs
-          // (MB x NX accumulators + NX + 1 <= 16; all MB weights held at once would spill).
-          V v[NX];
-          for (int i = 0; i < NX; ++i) v[i] = S::load(tap + src[i]);
-          for (int mb = 0; mb < MB; ++mb) {
-            const V wv = S::set1(w[(mb * a.cg + c) * 9 + ky * 3 + kx]);
-            for (int i = 0; i < NX; ++i) acc[mb][i] = S::fmadd(wv, v[i], acc[mb][i]);
-          }
-        } else {
-          V wv[MB];
-          for (int mb = 0; mb < MB; ++mb) wv[mb] = S::set1(w[(mb * a.cg + c) * 9 + ky * 3 + kx]);
-          for (int i = 0; i < NX; ++i) {
-            const V v = S::load(tap + src[i]);
-            for (int mb = 0; mb < MB; ++mb) acc[mb][i] = S::fmadd(wv[mb], v, acc[mb][i]);
-          }
-        }
+  const float* w = a.w + m0;  // tap t's weight for channel m0 + mb at w[t * a.mg + mb]
+  const int64_t taps = a.cg * 9;
+  if constexpr (W == 8) {
+    // 16 registers: the NX input vectors stay, each weight is broadcast just before its NX FMAs (MB x NX
+    // accumulators + NX + 1 <= 16). One tap per iteration: with the 27 taps unrolled (loops over c, ky, kx)
+    // GCC 12 hoisted broadcasts and kept two accumulators on the stack (perf annotate on Zen 2: 3 -> 64 at 224
+    // ran at 46 GFLOP/s).
+    for (int64_t t = 0; t < taps; ++t, w += a.mg) {
+      const float* tap = rows + toff[t];
+      V v[NX];
+      for (int i = 0; i < NX; ++i) v[i] = S::load(tap + src[i]);
+      for (int mb = 0; mb < MB; ++mb) {
+        const V wv = S::set1(w[mb]);
+        for (int i = 0; i < NX; ++i) acc[mb][i] = S::fmadd(wv, v[i], acc[mb][i]);
       }
+    }
+  } else {
+    for (int64_t t = 0; t < taps; ++t, w += a.mg) {
+      const float* tap = rows + toff[t];
+      V wv[MB];
+      for (int mb = 0; mb < MB; ++mb) wv[mb] = S::set1(w[mb]);
+      for (int i = 0; i < NX; ++i) {
+        const V v = S::load(tap + src[i]);
+        for (int mb = 0; mb < MB; ++mb) acc[mb][i] = S::fmadd(wv[mb], v, acc[mb][i]);
+      }
+    }
+  }
   const int64_t ohw = a.oh * a.ow;
   for (int mb = 0; mb < MB; ++mb) {
     float* y = a.y + (m0 + mb) * ohw;
@@ -599,8 +604,8 @@ inline void stem_tile(const DepthwiseBlockArgs& a, const float* rows, int64_t rs
 // broadcast right before its two FMAs (8 x 2 with all 8 weights held spilled accumulators: on AMD Zen 2 the 3 -> 32
 // stem at 224 598 -> 520 us, 3 -> 64 1170 -> 990; 6 x 2 with the channel count fixed at 3 at compile time: no gain).
 template <class S, int NX, class St, class F>
-inline void stem_columns(const DepthwiseBlockArgs& a, const float* rows, int64_t rs, int64_t cs, int64_t half,
-                         int64_t oy0, int64_t vpr, int64_t first, St st, F act) {
+inline void stem_columns(const DepthwiseBlockArgs& a, const float* rows, const int64_t* toff, int64_t rs, int64_t oy0,
+                         int64_t vpr, int64_t first, St st, F act) {
   constexpr int W = S::kWidth;
   constexpr int kMB = W >= 16 ? 4 : 6;
   int64_t src[NX], dst[NX];
@@ -612,12 +617,12 @@ inline void stem_columns(const DepthwiseBlockArgs& a, const float* rows, int64_t
     lanes[i] = static_cast<int>(std::min<int64_t>(W, a.ow - ox));
   }
   int64_t m0 = 0;
-  for (; m0 + kMB <= a.mg; m0 += kMB) stem_tile<S, kMB, NX>(a, rows, rs, cs, half, src, dst, lanes, m0, st, act);
+  for (; m0 + kMB <= a.mg; m0 += kMB) stem_tile<S, kMB, NX>(a, rows, toff, src, dst, lanes, m0, st, act);
   if constexpr (kMB > 4) {
-    for (; m0 + 4 <= a.mg; m0 += 4) stem_tile<S, 4, NX>(a, rows, rs, cs, half, src, dst, lanes, m0, st, act);
-    for (; m0 + 2 <= a.mg; m0 += 2) stem_tile<S, 2, NX>(a, rows, rs, cs, half, src, dst, lanes, m0, st, act);
+    for (; m0 + 4 <= a.mg; m0 += 4) stem_tile<S, 4, NX>(a, rows, toff, src, dst, lanes, m0, st, act);
+    for (; m0 + 2 <= a.mg; m0 += 2) stem_tile<S, 2, NX>(a, rows, toff, src, dst, lanes, m0, st, act);
   }
-  for (; m0 < a.mg; ++m0) stem_tile<S, 1, NX>(a, rows, rs, cs, half, src, dst, lanes, m0, st, act);
+  for (; m0 < a.mg; ++m0) stem_tile<S, 1, NX>(a, rows, toff, src, dst, lanes, m0, st, act);
 }
 
 template <class S>
@@ -626,6 +631,10 @@ void stem_block(const DepthwiseBlockArgs& a, int64_t, int64_t oy0, int64_t oy1) 
   constexpr int W = S::kWidth;
   const int64_t rows_in = (oy1 - oy0 - 1) * 2 + 3, owr = round_up(a.ow, W);
   const int64_t half = owr + W, rs = 2 * half, cs = rows_in * rs;
+  int64_t toff[kStemMaxInputChannels * 9];  // tap (c, ky, kx) in the split rows: even columns, then odd
+  for (int64_t c = 0; c < a.cg; ++c)
+    for (int ky = 0; ky < 3; ++ky)
+      for (int kx = 0; kx < 3; ++kx) toff[c * 9 + ky * 3 + kx] = c * cs + ky * rs + (kx & 1) * half + kx / 2;
   for (int64_t c = 0; c < a.cg; ++c) {
     const float* xc = a.x + c * a.ih * a.iw;
     for (int64_t r = 0; r < rows_in; ++r) {
@@ -656,19 +665,29 @@ void stem_block(const DepthwiseBlockArgs& a, int64_t, int64_t oy0, int64_t oy1) 
       const int64_t vpr = (a.ow + W - 1) / W, total = (oy1 - oy0) * vpr;
       if constexpr (W >= 16) {
         int64_t j = 0;
-        for (; j + 6 <= total; j += 6) stem_columns<S, 6>(a, a.scratch, rs, cs, half, oy0, vpr, j, st, act);
+        for (; j + 6 <= total; j += 6) stem_columns<S, 6>(a, a.scratch, toff, rs, oy0, vpr, j, st, act);
         switch (total - j) {
-          case 5: stem_columns<S, 5>(a, a.scratch, rs, cs, half, oy0, vpr, j, st, act); break;
-          case 4: stem_columns<S, 4>(a, a.scratch, rs, cs, half, oy0, vpr, j, st, act); break;
-          case 3: stem_columns<S, 3>(a, a.scratch, rs, cs, half, oy0, vpr, j, st, act); break;
-          case 2: stem_columns<S, 2>(a, a.scratch, rs, cs, half, oy0, vpr, j, st, act); break;
-          case 1: stem_columns<S, 1>(a, a.scratch, rs, cs, half, oy0, vpr, j, st, act); break;
+          case 5:
+            stem_columns<S, 5>(a, a.scratch, toff, rs, oy0, vpr, j, st, act);
+            break;
+          case 4:
+            stem_columns<S, 4>(a, a.scratch, toff, rs, oy0, vpr, j, st, act);
+            break;
+          case 3:
+            stem_columns<S, 3>(a, a.scratch, toff, rs, oy0, vpr, j, st, act);
+            break;
+          case 2:
+            stem_columns<S, 2>(a, a.scratch, toff, rs, oy0, vpr, j, st, act);
+            break;
+          case 1:
+            stem_columns<S, 1>(a, a.scratch, toff, rs, oy0, vpr, j, st, act);
+            break;
           default: break;
         }
       } else {
         int64_t j = 0;
-        for (; j + 2 <= total; j += 2) stem_columns<S, 2>(a, a.scratch, rs, cs, half, oy0, vpr, j, st, act);
-        if (j < total) stem_columns<S, 1>(a, a.scratch, rs, cs, half, oy0, vpr, j, st, act);
+        for (; j + 2 <= total; j += 2) stem_columns<S, 2>(a, a.scratch, toff, rs, oy0, vpr, j, st, act);
+        if (j < total) stem_columns<S, 1>(a, a.scratch, toff, rs, oy0, vpr, j, st, act);
       }
     });
   };
