@@ -600,14 +600,14 @@ inline void stem_tile(const DepthwiseBlockArgs& a, const float* rows, const int6
 // time (perf, 3 -> 64 at 224). With 32 registers (AVX-512): 4 channels x 6 vectors, 24 accumulators fed by
 // 4 broadcast weights and 6 loads per tap. 8 x 3 (8 broadcasts per tap) ran the 3 -> 32 stem at 224 in
 // 197 us, 4 x 6 in 163 (3 -> 64: 375 -> 308 us; bench/conv_bench.cc, AMD EPYC); 2 x 12, 3 x 8, 4 x 7 and
-// weights stored pre-broadcast were slower, 5 x 5 no better. With 16 (AVX2): 6 channels x 2 vectors, each weight
-// broadcast right before its two FMAs (8 x 2 with all 8 weights held spilled accumulators: on AMD Zen 2 the 3 -> 32
-// stem at 224 598 -> 520 us, 3 -> 64 1170 -> 990; 6 x 2 with the channel count fixed at 3 at compile time: no gain).
+// weights stored pre-broadcast were slower, 5 x 5 no better. With 16 (AVX2): 4 channels x 3 vectors, each weight
+// broadcast right before its three FMAs (AMD Zen 2, 5 interleaved runs: 3 -> 64 at 224 665 -> 638 us against 6 x 2;
+// 8 x 2 with all 8 weights held spilled accumulators).
 template <class S, int NX, class St, class F>
 inline void stem_columns(const DepthwiseBlockArgs& a, const float* rows, const int64_t* toff, int64_t rs, int64_t oy0,
                          int64_t vpr, int64_t first, St st, F act) {
   constexpr int W = S::kWidth;
-  constexpr int kMB = W >= 16 ? 4 : 6;
+  constexpr int kMB = 4;
   int64_t src[NX], dst[NX];
   int lanes[NX];
   for (int i = 0; i < NX; ++i) {
@@ -618,10 +618,6 @@ inline void stem_columns(const DepthwiseBlockArgs& a, const float* rows, const i
   }
   int64_t m0 = 0;
   for (; m0 + kMB <= a.mg; m0 += kMB) stem_tile<S, kMB, NX>(a, rows, toff, src, dst, lanes, m0, st, act);
-  if constexpr (kMB > 4) {
-    for (; m0 + 4 <= a.mg; m0 += 4) stem_tile<S, 4, NX>(a, rows, toff, src, dst, lanes, m0, st, act);
-    for (; m0 + 2 <= a.mg; m0 += 2) stem_tile<S, 2, NX>(a, rows, toff, src, dst, lanes, m0, st, act);
-  }
   for (; m0 < a.mg; ++m0) stem_tile<S, 1, NX>(a, rows, toff, src, dst, lanes, m0, st, act);
 }
 
@@ -686,8 +682,9 @@ void stem_block(const DepthwiseBlockArgs& a, int64_t, int64_t oy0, int64_t oy1) 
         }
       } else {
         int64_t j = 0;
-        for (; j + 2 <= total; j += 2) stem_columns<S, 2>(a, a.scratch, toff, rs, oy0, vpr, j, st, act);
-        if (j < total) stem_columns<S, 1>(a, a.scratch, toff, rs, oy0, vpr, j, st, act);
+        for (; j + 3 <= total; j += 3) stem_columns<S, 3>(a, a.scratch, toff, rs, oy0, vpr, j, st, act);
+        if (total - j == 2) stem_columns<S, 2>(a, a.scratch, toff, rs, oy0, vpr, j, st, act);
+        if (total - j == 1) stem_columns<S, 1>(a, a.scratch, toff, rs, oy0, vpr, j, st, act);
       }
     });
   };
