@@ -33,7 +33,7 @@ struct VecOps {
     const __m256i rot = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 0);
     return _mm256_blend_ps(_mm256_permutevar8x32_ps(a, rot), _mm256_permutevar8x32_ps(b, rot), 0x80);
   }
-  static KESTREL_VEC_INLINE V rcp(V a) { return _mm256_rcp_ps(a); }  // relative error < 1.5 * 2^-12
+  // No rcp: sigmoid and SiLU divide (vrcp in vec_math_inl.h).
   static KESTREL_VEC_INLINE V zero() { return _mm256_setzero_ps(); }
   static KESTREL_VEC_INLINE V set1(float x) { return _mm256_set1_ps(x); }
   static KESTREL_VEC_INLINE V load(const float* p) { return _mm256_loadu_ps(p); }

@@ -37,7 +37,7 @@ void with_activation(GemmActivation kind, float alpha, float beta, F f) {
       return f([=](V x) { return S::mul(x, S::min(S::max(S::fmadd(x, sixth, half), zero), one)); });
     }
     case GemmActivation::kSilu:
-      return f([](V x) { return S::mul(x, vsigmoid<S>(x)); });
+      return f([](V x) { return vsilu<S>(x); });
     case GemmActivation::kGelu:
       return f([](V x) { return vgelu<S>(x); });
     case GemmActivation::kTanh:

@@ -118,7 +118,7 @@ void unary_row(const EwUnaryParams& p, const float* x, float* y, int64_t n) {
     case EwUnary::kExp:
       return map_row(x, y, n, [&](V v) { return vexp_full(v); });
     case EwUnary::kSilu:
-      return map_row(x, y, n, [&](V v) { return S::mul(v, vsigmoid<S>(v)); });
+      return map_row(x, y, n, [&](V v) { return vsilu<S>(v); });
     case EwUnary::kNeg:
       return map_row(x, y, n, [&](V v) { return S::sub(zero, v); });
     case EwUnary::kAbs:

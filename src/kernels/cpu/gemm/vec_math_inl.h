@@ -51,7 +51,7 @@ void activate_rows(float* c, int64_t ldc, int64_t m, int64_t n, GemmActivation a
                                    [&](V x) { return S::mul(x, S::min(S::max(S::fmadd(x, sixth, half), zero), one)); });
     }
     case GemmActivation::kSilu:
-      return activate_rows_with<S>(c, ldc, m, n, [&](V x) { return S::mul(x, vsigmoid<S>(x)); });
+      return activate_rows_with<S>(c, ldc, m, n, [&](V x) { return vsilu<S>(x); });
     case GemmActivation::kGelu:
       return activate_rows_with<S>(c, ldc, m, n, [&](V x) { return vgelu<S>(x); });
     case GemmActivation::kTanh:
