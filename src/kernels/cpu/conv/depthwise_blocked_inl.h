@@ -621,6 +621,16 @@ inline void stem_columns(const DepthwiseBlockArgs& a, const float* rows, const i
   for (; m0 < a.mg; ++m0) stem_tile<S, 1, NX>(a, rows, toff, src, dst, lanes, m0, st, act);
 }
 
+// The last n (< NX + 1) vectors of a block: one stem_columns call n vectors wide.
+template <class S, int NX, class St, class F>
+inline void stem_columns_tail(const DepthwiseBlockArgs& a, const float* rows, const int64_t* toff, int64_t rs,
+                              int64_t oy0, int64_t vpr, int64_t first, int64_t n, St st, F act) {
+  if constexpr (NX > 0) {
+    if (n == NX) return stem_columns<S, NX>(a, rows, toff, rs, oy0, vpr, first, st, act);
+    stem_columns_tail<S, NX - 1>(a, rows, toff, rs, oy0, vpr, first, n, st, act);
+  }
+}
+
 template <class S>
 void stem_block(const DepthwiseBlockArgs& a, int64_t, int64_t oy0, int64_t oy1) {
   using V = typename S::V;
@@ -659,33 +669,10 @@ void stem_block(const DepthwiseBlockArgs& a, int64_t, int64_t oy0, int64_t oy1) 
   auto run = [&](auto st) {
     with_activation<S>(a.activation, a.act_alpha, a.act_beta, [&](auto act) {
       const int64_t vpr = (a.ow + W - 1) / W, total = (oy1 - oy0) * vpr;
-      if constexpr (W >= 16) {
-        int64_t j = 0;
-        for (; j + 6 <= total; j += 6) stem_columns<S, 6>(a, a.scratch, toff, rs, oy0, vpr, j, st, act);
-        switch (total - j) {
-          case 5:
-            stem_columns<S, 5>(a, a.scratch, toff, rs, oy0, vpr, j, st, act);
-            break;
-          case 4:
-            stem_columns<S, 4>(a, a.scratch, toff, rs, oy0, vpr, j, st, act);
-            break;
-          case 3:
-            stem_columns<S, 3>(a, a.scratch, toff, rs, oy0, vpr, j, st, act);
-            break;
-          case 2:
-            stem_columns<S, 2>(a, a.scratch, toff, rs, oy0, vpr, j, st, act);
-            break;
-          case 1:
-            stem_columns<S, 1>(a, a.scratch, toff, rs, oy0, vpr, j, st, act);
-            break;
-          default: break;
-        }
-      } else {
-        int64_t j = 0;
-        for (; j + 3 <= total; j += 3) stem_columns<S, 3>(a, a.scratch, toff, rs, oy0, vpr, j, st, act);
-        if (total - j == 2) stem_columns<S, 2>(a, a.scratch, toff, rs, oy0, vpr, j, st, act);
-        if (total - j == 1) stem_columns<S, 1>(a, a.scratch, toff, rs, oy0, vpr, j, st, act);
-      }
+      constexpr int kNX = W >= 16 ? 6 : 3;  // vectors per tile (see stem_columns)
+      int64_t j = 0;
+      for (; j + kNX <= total; j += kNX) stem_columns<S, kNX>(a, a.scratch, toff, rs, oy0, vpr, j, st, act);
+      stem_columns_tail<S, kNX - 1>(a, a.scratch, toff, rs, oy0, vpr, j, total - j, st, act);
     });
   };
   if (a.stream) {
