@@ -40,7 +40,7 @@ inline typename S::V vexp(typename S::V x) {
 // 1 / d: when S has a reciprocal estimate rcp (at least 12 bits), one Newton step with the residual from an FMA
 // (about 1 ulp), else a division. AVX-512 has rcp14 (on Zen 5 a division cost several times more). AVX2 divides: on
 // AMD Zen 2 a SiLU pass over a row in L1 took 4.8 ns a vector with vdivps against 6.5 with vrcpps + Newton (one
-// instruction against four, next to exp's twenty), the Sigmoid op over [1, 96, 56, 56] 216 -> 179 us, EfficientNet-B0's
+// instruction against four, next to exp's twenty), the Sigmoid op over [1, 96, 56, 56] 216 -> 171 us, EfficientNet-B0's
 // 16 -> 96 expansion with SiLU (GEMM epilogue) 1.89 -> 1.61 ms; the depthwise kernels' SiLU no different.
 template <class S>
 inline __attribute__((always_inline)) typename S::V vrcp(typename S::V d) {
