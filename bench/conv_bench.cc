@@ -85,6 +85,8 @@ BENCHMARK(BM_Conv) DWC(144, 56, 3, 2) DWC(96, 112, 3, 2) DWC(144, 56, 3, 1) DWC(
 // cost as much as the taps.
 #define DWR(C, H, K, S) ->Args({C, C, H, K, S, C, 1})
 BENCHMARK(BM_Conv) DWR(32, 112, 3, 1) DWR(48, 112, 3, 2) DWR(72, 56, 3, 1) DWR(72, 56, 5, 2);
+// The same three large planes at 2 threads.
+BENCHMARK(BM_Conv2T) DWR(32, 112, 3, 1) DWR(48, 112, 3, 2) DWR(72, 56, 3, 1)->UseRealTime();
 BENCHMARK(BM_Conv) DWR(480, 14, 3, 1) DWR(576, 14, 3, 1) DWR(480, 14, 5, 1) DWR(1152, 7, 5, 1) DWR(1152, 7, 3, 1);
 // Stems: 3 -> 32 / 64 channels, 3x3 stride 2.
 BENCHMARK(BM_Conv)->Args({3, 32, 224, 3, 2, 1, 1})->Args({3, 64, 224, 3, 2, 1, 1});

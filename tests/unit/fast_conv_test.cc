@@ -170,6 +170,10 @@ const ConvCase kCases[] = {
     {1, 5, 90, 100, 5, 5, 5, 5, 1, 2, 1, P::kDepthwise},
     {2, 3, 70, 131, 3, 3, 3, 3, 1, 0, 1, P::kDepthwise},
     {1, 17, 64, 129, 17, 17, 3, 3, 1, 1, 1, P::kDepthwise},
+    // rows whose last tile is 2 / 3 / 4 vectors wide on AVX-512 and AVX2 (96, 112 and 120 outputs)
+    {1, 3, 96, 96, 3, 3, 3, 3, 1, 1, 1, P::kDepthwise},
+    {1, 2, 80, 112, 2, 2, 3, 3, 1, 1, 1, P::kDepthwise},
+    {1, 2, 72, 120, 2, 2, 5, 5, 1, 2, 1, P::kDepthwise},
     // plane-direct stride 2 (outputs at least kDirectStride2MinWidth wide, read in place): 5x5 with a tail, no pad
     {1, 6, 40, 101, 6, 6, 5, 5, 2, 2, 1, P::kDepthwise},
     {2, 3, 21, 99, 3, 3, 3, 3, 2, 0, 1, P::kDepthwise},

@@ -52,10 +52,12 @@ struct Avx2Ops {
   static V unshuffle(V v) {
     return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v), _MM_SHUFFLE(3, 1, 2, 0)));
   }
-  // Lanes [lo, hi) from p[lane], zero elsewhere; the other lanes' addresses are not accessed.
-  static V load_lanes(const float* p, int lo, int hi) {
-    return _mm256_maskload_ps(p, _mm256_andnot_si256(mask(lo), mask(hi)));
-  }
+  // Lanes [lo, hi) from p[lane], zero elsewhere; the other lanes' addresses are not accessed. load_lanes =
+  // load_masked(p, lanes(lo, hi)), the mask computed once where many loads share it.
+  using M = __m256i;
+  static M lanes(int lo, int hi) { return _mm256_andnot_si256(mask(lo), mask(hi)); }
+  static V load_masked(const float* p, M m) { return _mm256_maskload_ps(p, m); }
+  static V load_lanes(const float* p, int lo, int hi) { return load_masked(p, lanes(lo, hi)); }
   static V rcp(V a) { return _mm256_rcp_ps(a); }
   static V zero() { return _mm256_setzero_ps(); }
   static V set1(float x) { return _mm256_set1_ps(x); }

@@ -64,10 +64,12 @@ struct Avx512Ops {
   static V unshuffle(V v) {
     return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15), v);
   }
-  // Lanes [lo, hi) from p[lane], zero elsewhere; the other lanes' addresses are not accessed.
-  static V load_lanes(const float* p, int lo, int hi) {
-    return _mm512_maskz_loadu_ps(static_cast<__mmask16>(mask(hi) & ~mask(lo)), p);
-  }
+  // Lanes [lo, hi) from p[lane], zero elsewhere; the other lanes' addresses are not accessed. load_lanes =
+  // load_masked(p, lanes(lo, hi)), the mask computed once where many loads share it.
+  using M = __mmask16;
+  static M lanes(int lo, int hi) { return static_cast<__mmask16>(mask(hi) & ~mask(lo)); }
+  static V load_masked(const float* p, M m) { return _mm512_maskz_loadu_ps(m, p); }
+  static V load_lanes(const float* p, int lo, int hi) { return load_masked(p, lanes(lo, hi)); }
   static V rcp(V a) { return _mm512_rcp14_ps(a); }
   static V zero() { return _mm512_setzero_ps(); }
   static V set1(float x) { return _mm512_set1_ps(x); }

@@ -23,7 +23,10 @@ struct ScalarOps {
   }
   static void deinterleave_shuffled(V a, V b, V& even, V& odd) { deinterleave(a, b, even, odd); }
   static V unshuffle(V v) { return v; }
-  static V load_lanes(const float* p, int lo, int hi) { return lo <= 0 && hi > 0 ? *p : 0.f; }
+  using M = bool;
+  static M lanes(int lo, int hi) { return lo <= 0 && hi > 0; }
+  static V load_masked(const float* p, M m) { return m ? *p : 0.f; }
+  static V load_lanes(const float* p, int lo, int hi) { return load_masked(p, lanes(lo, hi)); }
   static V zero() { return 0.f; }
   static V set1(float x) { return x; }
   static V load(const float* p) { return *p; }
