@@ -257,8 +257,9 @@ inline void dw_direct_tile(const float* rows, int64_t rs, const float* wk, float
 }
 
 // A row of ow outputs as tiles of 4 vectors, the rest (up to 4 vectors) as one tile: tile(ox, nx) with nx an
-// std::integral_constant. Lone 1-vector tiles reload each input row K times for K FMAs (measured on AVX-512: a
-// 112-wide stride-1 row as 4 + 3 vectors instead of 4 + 2 + 1, 32 channels 116 -> 108 us).
+// std::integral_constant. Lone 1-vector tiles reload each input row K times for K FMAs (AVX-512, a 112-wide
+// stride-1 row as 4 + 3 vectors instead of 4 + 2 + 1, 32 channels: 116 -> 108 us in one pair of runs, within noise
+// in the next).
 template <int W, class T>
 inline void for_row_tiles(int64_t ow, T tile) {
   int64_t ox = 0;
