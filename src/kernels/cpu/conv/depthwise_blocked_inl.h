@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "kernels/cpu/conv/depthwise.h"
@@ -14,6 +15,12 @@
 
 namespace kestrel::kernels::cpu::conv_detail {
 namespace {
+
+// x * clamp(x / 6 + 1 / 2, 0, 1).
+template <class S>
+inline typename S::V vhard_swish(typename S::V x) {
+  return S::mul(x, S::min(S::max(S::fmadd(x, S::set1(1.f / 6.f), S::set1(0.5f)), S::zero()), S::set1(1.f)));
+}
 
 template <class S, class F>
 void with_activation(GemmActivation kind, float alpha, float beta, F f) {
@@ -32,16 +39,48 @@ void with_activation(GemmActivation kind, float alpha, float beta, F f) {
       return f([](V x) { return vsigmoid<S>(x); });
     case GemmActivation::kHardSigmoid:
       return f([=](V x) { return S::min(S::max(S::fmadd(x, va, vb), zero), one); });
-    case GemmActivation::kHardSwish: {
-      const V sixth = S::set1(1.f / 6.f), half = S::set1(0.5f);
-      return f([=](V x) { return S::mul(x, S::min(S::max(S::fmadd(x, sixth, half), zero), one)); });
-    }
+    case GemmActivation::kHardSwish:
+      return f([](V x) { return vhard_swish<S>(x); });
     case GemmActivation::kSilu:
       return f([](V x) { return vsilu<S>(x); });
     case GemmActivation::kGelu:
       return f([](V x) { return vgelu<S>(x); });
     case GemmActivation::kTanh:
       return f([](V x) { return vtanh<S>(x); });
+  }
+}
+
+// y = act(x) for the activations with_activation does not give the fused kernels their own copy for; out of line,
+// one call per output vector.
+template <class S>
+[[gnu::noinline]] typename S::V activation_call(GemmActivation kind, float alpha, float beta, typename S::V x) {
+  typename S::V y = x;
+  with_activation<S>(kind, alpha, beta, [&](auto act) { y = act(x); });
+  return y;
+}
+
+// As with_activation, for kernels whose whole loop nest is instantiated inside f (the plane-direct depthwise, the
+// stem): copies only for one clamp (None, Relu, Clip: NaN passes through), HardSwish and SiLU, the activations these
+// convolutions carry in the shared models; the others (LeakyRelu, HardSigmoid, Sigmoid, Gelu, Tanh) go through
+// activation_call. Ten copies of those kernels made depthwise_avx512.cc 9 MB of code and 20 minutes of compile.
+template <class S, class F>
+void with_fused_activation(GemmActivation kind, float alpha, float beta, F f) {
+  using V = typename S::V;
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  switch (kind) {
+    case GemmActivation::kNone:
+    case GemmActivation::kRelu:
+    case GemmActivation::kClip: {
+      const V lo = S::set1(kind == GemmActivation::kClip ? alpha : kind == GemmActivation::kRelu ? 0.f : -kInf);
+      const V hi = S::set1(kind == GemmActivation::kClip ? beta : kInf);
+      return f([=](V x) { return S::min(hi, S::max(lo, x)); });  // x is the second operand: a NaN x is kept
+    }
+    case GemmActivation::kHardSwish:
+      return f([](V x) { return vhard_swish<S>(x); });
+    case GemmActivation::kSilu:
+      return f([](V x) { return vsilu<S>(x); });
+    default:
+      return f([=](V x) { return activation_call<S>(kind, alpha, beta, x); });
   }
 }
 
@@ -142,17 +181,16 @@ void pack_strip(const DepthwiseBlockArgs& a, int64_t c0, int64_t nc, int64_t oy0
   }
 }
 
-// One whole output vector; with Stream (std::true_type, DepthwiseBlockArgs::stream) non-temporal when p is
-// vector-aligned. A type, not a flag, so the kernels without streaming keep their plain stores.
-using NoStream = std::false_type;
-using Stream = std::true_type;
-template <class S, class St>
-inline void store_out(float* p, typename S::V v, St) {
-  if constexpr (St::value) {
-    if ((reinterpret_cast<uintptr_t>(p) & (sizeof(float) * S::kWidth - 1)) == 0) {
-      S::stream(p, v);
-      return;
-    }
+// One whole output vector; non-temporal when st.on (DepthwiseBlockArgs::stream) and p is vector-aligned. A run-time
+// flag (one predictable branch per vector): as a type it doubled every kernel instantiated under it.
+struct StreamIf {
+  bool on;
+};
+template <class S>
+inline void store_out(float* p, typename S::V v, StreamIf st) {
+  if (st.on && (reinterpret_cast<uintptr_t>(p) & (sizeof(float) * S::kWidth - 1)) == 0) {
+    S::stream(p, v);
+    return;
   }
   S::store(p, v);
 }
@@ -160,9 +198,9 @@ inline void store_out(float* p, typename S::V v, St) {
 // out[pixel][W] (pixels [0, count) of output rows from oy0) back to NCHW channels [c0, c0 + nc): W pixels of W
 // channels per transpose, then bias, residual and activation on contiguous plane vectors. `out` must hold W pixels
 // past `count` (whole-vector loads).
-template <class S, class St, class F>
+template <class S, class F>
 void unpack_out(const DepthwiseBlockArgs& a, const float* out, int64_t count, int64_t c0, int64_t nc, int64_t oy0,
-                St st, F act) {
+                StreamIf st, F act) {
   using V = typename S::V;
   constexpr int W = S::kWidth;
   const int64_t ohw = a.oh * a.ow;
@@ -224,9 +262,9 @@ constexpr int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 // NR output rows x NX vectors at column ox0 of the zero-padded rows:
 // acc += w[tap] * row[(r + ky) * rs + kx + ox0 + i * W].
-template <class S, int K, int NR, int NX, class St, class F>
+template <class S, int K, int NR, int NX, class F>
 inline void dw_direct_tile(const float* rows, int64_t rs, const float* wk, float bias, int64_t ox0, int64_t ow,
-                           const float* res, float* y, int64_t ld, St stream, F act) {
+                           const float* res, float* y, int64_t ld, StreamIf stream, F act) {
   using V = typename S::V;
   constexpr int W = S::kWidth;
   V acc[NR][NX];
@@ -275,17 +313,17 @@ inline void for_row_tiles(int64_t ow, T tile) {
   }
 }
 
-template <class S, int K, int NR, class St, class F>
+template <class S, int K, int NR, class F>
 inline void dw_direct_row(const float* rows, int64_t rs, const float* wk, float bias, int64_t ow, const float* res,
-                          float* y, int64_t ld, St stream, F act) {
+                          float* y, int64_t ld, StreamIf stream, F act) {
   for_row_tiles<S::kWidth>(ow, [&](int64_t ox, auto nx) {
     dw_direct_tile<S, K, NR, decltype(nx)::value>(rows, rs, wk, bias, ox, ow, res, y, ld, stream, act);
   });
 }
 
 // Stride 1 only (stride 2 reads the input in place: dw_s2_channel).
-template <class S, int K, class St, class F>
-void dw_direct_channel(const DepthwiseBlockArgs& a, int64_t ch, const float* wk, int64_t oy0, int64_t oy1, St st,
+template <class S, int K, class F>
+void dw_direct_channel(const DepthwiseBlockArgs& a, int64_t ch, const float* wk, int64_t oy0, int64_t oy1, StreamIf st,
                        F act) {
   constexpr int W = S::kWidth;
   const int64_t rows_in = oy1 - oy0 - 1 + K, owr = round_up(a.ow, W);
@@ -343,9 +381,9 @@ inline typename S::M padded_lanes(int64_t iw, int64_t col) {
                   static_cast<int>(std::clamp<int64_t>(iw - col, 0, W)));
 }
 
-template <class S, int K, int NR, int NX, bool kInside, class St, class F>
+template <class S, int K, int NR, int NX, bool kInside, class F>
 inline void dw_s1_tile(const float* const* rows, int64_t iw, int64_t pl, const float* wk, float bias, int64_t ox0,
-                       int64_t ow, const float* res, float* y, St stream, F act) {
+                       int64_t ow, const float* res, float* y, StreamIf stream, F act) {
   using V = typename S::V;
   constexpr int W = S::kWidth;
   V acc[NR][NX];
@@ -388,9 +426,9 @@ inline void dw_s1_tile(const float* const* rows, int64_t iw, int64_t pl, const f
     }
 }
 
-template <class S, int K, int NR, int NX, class St, class F>
+template <class S, int K, int NR, int NX, class F>
 inline void dw_s1_tile_any(const float* const* rows, int64_t iw, int64_t pl, const float* wk, float bias, int64_t ox0,
-                           int64_t ow, const float* res, float* y, St stream, F act) {
+                           int64_t ow, const float* res, float* y, StreamIf stream, F act) {
   constexpr int W = S::kWidth;
   if (ox0 - pl >= 0 && ox0 + NX * W + K - 1 - pl <= iw) {
     dw_s1_tile<S, K, NR, NX, true>(rows, iw, pl, wk, bias, ox0, ow, res, y, stream, act);
@@ -399,9 +437,9 @@ inline void dw_s1_tile_any(const float* const* rows, int64_t iw, int64_t pl, con
   }
 }
 
-template <class S, int K, int NR, class St, class F>
+template <class S, int K, int NR, class F>
 inline void dw_s1_row(const DepthwiseBlockArgs& a, const float* xc, const float* wk, float bias, int64_t oy,
-                      const float* res, float* y, St st, F act) {
+                      const float* res, float* y, StreamIf st, F act) {
   const int64_t ih = a.ih, iw = a.iw, ow = a.ow, pl = a.pad_left, iy0 = oy - a.pad_top;
   const float* rows[NR - 1 + K];
   for (int ri = 0; ri < NR - 1 + K; ++ri) rows[ri] = iy0 + ri >= 0 && iy0 + ri < ih ? xc + (iy0 + ri) * iw : nullptr;
@@ -410,8 +448,9 @@ inline void dw_s1_row(const DepthwiseBlockArgs& a, const float* xc, const float*
   });
 }
 
-template <class S, int K, class St, class F>
-void dw_s1_channel(const DepthwiseBlockArgs& a, int64_t ch, const float* wk, int64_t oy0, int64_t oy1, St st, F act) {
+template <class S, int K, class F>
+void dw_s1_channel(const DepthwiseBlockArgs& a, int64_t ch, const float* wk, int64_t oy0, int64_t oy1, StreamIf st,
+                   F act) {
   const float bias = a.bias ? a.bias[ch] : 0.f;
   const int64_t ohw = a.oh * a.ow;
   const float* xc = a.x + ch * a.ih * a.iw;
@@ -457,9 +496,9 @@ inline void dw_s2_vector(const float* const* rows, const typename S::M* mk, cons
   }
 }
 
-template <class S, int K, int NR, class St, class F>
+template <class S, int K, int NR, class F>
 inline void dw_s2_rows(const DepthwiseBlockArgs& a, const float* xc, const float* wk, float bias, int64_t oy,
-                       const float* res, float* y, St st, F act) {
+                       const float* res, float* y, StreamIf st, F act) {
   using V = typename S::V;
   constexpr int W = S::kWidth, R = 2 * (NR - 1) + K;
   const int64_t ih = a.ih, iw = a.iw, ow = a.ow, pl = a.pad_left, iy0 = 2 * oy - a.pad_top;
@@ -495,8 +534,9 @@ inline void dw_s2_rows(const DepthwiseBlockArgs& a, const float* xc, const float
   }
 }
 
-template <class S, int K, class St, class F>
-void dw_s2_channel(const DepthwiseBlockArgs& a, int64_t ch, const float* wk, int64_t oy0, int64_t oy1, St st, F act) {
+template <class S, int K, class F>
+void dw_s2_channel(const DepthwiseBlockArgs& a, int64_t ch, const float* wk, int64_t oy0, int64_t oy1, StreamIf st,
+                   F act) {
   const float bias = a.bias ? a.bias[ch] : 0.f;
   const int64_t ohw = a.oh * a.ow;
   const float* xc = a.x + ch * a.ih * a.iw;
@@ -514,37 +554,31 @@ void depthwise_direct(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, i
   const int k = a.k, taps = k * k;
   const int64_t c0 = block * W, nc = std::min<int64_t>(W, a.c - c0);
   const bool from_input = a.ih * a.iw * int64_t{sizeof(float)} > kDirectCopyMaxPlaneBytes;
-  auto run = [&](auto st) {
-    with_activation<S>(a.activation, a.act_alpha, a.act_beta, [&](auto act) {
-      for (int64_t l = 0; l < nc; ++l) {
-        float wk[25];
-        for (int t = 0; t < taps; ++t) wk[t] = a.w[(block * taps + t) * W + l];
-        if (a.stride == 2) {
-          if (k == 3) {
-            dw_s2_channel<S, 3>(a, c0 + l, wk, oy0, oy1, st, act);
-          } else {
-            dw_s2_channel<S, 5>(a, c0 + l, wk, oy0, oy1, st, act);
-          }
-        } else if (from_input) {
-          if (k == 3) {
-            dw_s1_channel<S, 3>(a, c0 + l, wk, oy0, oy1, st, act);
-          } else {
-            dw_s1_channel<S, 5>(a, c0 + l, wk, oy0, oy1, st, act);
-          }
-        } else if (k == 3) {
-          dw_direct_channel<S, 3>(a, c0 + l, wk, oy0, oy1, st, act);
+  const StreamIf st{a.stream};
+  with_fused_activation<S>(a.activation, a.act_alpha, a.act_beta, [&](auto act) {
+    for (int64_t l = 0; l < nc; ++l) {
+      float wk[25];
+      for (int t = 0; t < taps; ++t) wk[t] = a.w[(block * taps + t) * W + l];
+      if (a.stride == 2) {
+        if (k == 3) {
+          dw_s2_channel<S, 3>(a, c0 + l, wk, oy0, oy1, st, act);
         } else {
-          dw_direct_channel<S, 5>(a, c0 + l, wk, oy0, oy1, st, act);
+          dw_s2_channel<S, 5>(a, c0 + l, wk, oy0, oy1, st, act);
         }
+      } else if (from_input) {
+        if (k == 3) {
+          dw_s1_channel<S, 3>(a, c0 + l, wk, oy0, oy1, st, act);
+        } else {
+          dw_s1_channel<S, 5>(a, c0 + l, wk, oy0, oy1, st, act);
+        }
+      } else if (k == 3) {
+        dw_direct_channel<S, 3>(a, c0 + l, wk, oy0, oy1, st, act);
+      } else {
+        dw_direct_channel<S, 5>(a, c0 + l, wk, oy0, oy1, st, act);
       }
-    });
-  };
-  if (a.stream) {
-    run(Stream{});
-    S::stream_fence();
-  } else {
-    run(NoStream{});
-  }
+    }
+  });
+  if (a.stream) S::stream_fence();
 }
 
 // Stem: dense 3x3 stride-2 convolution over a.cg (few) input channels into a.mg output channels, output rows
@@ -554,9 +588,9 @@ void depthwise_direct(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, i
 // copy. A tile is MB output channels x NX output vectors at the offsets src (input, in the split rows) / dst (output
 // plane), lanes[i] of vector i in the output (fewer than W at a row's end); tap t of input channel c reads the split
 // rows at toff[c * 9 + t].
-template <class S, int MB, int NX, class St, class F>
+template <class S, int MB, int NX, class F>
 inline void stem_tile(const DepthwiseBlockArgs& a, const float* rows, const int64_t* toff, const int64_t* src,
-                      const int64_t* dst, const int* lanes, int64_t m0, St st, F act) {
+                      const int64_t* dst, const int* lanes, int64_t m0, StreamIf st, F act) {
   using V = typename S::V;
   constexpr int W = S::kWidth;
   V acc[MB][NX];
@@ -564,7 +598,7 @@ inline void stem_tile(const DepthwiseBlockArgs& a, const float* rows, const int6
     const V b = S::set1(a.bias ? a.bias[m0 + mb] : 0.f);
     for (int i = 0; i < NX; ++i) acc[mb][i] = b;
   }
-  if constexpr (!std::is_same_v<St, Stream>) {
+  if (!st.on) {
     // A column step (stem_columns) writes every output plane, 32-64 store streams, more than the hardware
     // prefetcher follows: in a model (output not in cache) mobilenet_v2's stem took 0.8-0.9 ms against 0.52 in the
     // warm benchmark (AMD Zen 2). Each tile fetches its MB planes' lines 1 KiB ahead (`kestrel bench --profile`:
@@ -630,9 +664,9 @@ inline void stem_tile(const DepthwiseBlockArgs& a, const float* rows, const int6
 // weights stored pre-broadcast were slower, 5 x 5 no better. With 16 (AVX2): 4 channels x 3 vectors, each weight
 // broadcast right before its three FMAs (AMD Zen 2, 5 interleaved runs: 3 -> 64 at 224 665 -> 638 us against 6 x 2;
 // 8 x 2 with all 8 weights held spilled accumulators).
-template <class S, int NX, class St, class F>
+template <class S, int NX, class F>
 inline void stem_columns(const DepthwiseBlockArgs& a, const float* rows, const int64_t* toff, int64_t rs, int64_t oy0,
-                         int64_t vpr, int64_t first, St st, F act) {
+                         int64_t vpr, int64_t first, StreamIf st, F act) {
   constexpr int W = S::kWidth;
   constexpr int kMB = 4;
   int64_t src[NX], dst[NX];
@@ -649,9 +683,9 @@ inline void stem_columns(const DepthwiseBlockArgs& a, const float* rows, const i
 }
 
 // The last n (< NX + 1) vectors of a block: one stem_columns call n vectors wide.
-template <class S, int NX, class St, class F>
+template <class S, int NX, class F>
 inline void stem_columns_tail(const DepthwiseBlockArgs& a, const float* rows, const int64_t* toff, int64_t rs,
-                              int64_t oy0, int64_t vpr, int64_t first, int64_t n, St st, F act) {
+                              int64_t oy0, int64_t vpr, int64_t first, int64_t n, StreamIf st, F act) {
   if constexpr (NX > 0) {
     if (n == NX) return stem_columns<S, NX>(a, rows, toff, rs, oy0, vpr, first, st, act);
     stem_columns_tail<S, NX - 1>(a, rows, toff, rs, oy0, vpr, first, n, st, act);
@@ -693,21 +727,15 @@ void stem_block(const DepthwiseBlockArgs& a, int64_t, int64_t oy0, int64_t oy1) 
       }
     }
   }
-  auto run = [&](auto st) {
-    with_activation<S>(a.activation, a.act_alpha, a.act_beta, [&](auto act) {
-      const int64_t vpr = (a.ow + W - 1) / W, total = (oy1 - oy0) * vpr;
-      constexpr int kNX = W >= 16 ? 6 : 3;  // vectors per tile (see stem_columns)
-      int64_t j = 0;
-      for (; j + kNX <= total; j += kNX) stem_columns<S, kNX>(a, a.scratch, toff, rs, oy0, vpr, j, st, act);
-      stem_columns_tail<S, kNX - 1>(a, a.scratch, toff, rs, oy0, vpr, j, total - j, st, act);
-    });
-  };
-  if (a.stream) {
-    run(Stream{});
-    S::stream_fence();
-  } else {
-    run(NoStream{});
-  }
+  const StreamIf st{a.stream};
+  with_fused_activation<S>(a.activation, a.act_alpha, a.act_beta, [&](auto act) {
+    const int64_t vpr = (a.ow + W - 1) / W, total = (oy1 - oy0) * vpr;
+    constexpr int kNX = W >= 16 ? 6 : 3;  // vectors per tile (see stem_columns)
+    int64_t j = 0;
+    for (; j + kNX <= total; j += kNX) stem_columns<S, kNX>(a, a.scratch, toff, rs, oy0, vpr, j, st, act);
+    stem_columns_tail<S, kNX - 1>(a, a.scratch, toff, rs, oy0, vpr, j, total - j, st, act);
+  });
+  if (a.stream) S::stream_fence();
 }
 
 template <class S>
@@ -729,14 +757,9 @@ void depthwise_block(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, in
     s == 1 ? dw_block_compute<S, 5, 1>(a, rows_out, lp, strip, w, out)
            : dw_block_compute<S, 5, 2>(a, rows_out, lp, strip, w, out);
   }
-  with_activation<S>(a.activation, a.act_alpha, a.act_beta, [&](auto act) {
-    if (a.stream) {
-      unpack_out<S>(a, out, rows_out * a.ow, c0, nc, oy0, Stream{}, act);
-      S::stream_fence();
-    } else {
-      unpack_out<S>(a, out, rows_out * a.ow, c0, nc, oy0, NoStream{}, act);
-    }
-  });
+  with_activation<S>(a.activation, a.act_alpha, a.act_beta,
+                     [&](auto act) { unpack_out<S>(a, out, rows_out * a.ow, c0, nc, oy0, StreamIf{a.stream}, act); });
+  if (a.stream) S::stream_fence();
 }
 
 // NB output pixels of one output block: acc_i += w[tap][ci] (W output channels) * x[pixel i + tap][ci]; pixel i's
@@ -789,7 +812,7 @@ void grouped_block(const DepthwiseBlockArgs& a, int64_t group, int64_t oy0, int6
         off[0] = ((p / a.ow) * s * lp + (p % a.ow) * s) * cg;
         grouped_pixels<S, 1>(a, strip, off, lp, w, out + p * W);
       }
-      unpack_out<S>(a, out, count, group * a.mg + ob, W, oy0, NoStream{}, act);
+      unpack_out<S>(a, out, count, group * a.mg + ob, W, oy0, StreamIf{false}, act);
     }
   });
 }
