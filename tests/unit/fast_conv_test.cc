@@ -24,29 +24,7 @@ using testing::close_f32;
 using testing::random_f32;
 
 double act_ref(const FusedActivation& a, double x) {
-  switch (a.kind) {
-    case GemmActivation::kNone:
-      return x;
-    case GemmActivation::kRelu:
-      return x > 0 ? x : 0;
-    case GemmActivation::kClip:
-      return std::min<double>(std::max<double>(x, a.alpha), a.beta);
-    case GemmActivation::kLeakyRelu:
-      return x >= 0 ? x : a.alpha * x;
-    case GemmActivation::kSigmoid:
-      return 1 / (1 + std::exp(-x));
-    case GemmActivation::kHardSigmoid:
-      return std::max(0.0, std::min(1.0, a.alpha * x + a.beta));
-    case GemmActivation::kHardSwish:
-      return x * std::max(0.0, std::min(1.0, x / 6 + 0.5));
-    case GemmActivation::kSilu:
-      return x / (1 + std::exp(-x));
-    case GemmActivation::kGelu:
-      return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
-    case GemmActivation::kTanh:
-      return std::tanh(x);
-  }
-  return x;
+  return testing::activation_ref(a.kind, x, a.alpha, a.beta);
 }
 
 struct ConvCase {
@@ -69,9 +47,11 @@ const FusedActivation kAllActivations[] = {
     {GemmActivation::kTanh, 0, 0},
 };
 
-// plane_hint: the plane size FastConv::create is told (0: unknown).
+// plane_hint: the plane size FastConv::create is told (0: unknown). nan_residual: every 7th residual element is NaN,
+// which every activation must pass on as NaN (activation_ref), on every path.
 void check(const ConvCase& cc, Isa isa, const FusedActivation& act, bool residual, bool with_bias,
-           core::ThreadPool* pool, std::mt19937& rng, int64_t plane_hint = 0, bool split_columns = false) {
+           core::ThreadPool* pool, std::mt19937& rng, int64_t plane_hint = 0, bool split_columns = false,
+           bool nan_residual = false) {
   const int64_t oh = cc.one_d ? 1 : out_size(cc.h, cc.kh, cc.stride, cc.pad, cc.dilation);
   const int64_t ow = out_size(cc.w, cc.kw, cc.stride, cc.pad, cc.dilation);
   const Dims xd = cc.one_d ? Dims{cc.n, cc.c, cc.w} : Dims{cc.n, cc.c, cc.h, cc.w};
@@ -79,6 +59,8 @@ void check(const ConvCase& cc, Isa isa, const FusedActivation& act, bool residua
   const Dims yd = cc.one_d ? Dims{cc.n, cc.m, ow} : Dims{cc.n, cc.m, oh, ow};
   core::Tensor x = random_f32(xd, rng), w = random_f32(wd, rng), b = random_f32({cc.m}, rng);
   core::Tensor z = random_f32(yd, rng);
+  if (nan_residual)
+    for (int64_t i = 3; i < z.num_elements(); i += 7) z.data<float>()[i] = NAN;
   ref::ConvParams p;
   const size_t sp = cc.one_d ? 1 : 2;
   p.strides.assign(sp, cc.stride);
@@ -222,9 +204,9 @@ TEST_P(FastConvTest, FusedEpilogues) {
   int i = 0;
   for (const ConvCase& cc : cases)
     for (const FusedActivation& a : kAllActivations)
-      for (int residual = 0; residual < 2; ++residual, ++i) {
+      for (int residual = 0; residual < 3; ++residual, ++i) {  // 2: a residual with NaNs
         SCOPED_TRACE(i);
-        check(cc, GetParam(), a, residual, true, i % 3 == 0 ? &pool : nullptr, rng);
+        check(cc, GetParam(), a, residual > 0, true, i % 3 == 0 ? &pool : nullptr, rng, 0, false, residual == 2);
       }
 }
 
@@ -243,7 +225,8 @@ TEST_P(FastConvTest, TransposedPointwise) {
     const int64_t m = i % 5 == 0 ? pick(100, 300) : pick(1, 70);
     const ConvCase cc{pick(1, 2), pick(1, 80), h, w, m, 1, 1, 1, 1, 0, 1, P::kPointwise, one_d};
     SCOPED_TRACE(core::str_cat("case ", i, ": n ", cc.n, " c ", cc.c, " h ", h, " w ", w, " m ", m));
-    check(cc, GetParam(), kAllActivations[i % 10], i % 2 == 1, i % 3 != 0, i % 4 < 2 ? &pool : nullptr, rng, h * w);
+    check(cc, GetParam(), kAllActivations[i % 10], i % 2 == 1, i % 3 != 0, i % 4 < 2 ? &pool : nullptr, rng, h * w,
+          false, i % 6 == 5);
   }
   check({2, 24, 12, 12, 40, 1, 1, 1, 1, 0, 1, P::kPointwise}, GetParam(), kAllActivations[2], true, true, nullptr, rng,
         49);

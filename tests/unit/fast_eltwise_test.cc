@@ -39,8 +39,12 @@ TEST(FastEltwise, ExpRangeAndSpecialValues) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   expect_fast_matches_reference("Exp", {make<float>({9}, {-100.f, -87.f, -20.f, 0.f, 20.f, 87.5f, 88.5f, 88.7f, 100.f})},
                                 {}, 2e-6, 1e-30);
-  // Relu of NaN is 0 (x > 0 ? x : 0), as the reference.
-  expect_fast_matches_reference("Relu", {make<float>({5}, {nan, -inf, inf, -0.f, 1.f})});
+  // NaN in, NaN out for every activation (the reference's rule, as numpy's maximum / clip).
+  const core::Tensor special = make<float>({6}, {nan, -inf, inf, -0.f, 1.f, -2.f});
+  for (const char* op : {"Relu", "HardSwish", "Sigmoid", "Tanh"}) expect_fast_matches_reference(op, {special});
+  expect_fast_matches_reference("LeakyRelu", {special}, {{"alpha", ir::Attribute(0.3f)}});
+  expect_fast_matches_reference("HardSigmoid", {special},
+                                {{"alpha", ir::Attribute(0.1f)}, {"beta", ir::Attribute(0.4f)}});
   expect_fast_matches_reference("Abs", {make<float>({4}, {nan, -inf, inf, -0.f})});
   expect_fast_matches_reference("Tanh", {make<float>({4}, {-inf, inf, 50.f, -50.f})});
 }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/fast_kernel_util.h"
 #include "core/cpu_features.h"
 #include "core/str_util.h"
 #include "core/thread_pool.h"
@@ -21,32 +22,6 @@ namespace {
 using core::Isa;
 
 constexpr float kSentinel = -12345.f;
-
-double activate_ref(GemmActivation act, double x, double a, double b) {
-  switch (act) {
-    case GemmActivation::kNone:
-      return x;
-    case GemmActivation::kRelu:
-      return x > 0 ? x : 0;
-    case GemmActivation::kClip:
-      return std::min(std::max(x, a), b);
-    case GemmActivation::kLeakyRelu:
-      return x >= 0 ? x : a * x;
-    case GemmActivation::kSigmoid:
-      return 1 / (1 + std::exp(-x));
-    case GemmActivation::kHardSigmoid:
-      return std::max(0.0, std::min(1.0, a * x + b));
-    case GemmActivation::kHardSwish:
-      return x * std::max(0.0, std::min(1.0, x / 6 + 0.5));
-    case GemmActivation::kSilu:
-      return x / (1 + std::exp(-x));
-    case GemmActivation::kGelu:
-      return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
-    case GemmActivation::kTanh:
-      return std::tanh(x);
-  }
-  return x;
-}
 
 const char* activation_name(GemmActivation a) {
   switch (a) {
@@ -82,6 +57,7 @@ struct Case {
   float alpha = 1.f, beta = 0.f;
   GemmBias bias = GemmBias::kNone;
   bool residual = false;
+  bool nan_residual = false;  // every 5th residual element NaN: every activation passes it on as NaN
   GemmActivation act = GemmActivation::kNone;
   float act_alpha = 0.f, act_beta = 0.f;
   bool pack_a = false, pack_b = false;
@@ -94,7 +70,8 @@ struct Case {
     s += std::string(" ta=") + (ta ? "1" : "0") + " tb=" + (tb ? "1" : "0");
     s += " pads=" + std::to_string(pad_a) + "," + std::to_string(pad_b) + "," + std::to_string(pad_c);
     s += " alpha=" + std::to_string(alpha) + " beta=" + std::to_string(beta);
-    s += " bias=" + std::to_string(static_cast<int>(bias)) + " residual=" + (residual ? "1" : "0");
+    s += " bias=" + std::to_string(static_cast<int>(bias)) + " residual=" + (residual ? "1" : "0") +
+         (nan_residual ? " (with NaNs)" : "");
     s += std::string(" act=") + activation_name(act) + " packA=" + (pack_a ? "1" : "0") +
          " packB=" + (pack_b ? "1" : "0");
     s += " batch=" + std::to_string(batch) + (batch_ptrs ? " ptrs" : "") + (broadcast_b ? " bcastB" : "");
@@ -126,6 +103,8 @@ void check_case(const Case& cs, Isa isa, core::ThreadPool* pool, uint32_t seed) 
   std::vector<float> b = random_vector(static_cast<size_t>(b_size * b_count), rng);
   std::vector<float> bias = random_vector(static_cast<size_t>(std::max(m, n)), rng);
   std::vector<float> res = random_vector(static_cast<size_t>(r_size * nb), rng);
+  if (cs.nan_residual)
+    for (size_t i = 2; i < res.size(); i += 5) res[i] = std::numeric_limits<float>::quiet_NaN();
   std::vector<float> c0 = random_vector(static_cast<size_t>(c_size * nb), rng);
   // beta == 0 must not read C: poison it. Padding columns must never be written.
   std::vector<float> c = c0;
@@ -232,7 +211,12 @@ void check_case(const Case& cs, Isa isa, core::ThreadPool* pool, uint32_t seed) 
         if (cs.bias == GemmBias::kPerRow)
           x += bias[static_cast<size_t>(i)], mag += std::fabs(bias[static_cast<size_t>(i)]);
         if (cs.residual) x += R[i * ldr + j], mag += std::fabs(R[i * ldr + j]);
-        const double want = activate_ref(cs.act, x, cs.act_alpha, cs.act_beta);
+        const double want = testing::activation_ref(cs.act, x, cs.act_alpha, cs.act_beta);
+        if (std::isnan(want)) {
+          if (!std::isnan(got) && reported++ < 5)
+            ADD_FAILURE() << "batch " << bi << " C(" << i << "," << j << ") = " << got << ", want NaN";
+          continue;
+        }
         // Float accumulation error scales with sum |a b|; activations are at most ~1.5-Lipschitz and
         // their polynomial approximations add ~1e-6 absolute.
         const double tol = 2e-6 * std::sqrt(static_cast<double>(k) + 1) * mag * 1.5 + 2e-6 * std::fabs(want) + 2e-6;
@@ -422,7 +406,7 @@ TEST_P(SgemmIsaTest, EveryEpilogue) {
   // K = 19 runs each tile's k loop inline, K = 200 out of line (kOutOfLineK), with every epilogue.
   for (const Act& act : acts)
     for (GemmBias bias : {GemmBias::kNone, GemmBias::kPerColumn, GemmBias::kPerRow})
-      for (bool residual : {false, true})
+      for (int residual = 0; residual < 3; ++residual)  // 2: with NaNs
         for (int ab = 0; ab < 6; ++ab) {
           Case cs;
           cs.m = 23;
@@ -431,7 +415,8 @@ TEST_P(SgemmIsaTest, EveryEpilogue) {
           cs.alpha = ab % 3 == 0 ? 1.f : 3.f;
           cs.beta = ab % 3 == 2 ? 0.5f : 0.f;
           cs.bias = bias;
-          cs.residual = residual;
+          cs.residual = residual > 0;
+          cs.nan_residual = residual == 2;
           cs.pad_r = 4;
           cs.act = act.act;
           cs.act_alpha = act.a;
@@ -731,7 +716,7 @@ TEST_P(SgemmIsaTest, LargeAlignedCWithThreads) {
               acc += x;
               mag += std::fabs(x);
             }
-            const double want = activate_ref(act, acc, -0.5, 0.5);
+            const double want = testing::activation_ref(act, acc, -0.5, 0.5);
             ASSERT_NEAR(c[bi * m * ldc + i * ldc + j], want, 1e-5 * (1 + mag)) << bi << " " << i << " " << j;
           }
     }

@@ -16,11 +16,12 @@
 namespace kestrel::kernels::cpu {
 namespace {
 
-// exp(x), relative error ~2 ulp on [-87, 88]; clamped outside (no inf, no denormals).
+// exp(x), relative error ~2 ulp on [-87, 88]; clamped outside (no inf, no denormals); NaN stays NaN (x is max's and
+// min's second operand, the one x86 returns when either is NaN).
 template <class S>
 inline typename S::V vexp(typename S::V x) {
   using V = typename S::V;
-  x = S::min(S::max(x, S::set1(-87.0f)), S::set1(88.0f));
+  x = S::min(S::set1(88.0f), S::max(S::set1(-87.0f), x));
   // x = n ln2 + r with |r| <= ln2 / 2; ln2 split in two so n * ln2_hi is exact.
   V n = S::round(S::mul(x, S::set1(1.44269504088896341f)));
   V r = S::fmadd(n, S::set1(-0.693145751953125f), x);
@@ -69,6 +70,12 @@ inline __attribute__((always_inline)) typename S::V vsilu(typename S::V x) {
   } else {
     return S::div(x, d);
   }
+}
+
+// x * clamp(x / 6 + 1 / 2, 0, 1); a NaN x gives NaN.
+template <class S>
+inline typename S::V vhard_swish(typename S::V x) {
+  return S::mul(x, S::min(S::set1(1.f), S::max(S::zero(), S::fmadd(x, S::set1(1.f / 6.f), S::set1(0.5f)))));
 }
 
 // tanh(x) = sign(x) (1 - 2 / (exp(2|x|) + 1)); absolute error ~1e-7.

@@ -51,7 +51,8 @@ F unary_float(const UnaryParams& p, F x) {
     case UnaryOp::kErf: return std::erf(x);
     case UnaryOp::kTanh: return std::tanh(x);
     case UnaryOp::kSigmoid: return x >= 0 ? F(1) / (F(1) + std::exp(-x)) : std::exp(x) / (F(1) + std::exp(x));
-    case UnaryOp::kRelu: return x > 0 ? x : F(0);
+    case UnaryOp::kRelu:
+      return x > 0 || std::isnan(x) ? x : F(0);  // NaN in, NaN out (as max(0, x) in numpy)
     case UnaryOp::kFloor: return std::floor(x);
     case UnaryOp::kCeil: return std::ceil(x);
     case UnaryOp::kReciprocal: return F(1) / x;
@@ -75,7 +76,8 @@ F unary_float(const UnaryParams& p, F x) {
     case UnaryOp::kElu: return x >= 0 ? x : a * (std::exp(x) - F(1));
     case UnaryOp::kSelu: return g * (x > 0 ? x : a * (std::exp(x) - F(1)));
     case UnaryOp::kCelu: return std::max(F(0), x) + std::min(F(0), a * (std::exp(x / a) - F(1)));
-    case UnaryOp::kHardSigmoid: return std::max(F(0), std::min(F(1), a * x + b));
+    case UnaryOp::kHardSigmoid:
+      return std::min(std::max(a * x + b, F(0)), F(1));  // keeps NaN
     case UnaryOp::kHardSwish: return x * std::max(F(0), std::min(F(1), x / F(6) + F(0.5)));
     case UnaryOp::kThresholdedRelu: return x > a ? x : F(0);
     case UnaryOp::kMish: {

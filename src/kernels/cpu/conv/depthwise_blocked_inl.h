@@ -16,40 +16,6 @@
 namespace kestrel::kernels::cpu::conv_detail {
 namespace {
 
-// x * clamp(x / 6 + 1 / 2, 0, 1).
-template <class S>
-inline typename S::V vhard_swish(typename S::V x) {
-  return S::mul(x, S::min(S::max(S::fmadd(x, S::set1(1.f / 6.f), S::set1(0.5f)), S::zero()), S::set1(1.f)));
-}
-
-template <class S, class F>
-void with_activation(GemmActivation kind, float alpha, float beta, F f) {
-  using V = typename S::V;
-  const V va = S::set1(alpha), vb = S::set1(beta), zero = S::zero(), one = S::set1(1.f);
-  switch (kind) {
-    case GemmActivation::kNone:
-      return f([](V x) { return x; });
-    case GemmActivation::kRelu:
-      return f([=](V x) { return S::max(x, zero); });
-    case GemmActivation::kClip:
-      return f([=](V x) { return S::min(S::max(x, va), vb); });
-    case GemmActivation::kLeakyRelu:
-      return f([=](V x) { return S::fmadd(S::min(x, zero), va, S::max(x, zero)); });
-    case GemmActivation::kSigmoid:
-      return f([](V x) { return vsigmoid<S>(x); });
-    case GemmActivation::kHardSigmoid:
-      return f([=](V x) { return S::min(S::max(S::fmadd(x, va, vb), zero), one); });
-    case GemmActivation::kHardSwish:
-      return f([](V x) { return vhard_swish<S>(x); });
-    case GemmActivation::kSilu:
-      return f([](V x) { return vsilu<S>(x); });
-    case GemmActivation::kGelu:
-      return f([](V x) { return vgelu<S>(x); });
-    case GemmActivation::kTanh:
-      return f([](V x) { return vtanh<S>(x); });
-  }
-}
-
 // y = act(x) for the activations with_activation does not give the fused kernels their own copy for; out of line,
 // one call per output vector.
 template <class S>

@@ -91,7 +91,7 @@ void unary_row(const EwUnaryParams& p, const float* x, float* y, int64_t n) {
     case EwUnary::kIdentity:
       return map_row(x, y, n, [&](V v) { return v; });
     case EwUnary::kRelu:
-      return map_row(x, y, n, [&](V v) { return S::max(v, zero); });  // NaN -> 0, as the reference
+      return map_row(x, y, n, [&](V v) { return S::max(zero, v); });  // v second: NaN stays NaN
     case EwUnary::kLeakyRelu:
       return map_row(x, y, n, [&](V v) { return S::select_gt(zero, v, S::mul(v, va), v); });
     case EwUnary::kClip:  // operand order keeps NaN
@@ -99,11 +99,9 @@ void unary_row(const EwUnaryParams& p, const float* x, float* y, int64_t n) {
     case EwUnary::kSigmoid:
       return map_row(x, y, n, [&](V v) { return vsigmoid<S>(v); });
     case EwUnary::kHardSigmoid:
-      return map_row(x, y, n, [&](V v) { return S::min(S::max(S::fmadd(v, va, vb), zero), one); });
-    case EwUnary::kHardSwish: {
-      const V sixth = S::set1(1.f / 6.f), half = S::set1(0.5f);
-      return map_row(x, y, n, [&](V v) { return S::mul(v, S::min(S::max(S::fmadd(v, sixth, half), zero), one)); });
-    }
+      return map_row(x, y, n, [&](V v) { return S::min(one, S::max(zero, S::fmadd(v, va, vb))); });
+    case EwUnary::kHardSwish:
+      return map_row(x, y, n, [&](V v) { return vhard_swish<S>(v); });
     case EwUnary::kTanh:
       return map_row(x, y, n, [&](V v) { return vtanh_precise(v); });
     case EwUnary::kErf:

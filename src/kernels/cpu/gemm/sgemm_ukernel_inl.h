@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <utility>
 
 #include "kernels/cpu/gemm/sgemm_ukernel.h"
@@ -258,7 +259,8 @@ struct SgemmKernel {
     V lo = S::zero(), hi = S::zero();
     if constexpr (kClamp) {
       lo = t.activation == GemmActivation::kClip ? S::set1(t.act_alpha) : S::zero();
-      hi = t.activation == GemmActivation::kClip ? S::set1(t.act_beta) : S::set1(3.0e38f);
+      hi =
+          t.activation == GemmActivation::kClip ? S::set1(t.act_beta) : S::set1(std::numeric_limits<float>::infinity());
     }
     const float* res = kRes ? t.residual + row0 * t.ldr + col0 : nullptr;
     KESTREL_GEMM_UNROLL(32)
@@ -276,7 +278,7 @@ struct SgemmKernel {
         if constexpr (kColBias) x = S::add(x, bcol[v]);
         if constexpr (kRes)
           x = S::add(x, kFull ? S::load(res + i * t.ldr + v * W) : S::load_n(res + i * t.ldr + v * W, nv));
-        if constexpr (kClamp) x = S::min(S::max(x, lo), hi);
+        if constexpr (kClamp) x = S::min(hi, S::max(lo, x));  // NaN stays NaN (vec_math_inl.h)
         if (kFull) {
           if (t.stream_c) {
             S::stream(crow + v * W, x);
@@ -302,7 +304,8 @@ struct SgemmKernel {
     const float* res = epi && t.residual ? t.residual + row0 * t.ldr + col0 : nullptr;
     const bool clamp = epi && t.activation != GemmActivation::kNone && gemm_detail::activation_is_clamp(t.activation);
     const V lo = t.activation == GemmActivation::kClip ? S::set1(t.act_alpha) : S::zero();
-    const V hi = t.activation == GemmActivation::kClip ? S::set1(t.act_beta) : S::set1(3.0e38f);
+    const V hi =
+        t.activation == GemmActivation::kClip ? S::set1(t.act_beta) : S::set1(std::numeric_limits<float>::infinity());
     V bcol[NV2];
     KESTREL_GEMM_UNROLL(8)
     for (int v = 0; v < NV2; ++v) bcol[v] = bias_col ? S::load_n(bias_col + col0 + v * W, n - v * W) : S::zero();
@@ -320,7 +323,7 @@ struct SgemmKernel {
         if (bias_col) x = S::add(x, bcol[v]);
         if (bias_row) x = S::add(x, brow);
         if (res) x = S::add(x, S::load_n(res + i * t.ldr + v * W, nv));
-        if (clamp) x = S::min(S::max(x, lo), hi);
+        if (clamp) x = S::min(hi, S::max(lo, x));  // NaN stays NaN (vec_math_inl.h)
         S::store_n(crow + v * W, x, nv);
       }
     }

@@ -27,36 +27,42 @@ inline void activate_rows_with(float* c, int64_t ldc, int64_t m, int64_t n, F f)
   }
 }
 
+// Calls f with a functor V -> V for one GemmActivation: the one place the fused activations are written for the fast
+// kernels. NaN rule (every activation, as the reference): a NaN input gives NaN. S::max / S::min return their second
+// operand when either is NaN (x86 maxps / minps, and the scalar traits match), so x is always the second operand.
+template <class S, class F>
+void with_activation(GemmActivation kind, float alpha, float beta, F f) {
+  using V = typename S::V;
+  const V va = S::set1(alpha), vb = S::set1(beta), zero = S::zero(), one = S::set1(1.f);
+  switch (kind) {
+    case GemmActivation::kNone:
+      return f([](V x) { return x; });
+    case GemmActivation::kRelu:
+      return f([=](V x) { return S::max(zero, x); });
+    case GemmActivation::kClip:
+      return f([=](V x) { return S::min(vb, S::max(va, x)); });
+    case GemmActivation::kLeakyRelu:
+      return f([=](V x) { return S::fmadd(S::min(zero, x), va, S::max(zero, x)); });
+    case GemmActivation::kSigmoid:
+      return f([](V x) { return vsigmoid<S>(x); });
+    case GemmActivation::kHardSigmoid:
+      return f([=](V x) { return S::min(one, S::max(zero, S::fmadd(x, va, vb))); });
+    case GemmActivation::kHardSwish:
+      return f([](V x) { return vhard_swish<S>(x); });
+    case GemmActivation::kSilu:
+      return f([](V x) { return vsilu<S>(x); });
+    case GemmActivation::kGelu:
+      return f([](V x) { return vgelu<S>(x); });
+    case GemmActivation::kTanh:
+      return f([](V x) { return vtanh<S>(x); });
+  }
+}
+
 // Applies any GemmActivation to an [m, n] block in place.
 template <class S>
 void activate_rows(float* c, int64_t ldc, int64_t m, int64_t n, GemmActivation act, float alpha, float beta) {
-  using V = typename S::V;
-  const V va = S::set1(alpha), vb = S::set1(beta), zero = S::zero(), one = S::set1(1.f);
-  switch (act) {
-    case GemmActivation::kNone:
-      return;
-    case GemmActivation::kRelu:
-      return activate_rows_with<S>(c, ldc, m, n, [&](V x) { return S::max(x, zero); });
-    case GemmActivation::kClip:
-      return activate_rows_with<S>(c, ldc, m, n, [&](V x) { return S::min(S::max(x, va), vb); });
-    case GemmActivation::kLeakyRelu:
-      return activate_rows_with<S>(c, ldc, m, n, [&](V x) { return S::fmadd(S::min(x, zero), va, S::max(x, zero)); });
-    case GemmActivation::kSigmoid:
-      return activate_rows_with<S>(c, ldc, m, n, [&](V x) { return vsigmoid<S>(x); });
-    case GemmActivation::kHardSigmoid:
-      return activate_rows_with<S>(c, ldc, m, n, [&](V x) { return S::min(S::max(S::fmadd(x, va, vb), zero), one); });
-    case GemmActivation::kHardSwish: {
-      const V sixth = S::set1(1.f / 6.f), half = S::set1(0.5f);
-      return activate_rows_with<S>(c, ldc, m, n,
-                                   [&](V x) { return S::mul(x, S::min(S::max(S::fmadd(x, sixth, half), zero), one)); });
-    }
-    case GemmActivation::kSilu:
-      return activate_rows_with<S>(c, ldc, m, n, [&](V x) { return vsilu<S>(x); });
-    case GemmActivation::kGelu:
-      return activate_rows_with<S>(c, ldc, m, n, [&](V x) { return vgelu<S>(x); });
-    case GemmActivation::kTanh:
-      return activate_rows_with<S>(c, ldc, m, n, [&](V x) { return vtanh<S>(x); });
-  }
+  if (act == GemmActivation::kNone) return;
+  with_activation<S>(act, alpha, beta, [&](auto f) { activate_rows_with<S>(c, ldc, m, n, f); });
 }
 
 }  // namespace
