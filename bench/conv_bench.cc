@@ -119,6 +119,13 @@ BENCHMARK(BM_Conv)
     ->Args({32, 32, 112, 3, 2, 2, 1})
     ->Args({64, 64, 56, 3, 2, 4, 1})
     ->Args({400, 400, 7, 3, 1, 25, 1});
+// 1x1 stride 2 (RegNet's projection shortcuts, the first block of each stage).
+BENCHMARK(BM_Conv)
+    ->Args({32, 32, 112, 1, 2, 1, 0})
+    ->Args({32, 64, 56, 1, 2, 1, 0})
+    ->Args({64, 160, 28, 1, 2, 1, 0})
+    ->Args({160, 400, 14, 1, 2, 1, 0});
+BENCHMARK(BM_ConvCold)->Args({32, 32, 112, 1, 2, 1, 0});
 // Dense 3x3 stride 1 (SqueezeNet expand3x3, ResNet-ish): Winograd vs im2col.
 #define D3(C, M, H) ->Args({C, M, H, 3, 1, 1, 1})
 BENCHMARK(BM_Conv) D3(16, 64, 55) D3(32, 128, 27) D3(48, 192, 13) D3(64, 256, 13) D3(64, 64, 56) D3(128, 128, 28)

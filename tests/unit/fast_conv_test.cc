@@ -178,6 +178,9 @@ const ConvCase kCases[] = {
     // 2 threads, outputs past FastConv::kStreamOutputBytes: non-temporal stores (plane-direct and blocked depthwise)
     {1, 24, 112, 112, 24, 24, 3, 3, 1, 1, 1, P::kDepthwise},
     {1, 97, 112, 112, 97, 97, 3, 3, 2, 1, 1, P::kDepthwise},
+    // 1x1 stride 2 (RegNet's projections), rows of even and odd width
+    {1, 6, 9, 64, 10, 1, 1, 1, 2, 0, 1, P::kIm2col},
+    {1, 6, 9, 63, 10, 1, 1, 1, 2, 0, 1, P::kIm2col},
 };
 
 TEST_P(FastConvTest, MatchesReference) {
