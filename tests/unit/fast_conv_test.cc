@@ -23,10 +23,6 @@ using core::Isa;
 using testing::close_f32;
 using testing::random_f32;
 
-double act_ref(const FusedActivation& a, double x) {
-  return testing::activation_ref(a.kind, x, a.alpha, a.beta);
-}
-
 struct ConvCase {
   int64_t n, c, h, w, m, group, kh, kw, stride, pad, dilation;
   FastConv::Path path;
@@ -71,7 +67,7 @@ void check(const ConvCase& cc, Isa isa, const FusedActivation& act, bool residua
   ASSERT_TRUE(ref::conv(p, x, w, with_bias ? &b : nullptr, want).is_ok());
   for (int64_t i = 0; i < want.num_elements(); ++i) {
     double v = want.data<float>()[i] + (residual ? z.data<float>()[i] : 0.f);
-    want.data<float>()[i] = static_cast<float>(act_ref(act, v));
+    want.data<float>()[i] = static_cast<float>(testing::activation_ref(act.kind, v, act.alpha, act.beta));
   }
   auto fc = FastConv::create(w, cc.group, act, isa, true, plane_hint);
   ASSERT_TRUE(fc.is_ok()) << fc.status().to_string();
@@ -323,7 +319,8 @@ TEST_P(FastConvTest, MaxPooledStem) {
     core::Tensor conv = testing::filled_f32({n, m, oh, ow}, NAN);
     ASSERT_TRUE(ref::conv(p, x, wt, with_bias ? &b : nullptr, conv).is_ok());
     for (int64_t j = 0; j < conv.num_elements(); ++j)
-      conv.data<float>()[j] = static_cast<float>(act_ref(act, conv.data<float>()[j]));
+      conv.data<float>()[j] =
+          static_cast<float>(testing::activation_ref(act.kind, conv.data<float>()[j], act.alpha, act.beta));
     ref::PoolParams pp{pw.kernel, pw.strides, pw.dilations, {ry->pad_begin, rx->pad_begin}, {ry->pad_end, rx->pad_end}};
     core::Tensor want = testing::filled_f32({n, m, ry->out, rx->out}, NAN);
     core::Tensor got = testing::filled_f32({n, m, ry->out, rx->out}, NAN);

@@ -16,12 +16,22 @@
 namespace kestrel::kernels::cpu {
 namespace {
 
-// exp(x), relative error ~2 ulp on [-87, 88]; clamped outside (no inf, no denormals); NaN stays NaN (x is max's and
-// min's second operand, the one x86 returns when either is NaN).
+// The activations' NaN rule (docs/architecture.md) in one place: a NaN x gives NaN. x86 maxps / minps (and the
+// scalar traits) return their second operand when either is NaN, so x is always the second operand.
+template <class S>
+inline typename S::V vclamp(typename S::V x, typename S::V lo, typename S::V hi) {
+  return S::min(hi, S::max(lo, x));
+}
+template <class S>
+inline typename S::V vrelu(typename S::V x) {
+  return S::max(S::zero(), x);
+}
+
+// exp(x), relative error ~2 ulp on [-87, 88]; clamped outside (no inf, no denormals); NaN stays NaN.
 template <class S>
 inline typename S::V vexp(typename S::V x) {
   using V = typename S::V;
-  x = S::min(S::set1(88.0f), S::max(S::set1(-87.0f), x));
+  x = vclamp<S>(x, S::set1(-87.0f), S::set1(88.0f));
   // x = n ln2 + r with |r| <= ln2 / 2; ln2 split in two so n * ln2_hi is exact.
   V n = S::round(S::mul(x, S::set1(1.44269504088896341f)));
   V r = S::fmadd(n, S::set1(-0.693145751953125f), x);
@@ -75,7 +85,7 @@ inline __attribute__((always_inline)) typename S::V vsilu(typename S::V x) {
 // x * clamp(x / 6 + 1 / 2, 0, 1); a NaN x gives NaN.
 template <class S>
 inline typename S::V vhard_swish(typename S::V x) {
-  return S::mul(x, S::min(S::set1(1.f), S::max(S::zero(), S::fmadd(x, S::set1(1.f / 6.f), S::set1(0.5f)))));
+  return S::mul(x, vclamp<S>(S::fmadd(x, S::set1(1.f / 6.f), S::set1(0.5f)), S::zero(), S::set1(1.f)));
 }
 
 // tanh(x) = sign(x) (1 - 2 / (exp(2|x|) + 1)); absolute error ~1e-7.

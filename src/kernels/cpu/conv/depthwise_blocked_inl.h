@@ -40,7 +40,7 @@ void with_fused_activation(GemmActivation kind, float alpha, float beta, F f) {
     case GemmActivation::kClip: {
       const V lo = S::set1(kind == GemmActivation::kClip ? alpha : kind == GemmActivation::kRelu ? 0.f : -kInf);
       const V hi = S::set1(kind == GemmActivation::kClip ? beta : kInf);
-      return f([=](V x) { return S::min(hi, S::max(lo, x)); });  // x is the second operand: a NaN x is kept
+      return f([=](V x) { return vclamp<S>(x, lo, hi); });
     }
     case GemmActivation::kHardSwish:
       return f([](V x) { return vhard_swish<S>(x); });

@@ -91,15 +91,15 @@ void unary_row(const EwUnaryParams& p, const float* x, float* y, int64_t n) {
     case EwUnary::kIdentity:
       return map_row(x, y, n, [&](V v) { return v; });
     case EwUnary::kRelu:
-      return map_row(x, y, n, [&](V v) { return S::max(zero, v); });  // v second: NaN stays NaN
+      return map_row(x, y, n, [&](V v) { return vrelu<S>(v); });
     case EwUnary::kLeakyRelu:
       return map_row(x, y, n, [&](V v) { return S::select_gt(zero, v, S::mul(v, va), v); });
-    case EwUnary::kClip:  // operand order keeps NaN
-      return map_row(x, y, n, [&](V v) { return S::min(vb, S::max(va, v)); });
+    case EwUnary::kClip:
+      return map_row(x, y, n, [&](V v) { return vclamp<S>(v, va, vb); });
     case EwUnary::kSigmoid:
       return map_row(x, y, n, [&](V v) { return vsigmoid<S>(v); });
     case EwUnary::kHardSigmoid:
-      return map_row(x, y, n, [&](V v) { return S::min(one, S::max(zero, S::fmadd(v, va, vb))); });
+      return map_row(x, y, n, [&](V v) { return vclamp<S>(S::fmadd(v, va, vb), zero, one); });
     case EwUnary::kHardSwish:
       return map_row(x, y, n, [&](V v) { return vhard_swish<S>(v); });
     case EwUnary::kTanh:

@@ -278,7 +278,7 @@ struct SgemmKernel {
         if constexpr (kColBias) x = S::add(x, bcol[v]);
         if constexpr (kRes)
           x = S::add(x, kFull ? S::load(res + i * t.ldr + v * W) : S::load_n(res + i * t.ldr + v * W, nv));
-        if constexpr (kClamp) x = S::min(hi, S::max(lo, x));  // NaN stays NaN (vec_math_inl.h)
+        if constexpr (kClamp) x = vclamp<S>(x, lo, hi);
         if (kFull) {
           if (t.stream_c) {
             S::stream(crow + v * W, x);
@@ -323,7 +323,7 @@ struct SgemmKernel {
         if (bias_col) x = S::add(x, bcol[v]);
         if (bias_row) x = S::add(x, brow);
         if (res) x = S::add(x, S::load_n(res + i * t.ldr + v * W, nv));
-        if (clamp) x = S::min(hi, S::max(lo, x));  // NaN stays NaN (vec_math_inl.h)
+        if (clamp) x = vclamp<S>(x, lo, hi);
         S::store_n(crow + v * W, x, nv);
       }
     }

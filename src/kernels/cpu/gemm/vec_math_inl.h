@@ -28,8 +28,7 @@ inline void activate_rows_with(float* c, int64_t ldc, int64_t m, int64_t n, F f)
 }
 
 // Calls f with a functor V -> V for one GemmActivation: the one place the fused activations are written for the fast
-// kernels. NaN rule (every activation, as the reference): a NaN input gives NaN. S::max / S::min return their second
-// operand when either is NaN (x86 maxps / minps, and the scalar traits match), so x is always the second operand.
+// kernels. A NaN input gives NaN for every kind (vclamp / vrelu in kernels/cpu/vec_math_inl.h).
 template <class S, class F>
 void with_activation(GemmActivation kind, float alpha, float beta, F f) {
   using V = typename S::V;
@@ -38,15 +37,15 @@ void with_activation(GemmActivation kind, float alpha, float beta, F f) {
     case GemmActivation::kNone:
       return f([](V x) { return x; });
     case GemmActivation::kRelu:
-      return f([=](V x) { return S::max(zero, x); });
+      return f([](V x) { return vrelu<S>(x); });
     case GemmActivation::kClip:
-      return f([=](V x) { return S::min(vb, S::max(va, x)); });
+      return f([=](V x) { return vclamp<S>(x, va, vb); });
     case GemmActivation::kLeakyRelu:
-      return f([=](V x) { return S::fmadd(S::min(zero, x), va, S::max(zero, x)); });
+      return f([=](V x) { return S::fmadd(S::min(zero, x), va, vrelu<S>(x)); });  // x second in min too
     case GemmActivation::kSigmoid:
       return f([](V x) { return vsigmoid<S>(x); });
     case GemmActivation::kHardSigmoid:
-      return f([=](V x) { return S::min(one, S::max(zero, S::fmadd(x, va, vb))); });
+      return f([=](V x) { return vclamp<S>(S::fmadd(x, va, vb), zero, one); });
     case GemmActivation::kHardSwish:
       return f([](V x) { return vhard_swish<S>(x); });
     case GemmActivation::kSilu:
