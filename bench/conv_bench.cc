@@ -9,6 +9,7 @@
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/conv/conv.h"
+#include "kernels/cpu/conv/conv_chain.h"
 #include "kernels/cpu/qconv/qconv.h"
 
 namespace {
@@ -72,6 +73,72 @@ void BM_Conv2T(benchmark::State& st) {
   static core::ThreadPool pool(2);
   run_conv(st, true, &pool);
 }
+
+// An inverted residual block: expand 1x1 (C -> M, ReLU6), depthwise K x K (stride, ReLU6), project 1x1 (M -> P,
+// residual when the shapes allow), as three FastConv runs through full-size tensors (fused 0) or as one
+// FastConvChain over strips of rows (fused 1). Args: {C, M, P, H, K, stride, project, threads, fused, cold}.
+void BM_Chain(benchmark::State& st) {
+  const int64_t c = st.range(0), m = st.range(1), pc = st.range(2), h = st.range(3), k = st.range(4), s = st.range(5);
+  const bool project = st.range(6) != 0, fused = st.range(8) != 0, cold = st.range(9) != 0;
+  static core::ThreadPool pool2(2);
+  core::ThreadPool* pool = st.range(7) > 1 ? &pool2 : nullptr;
+  const int64_t pad = k / 2, oh = (h + 2 * pad - k) / s + 1;
+  const cpu::FusedActivation relu6{cpu::GemmActivation::kClip, 0.f, 6.f};
+  const core::Isa isa = core::active_isa();
+  core::Tensor x = rnd({1, c, h, h}), w1 = rnd({m, c, 1, 1}), w2 = rnd({m, 1, k, k}), w3 = rnd({pc, m, 1, 1});
+  core::Tensor b1 = rnd({m}), b2 = rnd({m}), b3 = rnd({pc}), e = rnd({1, m, h, h}), d = rnd({1, m, oh, oh});
+  core::Tensor y = rnd({1, project ? pc : m, oh, oh});
+  const bool residual = project && s == 1 && c == pc;
+  auto f1 = cpu::FastConv::create(w1, 1, relu6, isa, false, h * h);
+  auto f2 = cpu::FastConv::create(w2, m, relu6, isa, false, h * h);
+  auto f3 = cpu::FastConv::create(w3, 1, {}, isa, false, oh * oh);
+  auto g1 = cpu::FastConv::create(w1, 1, relu6, isa, false), g2 = cpu::FastConv::create(w2, m, relu6, isa, false),
+       g3 = cpu::FastConv::create(w3, 1, {}, isa, false);
+  if (!f1.is_ok() || !f2.is_ok() || !f3.is_ok() || !g1.is_ok() || !g2.is_ok() || !g3.is_ok()) {
+    st.SkipWithError("create failed");
+    return;
+  }
+  auto chain = cpu::FastConvChain::create(std::move(*g1), std::move(*g2),
+                                          project ? std::optional<cpu::FastConv>(std::move(*g3)) : std::nullopt);
+  if (!chain.is_ok()) {
+    st.SkipWithError(chain.status().to_string().c_str());
+    return;
+  }
+  const ref::ConvParams p1{{1, 1}, {1, 1}, {0, 0}, 1}, p2{{s, s}, {1, 1}, {pad, pad}, m};
+  std::vector<float> junk(cold ? size_t{8} << 20 : 0);
+  for (auto _ : st) {
+    if (cold) {
+      st.PauseTiming();
+      for (size_t i = 0; i < junk.size(); i += 16) junk[i] += 1.f;
+      st.ResumeTiming();
+    }
+    if (fused) {
+      benchmark::DoNotOptimize(
+          chain->run({s, pad, pad}, x, &b1, &b2, project ? &b3 : nullptr, residual ? &x : nullptr, y, pool));
+    } else {
+      benchmark::DoNotOptimize(f1->run(p1, x, &b1, nullptr, e, pool));
+      benchmark::DoNotOptimize(f2->run(p2, e, &b2, nullptr, project ? d : y, pool));
+      if (project) benchmark::DoNotOptimize(f3->run(p1, d, &b3, residual ? &x : nullptr, y, pool));
+    }
+    benchmark::ClobberMemory();
+  }
+  const double flops = 2.0 * m * (h * h * c + oh * oh * k * k + (project ? oh * oh * pc : 0));
+  st.counters["GFLOP/s"] =
+      benchmark::Counter(flops * 1e-9 * static_cast<double>(st.iterations()), benchmark::Counter::kIsRate);
+}
+// MobileNetV2 / MnasNet blocks at 112, 56 and 28, fused and not, warm and cold, 1 and 2 threads.
+#define CHAIN(C, M, P, H, K, S, PROJ)           \
+  ->Args({C, M, P, H, K, S, PROJ, 1, 0, 0})     \
+      ->Args({C, M, P, H, K, S, PROJ, 1, 1, 0}) \
+      ->Args({C, M, P, H, K, S, PROJ, 1, 0, 1}) \
+      ->Args({C, M, P, H, K, S, PROJ, 1, 1, 1}) \
+      ->Args({C, M, P, H, K, S, PROJ, 2, 0, 0}) \
+      ->Args({C, M, P, H, K, S, PROJ, 2, 1, 0})
+BENCHMARK(BM_Chain)
+CHAIN(16, 96, 24, 112, 3, 2, 1) CHAIN(16, 48, 24, 112, 3, 2, 1) CHAIN(24, 144, 24, 56, 3, 1, 1)
+    CHAIN(24, 72, 24, 56, 3, 1, 1) CHAIN(24, 144, 32, 56, 3, 2, 1) CHAIN(32, 192, 32, 28, 3, 1, 1)
+        CHAIN(16, 96, 24, 112, 3, 2, 0) CHAIN(24, 144, 24, 56, 5, 1, 1)
+            ->UseRealTime();
 
 // Depthwise (EfficientNet / MobileNet): {C, M, H, K, stride, group, act}; act 7 = SiLU, 2 = Clip.
 #define DW(C, H, K, S) ->Args({C, C, H, K, S, C, 7})

@@ -175,6 +175,12 @@ void run_in_ranges(core::ThreadPool* pool, int64_t n, core::FunctionRef<void(int
   });
 }
 
+// Output rows per call of the channel-blocked depthwise: its interleaved input strip (rows x lp x width, lp =
+// (ow - 1) * stride + k) stays near 64 KiB, so the strip is still in L2 when the taps read it.
+int64_t blocked_depthwise_rows(int64_t stride, int64_t lp, int width) {
+  return std::max<int64_t>(16384 / std::max<int64_t>(stride * lp * width, 1), 1);
+}
+
 }  // namespace
 
 struct FastConv::Geometry {
@@ -517,9 +523,7 @@ Status FastConv::run_depthwise(const Geometry& g, const float* x, const float* b
     const int64_t split = std::clamp<int64_t>((2 * threads + g.n * blocks - 1) / (g.n * blocks), 1, g.oh);
     rows_per_strip = (g.oh + split - 1) / split;
   } else {
-    // Strips of output rows whose interleaved input (rows x lp x width) stays near 64 KiB, so the
-    // strip is still in L2 when the taps read it.
-    rows_per_strip = std::clamp<int64_t>(16384 / std::max<int64_t>(s * lp * width, 1), 1, g.oh);
+    rows_per_strip = std::min(blocked_depthwise_rows(s, lp, width), g.oh);
   }
   const int64_t strips = (g.oh + rows_per_strip - 1) / rows_per_strip, tasks = g.n * blocks * strips;
   const int64_t scratch =
@@ -547,6 +551,48 @@ Status FastConv::run_depthwise(const Geometry& g, const float* x, const float* b
   run_in_ranges(pool, tasks, task);
   if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate depthwise scratch");
   return Status::ok();
+}
+
+Status FastConv::pointwise_columns(const float* x, int64_t ldx, int64_t cols, const float* bias, const float* z,
+                                   int64_t ldz, float* y, int64_t ldy) const {
+  if (!is_pointwise()) return core::internal_error("conv: pointwise_columns on a conv that is not 1x1, group 1");
+  GemmEpilogue ep;
+  ep.activation = act_.kind;
+  ep.act_alpha = act_.alpha;
+  ep.act_beta = act_.beta;
+  if (bias) {
+    ep.bias_kind = GemmBias::kPerRow;
+    ep.bias = bias;
+  }
+  ep.residual = z;
+  ep.ldr = ldz;
+  return sgemm(m_, cols, cg_, 1.f, SgemmA(packed_[0]), SgemmB(x, ldx), 0.f, y, ldy, ep, SgemmContext{nullptr, isa_});
+}
+
+int64_t FastConv::depthwise_rows_scratch_floats(int64_t rows, int64_t ow, int stride) const {
+  const int k = static_cast<int>(kh_), width = dw_width_;
+  if (conv_detail::depthwise_runs_direct(stride, ow, width, act_.kind))
+    return conv_detail::depthwise_direct_scratch_floats(rows, ow, k, width);
+  rows = std::min(rows, blocked_depthwise_rows(stride, (ow - 1) * stride + k, width));
+  return conv_detail::depthwise_block_scratch_floats(rows, ow, k, stride, width, width);
+}
+
+void FastConv::depthwise_rows(conv_detail::DepthwiseBlockArgs a, int64_t oy0, int64_t oy1, float* scratch) const {
+  const conv_detail::DepthwiseBlockFn fn = conv_detail::depthwise_blocked(isa_).fn;
+  const int width = dw_width_;
+  a.k = static_cast<int>(kh_);
+  a.w = dw_packed_->data();
+  a.activation = act_.kind;
+  a.act_alpha = act_.alpha;
+  a.act_beta = act_.beta;
+  a.scratch = scratch;
+  // As run_depthwise: the plane-direct path takes the rows whole, the channel-blocked one in strips.
+  const int64_t step = conv_detail::depthwise_runs_direct(a.stride, a.ow, width, act_.kind)
+                           ? oy1 - oy0
+                           : blocked_depthwise_rows(a.stride, (a.ow - 1) * a.stride + a.k, width);
+  const int64_t blocks = (a.c + width - 1) / width;
+  for (int64_t block = 0; block < blocks; ++block)
+    for (int64_t oy = oy0; oy < oy1; oy += step) fn(a, block, oy, std::min(oy1, oy + step));
 }
 
 Status FastConv::run_grouped(const Geometry& g, const float* x, const float* bias, const float* z, float* y,

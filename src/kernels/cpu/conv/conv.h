@@ -15,6 +15,7 @@
 #include "core/status.h"
 #include "core/tensor.h"
 #include "core/thread_pool.h"
+#include "kernels/cpu/conv/depthwise.h"
 #include "kernels/cpu/gemm/sgemm.h"
 #include "kernels/cpu/matmul/matmul.h"
 #include "kernels/cpu/pool/pool.h"
@@ -84,6 +85,23 @@ class FastConv {
   // output is read by other dense convs (their GEMMs and strips read all channels of a range of
   // pixels), not for those that feed a depthwise or grouped conv (ranges of channels per thread).
   void set_split_columns(bool on) { split_columns_ = on; }
+
+  // Building blocks for kernels that run several convs over strips of rows (conv_chain.h), on the calling thread.
+  // A 1x1 group-1 conv (is_pointwise) over `cols` pixels: y[m][j] = act(sum_c W[m][c] x[c][j] + bias[m] + z[m][j]),
+  // rows of x, y and z ld* floats apart; bias and z may be null.
+  bool is_pointwise() const { return group_ == 1 && rank_ == 4 && kh_ == 1 && kw_ == 1 && !packed_.empty(); }
+  Status pointwise_columns(const float* x, int64_t ldx, int64_t cols, const float* bias, const float* z, int64_t ldz,
+                           float* y, int64_t ldy) const;
+  // A depthwise conv (is_depthwise: one 3x3 / 5x5 filter per channel): output rows [oy0, oy1) of every channel of
+  // the image `a` gives (x, c, ih, iw, x_plane, oh, ow, stride, pads, bias, residual, y); the weights, kernel size
+  // and activation are this conv's. scratch: depthwise_rows_scratch_floats(oy1 - oy0, a.ow, a.stride) floats.
+  bool is_depthwise() const { return depthwise_shaped_ && rank_ == 4; }
+  void depthwise_rows(conv_detail::DepthwiseBlockArgs a, int64_t oy0, int64_t oy1, float* scratch) const;
+  int64_t depthwise_rows_scratch_floats(int64_t rows, int64_t ow, int stride) const;
+  int64_t out_channels() const { return m_; }
+  int64_t in_channels() const { return cg_ * group_; }
+  int kernel_size() const { return static_cast<int>(kh_); }
+  core::Isa isa() const { return isa_; }
 
  private:
   struct Geometry;

@@ -13,8 +13,13 @@ namespace kestrel::kernels::cpu::conv_detail {
 // Channel-blocked depthwise (depthwise_blocked_inl.h): W channels of one image at a time, output rows
 // [oy0, oy1). Weights packed [ceil(C / W)][k * k][W] (zero lanes past C).
 struct DepthwiseBlockArgs {
-  const float* x = nullptr;  // [C, ih, iw] (one image)
+  const float* x = nullptr;  // [C, ih, iw] (one image); channel c's plane at x + c * in_plane()
   int64_t c = 0, ih = 0, iw = 0, oh = 0, ow = 0;
+  // Floats between two channels' planes of x; 0: ih * iw. Larger than 0 for an x that holds only some rows of
+  // each plane (FastConvChain's strips of rows: x then points where row 0 would be, and only the rows that the
+  // output rows asked for are read).
+  int64_t x_plane = 0;
+  int64_t in_plane() const { return x_plane ? x_plane : ih * iw; }
   int k = 3, stride = 1;  // k 3 or 5, stride 1 or 2
   int64_t pad_top = 0, pad_left = 0;
   const float* w = nullptr;         // packed, see above

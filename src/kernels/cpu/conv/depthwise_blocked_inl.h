@@ -89,7 +89,7 @@ void pack_strip(const DepthwiseBlockArgs& a, int64_t c0, int64_t nc, int64_t oy0
                 float* strip, int64_t ps) {
   using V = typename S::V;
   constexpr int W = S::kWidth;
-  const int64_t ihw = a.ih * a.iw;
+  const int64_t ihw = a.in_plane();
   int64_t row_off[W];
   for (int l = 0; l < W; ++l) row_off[l] = std::min<int64_t>(l, nc - 1) * ihw;
   const float* xb = a.x + c0 * ihw;
@@ -296,7 +296,7 @@ void dw_direct_channel(const DepthwiseBlockArgs& a, int64_t ch, const float* wk,
   const int64_t rows_in = oy1 - oy0 - 1 + K, owr = round_up(a.ow, W);
   const int64_t rs = owr + round_up(K - 1, W);  // padded columns [0, rs)
   float* strip = a.scratch;
-  const float* xc = a.x + ch * a.ih * a.iw;
+  const float* xc = a.x + ch * a.in_plane();
   for (int64_t r = 0; r < rows_in; ++r) {
     const int64_t iy = oy0 + r - a.pad_top;
     float* d = strip + r * rs;
@@ -420,7 +420,7 @@ void dw_s1_channel(const DepthwiseBlockArgs& a, int64_t ch, const float* wk, int
                    F act) {
   const float bias = a.bias ? a.bias[ch] : 0.f;
   const int64_t ohw = a.oh * a.ow;
-  const float* xc = a.x + ch * a.ih * a.iw;
+  const float* xc = a.x + ch * a.in_plane();
   const float* res = a.residual ? a.residual + ch * ohw : nullptr;
   float* y = a.y + ch * ohw;
   int64_t oy = oy0;
@@ -506,7 +506,7 @@ void dw_s2_channel(const DepthwiseBlockArgs& a, int64_t ch, const float* wk, int
                    F act) {
   const float bias = a.bias ? a.bias[ch] : 0.f;
   const int64_t ohw = a.oh * a.ow;
-  const float* xc = a.x + ch * a.ih * a.iw;
+  const float* xc = a.x + ch * a.in_plane();
   const float* res = a.residual ? a.residual + ch * ohw : nullptr;
   float* y = a.y + ch * ohw;
   int64_t oy = oy0;

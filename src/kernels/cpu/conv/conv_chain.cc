@@ -1,0 +1,178 @@
+// FastConvChain (conv_chain.h): expand 1x1 -> depthwise -> [project 1x1] over strips of output rows.
+#include "kernels/cpu/conv/conv_chain.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "core/str_util.h"
+#include "core/thread_scratch.h"
+
+namespace kestrel::kernels::cpu {
+
+using core::str_cat;
+
+namespace {
+
+core::ScratchSlot g_chain_scratch;
+
+int64_t round_up16(int64_t n) {
+  return (n + 15) / 16 * 16;
+}
+
+}  // namespace
+
+Result<FastConvChain> FastConvChain::create(FastConv expand, FastConv depthwise, std::optional<FastConv> project) {
+  if (!expand.is_pointwise()) return core::invalid_argument("conv chain: the expansion must be a 1x1 conv, group 1");
+  if (!depthwise.is_depthwise())
+    return core::invalid_argument("conv chain: the middle conv must be depthwise (3x3 or 5x5, one filter per channel)");
+  if (depthwise.out_channels() != expand.out_channels())
+    return core::invalid_argument(str_cat("conv chain: the depthwise conv has ", depthwise.out_channels(),
+                                          " channels, the expansion ", expand.out_channels()));
+  if (project && (!project->is_pointwise() || project->in_channels() != expand.out_channels()))
+    return core::invalid_argument(
+        str_cat("conv chain: the projection must be a 1x1 conv, group 1, over ", expand.out_channels(), " channels"));
+  if (depthwise.isa() != expand.isa() || (project && project->isa() != expand.isa()))
+    return core::invalid_argument("conv chain: the three convs must be made for one instruction set");
+  FastConvChain c;
+  c.expand_ = std::move(expand);
+  c.depthwise_ = std::move(depthwise);
+  c.project_ = std::move(project);
+  return c;
+}
+
+const char* FastConvChain::name() const {
+  switch (expand_.isa()) {
+    case core::Isa::kScalar:
+      return "conv_chain.scalar";
+    case core::Isa::kAvx2:
+      return "conv_chain.avx2";
+    case core::Isa::kAvx512:
+      return "conv_chain.avx512";
+  }
+  return "conv_chain";
+}
+
+Status FastConvChain::run(const ConvChainParams& p, const Tensor& x, const Tensor* b1, const Tensor* b2,
+                          const Tensor* b3, const Tensor* z, Tensor& y, core::ThreadPool* pool) const {
+  for (const Tensor* t : {&x, b1, b2, b3, z, static_cast<const Tensor*>(&y)})
+    if (t && t->dtype() != core::DType::kF32)
+      return core::invalid_argument(str_cat("conv chain: needs f32, got ", t->type_string()));
+  const int64_t c = expand_.in_channels(), m = expand_.out_channels();
+  const int64_t out_c = project_ ? project_->out_channels() : m;
+  const int k = depthwise_.kernel_size();
+  if (x.rank() != 4 || x.dim(1) != c)
+    return core::invalid_argument(str_cat("conv chain: X ", x.type_string(), " must be [N, ", c, ", H, W]"));
+  const int64_t n = x.dim(0), h = x.dim(2), w = x.dim(3);
+  if (y.rank() != 4 || y.dim(0) != n || y.dim(1) != out_c)
+    return core::invalid_argument(str_cat("conv chain: Y ", y.type_string(), " must be [", n, ", ", out_c, ", H, W]"));
+  const int64_t oh = y.dim(2), ow = y.dim(3), s = p.stride, pt = p.pad_top, pl = p.pad_left;
+  if ((s != 1 && s != 2) || pt < 0 || pl < 0 || pt >= k || pl >= k)
+    return core::invalid_argument(str_cat("conv chain: stride ", s, " / pads ", pt, ", ", pl, " unsupported"));
+  // Every output's first tap inside the input (true of any ONNX geometry with pads below the kernel size).
+  if (oh > 0 && ow > 0 && ((oh - 1) * s - pt >= h || (ow - 1) * s - pl >= w))
+    return core::invalid_argument(str_cat("conv chain: Y ", y.type_string(), " is too large for X ", x.type_string()));
+  if ((b1 && b1->num_elements() != m) || (b2 && b2->num_elements() != m) ||
+      (b3 && (!project_ || b3->num_elements() != out_c)))
+    return core::invalid_argument("conv chain: a bias has the wrong size");
+  if (z && (!project_ || z->dims() != y.dims()))
+    return core::invalid_argument(str_cat("conv chain: residual must be ", y.type_string(), ", with a projection"));
+  if (y.num_elements() == 0) return Status::ok();
+
+  // Strip height: the expanded rows of one strip ((rows - 1) * s + k rows of m channels) in kStripFloats; at
+  // least one strip per thread.
+  const int threads = pool ? pool->num_threads() : 1;
+  int64_t rows = std::max<int64_t>((kStripFloats / std::max<int64_t>(m * w, 1) - k) / s + 1, 1);
+  rows = std::min({rows, oh, std::max<int64_t>((n * oh + threads - 1) / threads, 1)});
+  const int64_t strips = (oh + rows - 1) / rows, units = n * strips;
+  const int64_t rows_in = (rows - 1) * s + k;
+  const int64_t e_plane = rows_in * w, e_floats = round_up16(m * e_plane),
+                d_floats = project_ ? round_up16(m * rows * ow) : 0;
+  const int64_t s_floats = round_up16(depthwise_.depthwise_rows_scratch_floats(rows, ow, static_cast<int>(s)));
+
+  const float* xd = x.data<float>();
+  const float* b1d = b1 ? b1->data<float>() : nullptr;
+  const float* b2d = b2 ? b2->data<float>() : nullptr;
+  const float* b3d = b3 ? b3->data<float>() : nullptr;
+  const float* zd = z ? z->data<float>() : nullptr;
+  float* yd = y.data<float>();
+  const int64_t tasks = std::min<int64_t>(threads, units);
+  std::atomic<bool> failed{false};
+  core::parallel_for(pool, tasks, 1, [&](int64_t t0, int64_t t1) {
+    float* buf = g_chain_scratch.get_as<float>(static_cast<size_t>(e_floats + d_floats + s_floats));
+    if (!buf) {
+      failed.store(true);
+      return;
+    }
+    float* e = buf;  // [m][rows_in][w]: the expanded input rows [a, b) of the current strip
+    float* dbuf = buf + e_floats;
+    float* dscratch = dbuf + d_floats;
+    for (int64_t t = t0; t < t1 && !failed.load(); ++t) {
+      // This task's units (image, strip) in order; the expanded rows of the last strip carry over to the next.
+      int64_t prev_img = -1, prev_a = 0, prev_b = 0;
+      for (int64_t u = units * t / tasks; u < units * (t + 1) / tasks; ++u) {
+        const int64_t img = u / strips, r0 = u % strips * rows, r1 = std::min(oh, r0 + rows);
+        const int64_t a = std::max<int64_t>(0, r0 * s - pt), b = std::min(h, (r1 - 1) * s - pt + k);
+        const float* xn = xd + img * c * h * w;
+        int64_t start = a;
+        if (img == prev_img && prev_a <= a && a < prev_b) {  // rows [a, prev_b) are there: move them to the top
+          const int64_t keep = std::min(prev_b, b) - a;
+          if (a > prev_a)
+            for (int64_t ch = 0; ch < m; ++ch)
+              std::memmove(e + ch * e_plane, e + ch * e_plane + (a - prev_a) * w,
+                           static_cast<size_t>(keep * w) * sizeof(float));
+          start = a + keep;
+        }
+        if (start < b) {
+          Status st = expand_.pointwise_columns(xn + start * w, h * w, (b - start) * w, b1d, nullptr, 0,
+                                                e + (start - a) * w, e_plane);
+          if (!st.is_ok()) {
+            failed.store(true);
+            return;
+          }
+        }
+        conv_detail::DepthwiseBlockArgs da;
+        da.c = m;
+        da.iw = w;
+        da.ow = ow;
+        da.stride = static_cast<int>(s);
+        da.pad_left = pl;
+        da.bias = b2d;
+        if (project_) {
+          // The strip as an image of its own: rows [a, b) of the input, output rows [r0, r1) into dbuf.
+          da.x = e;
+          da.x_plane = e_plane;
+          da.ih = b - a;
+          da.oh = r1 - r0;
+          da.pad_top = pt + a - r0 * s;
+          da.y = dbuf;
+          depthwise_.depthwise_rows(da, 0, r1 - r0, dscratch);
+          const int64_t cols = (r1 - r0) * ow, plane = oh * ow;
+          Status st =
+              project_->pointwise_columns(dbuf, cols, cols, b3d, zd ? zd + img * out_c * plane + r0 * ow : nullptr,
+                                          plane, yd + img * out_c * plane + r0 * ow, plane);
+          if (!st.is_ok()) {
+            failed.store(true);
+            return;
+          }
+        } else {
+          // Output rows [r0, r1) of the whole image, straight into y; x holds rows [a, b) of each plane.
+          da.x = e - a * w;
+          da.x_plane = e_plane;
+          da.ih = h;
+          da.oh = oh;
+          da.pad_top = pt;
+          da.y = yd + img * m * oh * ow;
+          depthwise_.depthwise_rows(da, r0, r1, dscratch);
+        }
+        prev_img = img;
+        prev_a = a;
+        prev_b = b;
+      }
+    }
+  });
+  if (failed.load()) return Status(core::StatusCode::kOutOfMemory, "conv chain: scratch or GEMM failed");
+  return Status::ok();
+}
+
+}  // namespace kestrel::kernels::cpu

@@ -1,0 +1,47 @@
+// A pointwise conv, a depthwise conv and optionally a second pointwise conv run together over strips
+// of output rows (MobileNet's inverted residual: expand 1x1 -> depthwise k x k -> project 1x1), so the
+// expanded tensor (and, with the projection, the depthwise output) never leaves L2: each strip's
+// expansion goes to per-thread scratch, the depthwise reads it from there, the projection reads the
+// depthwise rows from scratch too. Rows shared by two strips of one thread are carried over, not
+// recomputed. NCHW f32 in and out; the kernels are FastConv's (conv.h), so every ISA it has.
+#pragma once
+
+#include <optional>
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+#include "kernels/cpu/conv/conv.h"
+
+namespace kestrel::kernels::cpu {
+
+struct ConvChainParams {
+  int64_t stride = 1;                 // the depthwise conv's stride on both axes: 1 or 2
+  int64_t pad_top = 0, pad_left = 0;  // its begin pads, each < its kernel size (the output size is y's)
+};
+
+class FastConvChain {
+ public:
+  // expand: a FastConv of W1 [M, C, 1, 1] (group 1); depthwise: of W2 [M, 1, k, k] (k 3 or 5) with group M;
+  // project: of W3 [P, M, 1, 1] (group 1) or none. Each carries its activation; all for the same ISA.
+  static Result<FastConvChain> create(FastConv expand, FastConv depthwise, std::optional<FastConv> project);
+
+  // x [N, C, H, W]; b1 [M], b2 [M], b3 [P] or null; z (the projection's residual): y's shape or null,
+  // only with a projection; y [N, P (or M without projection), OH, OW].
+  Status run(const ConvChainParams& p, const Tensor& x, const Tensor* b1, const Tensor* b2, const Tensor* b3,
+             const Tensor* z, Tensor& y, core::ThreadPool* pool) const;
+
+  const char* name() const;  // "conv_chain.<isa>"
+
+  // Floats of expanded rows per strip (per thread, 512 KiB: half of Zen 5's L2); the strip height follows from it.
+  // kestrel_conv_bench BM_Chain on Zen 5 (docs/architecture.md, "Fused inverted residuals"): 48 Ki floats made
+  // strips of one output row at 112x112 (96 channels; no projection 1.64x the unfused time), 64 Ki 1.07-1.25x
+  // warm at 1 thread; 128 Ki and 192 Ki 1.01-1.06x warm, 0.74-1.01x cold, 0.6-0.9x at 2 threads.
+  static constexpr int64_t kStripFloats = int64_t{128} << 10;
+
+ private:
+  FastConv expand_, depthwise_;
+  std::optional<FastConv> project_;
+};
+
+}  // namespace kestrel::kernels::cpu

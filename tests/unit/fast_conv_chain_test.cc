@@ -1,0 +1,126 @@
+// FastConvChain (expand 1x1 -> depthwise -> [project 1x1] over strips of rows) against the reference conv run
+// three times with the activations in between, on every ISA of this CPU: random channel counts (1, primes, around
+// the vector width), planes from 1 to 61 rows (odd, strip heights that do not divide them), 3x3 / 5x5, stride 1 / 2,
+// every begin pad below the kernel with the end pad chosen freely, batches, biases or none, residual with NaNs, every
+// fused activation at each stage, 1 to 3 threads; then the bad-input refusals.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "common/fast_kernel_util.h"
+#include "core/str_util.h"
+#include "core/thread_pool.h"
+#include "kernels/cpu/conv/conv_chain.h"
+#include "kernels/reference/conv.h"
+
+namespace kestrel::kernels::cpu {
+namespace {
+
+using core::Dims;
+using core::Isa;
+using core::Tensor;
+using testing::close_f32;
+using testing::random_f32;
+
+const FusedActivation kActs[] = {
+    {GemmActivation::kNone, 0, 0},         {GemmActivation::kRelu, 0, 0},    {GemmActivation::kClip, 0.f, 0.5f},
+    {GemmActivation::kLeakyRelu, 0.1f, 0}, {GemmActivation::kSigmoid, 0, 0}, {GemmActivation::kHardSigmoid, 0.2f, 0.5f},
+    {GemmActivation::kHardSwish, 0, 0},    {GemmActivation::kSilu, 0, 0},    {GemmActivation::kGelu, 0, 0},
+    {GemmActivation::kTanh, 0, 0},
+};
+
+// y = act(conv(x, w, b) + z) with the reference conv.
+Tensor ref_stage(const Tensor& x, const Tensor& w, const Tensor* b, int64_t group, int64_t stride, int64_t pt,
+                 int64_t pl, const Dims& yd, const FusedActivation& act, const Tensor* z) {
+  ref::ConvParams p{{stride, stride}, {1, 1}, {pt, pl}, group};
+  Tensor y = testing::filled_f32(yd, NAN);
+  EXPECT_TRUE(ref::conv(p, x, w, b, y).is_ok());
+  for (int64_t i = 0; i < y.num_elements(); ++i) {
+    const double v = y.data<float>()[i] + (z ? z->data<float>()[i] : 0.f);
+    y.data<float>()[i] = static_cast<float>(testing::activation_ref(act.kind, v, act.alpha, act.beta));
+  }
+  return y;
+}
+
+class FastConvChainTest : public ::testing::TestWithParam<Isa> {};
+
+TEST_P(FastConvChainTest, MatchesReference) {
+  KESTREL_SKIP_IF_ISA_MISSING(GetParam());
+  const Isa isa = GetParam();
+  std::mt19937 rng(71);
+  core::ThreadPool pool2(2), pool3(3);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int i = 0; i < 60; ++i) {
+    const int64_t k = i % 3 == 2 ? 5 : 3, s = i % 2 == 0 ? 1 : 2;
+    const int64_t n = pick(1, 2), c = pick(1, 24), m = i % 4 == 0 ? pick(40, 150) : pick(1, 40), pr = pick(1, 30);
+    // Mostly large planes (several strips per thread), some tiny ones.
+    const int64_t h = i % 5 == 4 ? pick(1, 6) : pick(k, 61), w = i % 5 == 4 ? pick(1, 6) : pick(k, 130);
+    const int64_t pt = pick(0, k - 1), pl = pick(0, k - 1), pb = pick(0, k - 1), pr_ = pick(0, k - 1);
+    const int64_t oh = (h + pt + pb - k) / s + 1, ow = (w + pl + pr_ - k) / s + 1;
+    if (oh < 1 || ow < 1) continue;
+    const bool project = i % 6 != 5, residual = project && i % 3 == 0, bias = i % 7 != 3;
+    const FusedActivation a1 = kActs[i % 10], a2 = kActs[(i * 3 + 1) % 10], a3 = kActs[(i * 7 + 2) % 10];
+    SCOPED_TRACE(core::str_cat("case ", i, ": n ", n, " c ", c, " m ", m, " p ", pr, " h ", h, " w ", w, " k ", k,
+                               " s ", s, " pads ", pt, ",", pl, ",", pb, ",", pr_, project ? "" : " no projection",
+                               residual ? " residual" : ""));
+    Tensor x = random_f32({n, c, h, w}, rng), w1 = random_f32({m, c, 1, 1}, rng), b1 = random_f32({m}, rng);
+    Tensor w2 = random_f32({m, 1, k, k}, rng), b2 = random_f32({m}, rng);
+    Tensor w3 = random_f32({pr, m, 1, 1}, rng), b3 = random_f32({pr}, rng);
+    const Dims yd{n, project ? pr : m, oh, ow};
+    Tensor z = random_f32(yd, rng);
+    for (int64_t j = 5; j < z.num_elements(); j += 11) z.data<float>()[j] = NAN;
+    Tensor e = ref_stage(x, w1, bias ? &b1 : nullptr, 1, 1, 0, 0, {n, m, h, w}, a1, nullptr);
+    Tensor want = ref_stage(e, w2, bias ? &b2 : nullptr, m, s, pt, pl, {n, m, oh, ow}, a2, nullptr);
+    if (project) want = ref_stage(want, w3, bias ? &b3 : nullptr, 1, 1, 0, 0, yd, a3, residual ? &z : nullptr);
+
+    auto f1 = FastConv::create(w1, 1, a1, isa, false), f2 = FastConv::create(w2, m, a2, isa, false),
+         f3 = FastConv::create(w3, 1, a3, isa, false);
+    ASSERT_TRUE(f1.is_ok() && f2.is_ok() && f3.is_ok());
+    auto chain = FastConvChain::create(std::move(*f1), std::move(*f2),
+                                       project ? std::optional<FastConv>(std::move(*f3)) : std::nullopt);
+    ASSERT_TRUE(chain.is_ok()) << chain.status().to_string();
+    Tensor got = testing::filled_f32(yd, NAN);
+    core::ThreadPool* pool = i % 3 == 0 ? nullptr : i % 3 == 1 ? &pool2 : &pool3;
+    Status st = chain->run({s, pt, pl}, x, bias ? &b1 : nullptr, bias ? &b2 : nullptr, bias && project ? &b3 : nullptr,
+                           residual ? &z : nullptr, got, pool);
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+    EXPECT_TRUE(close_f32(got, want, 2e-4));
+  }
+}
+
+TEST_P(FastConvChainTest, RejectsBadInput) {
+  KESTREL_SKIP_IF_ISA_MISSING(GetParam());
+  const Isa isa = GetParam();
+  std::mt19937 rng(5);
+  Tensor w1 = random_f32({8, 3, 1, 1}, rng), w2 = random_f32({8, 1, 3, 3}, rng), w3 = random_f32({4, 8, 1, 1}, rng);
+  Tensor w2_dense = random_f32({8, 8, 3, 3}, rng), w3_bad = random_f32({4, 6, 1, 1}, rng);
+  auto make = [&](const Tensor& a, int64_t ga, const Tensor& b, int64_t gb, const Tensor* c) {
+    std::optional<FastConv> p;
+    if (c) p = FastConv::create(*c, 1, {}, isa, false).value();
+    return FastConvChain::create(FastConv::create(a, ga, {}, isa, false).value(),
+                                 FastConv::create(b, gb, {}, isa, false).value(), std::move(p));
+  };
+  EXPECT_FALSE(make(w2, 8, w2, 8, nullptr).is_ok());        // the expansion is not 1x1
+  EXPECT_FALSE(make(w1, 1, w2_dense, 1, nullptr).is_ok());  // the middle conv is not depthwise
+  EXPECT_FALSE(make(w1, 1, w2, 8, &w3_bad).is_ok());        // projection over 6 channels, not 8
+  auto chain = make(w1, 1, w2, 8, &w3);
+  ASSERT_TRUE(chain.is_ok());
+  Tensor x = random_f32({1, 3, 9, 9}, rng), y = random_f32({1, 4, 9, 9}, rng);
+  EXPECT_TRUE(chain->run({1, 1, 1}, x, nullptr, nullptr, nullptr, nullptr, y, nullptr).is_ok());
+  Tensor x5 = random_f32({1, 5, 9, 9}, rng), y8 = random_f32({1, 8, 9, 9}, rng), ybig = random_f32({1, 4, 12, 9}, rng);
+  Tensor b_bad = random_f32({7}, rng), z_bad = random_f32({1, 4, 9, 8}, rng);
+  EXPECT_FALSE(chain->run({1, 1, 1}, x5, nullptr, nullptr, nullptr, nullptr, y, nullptr).is_ok());    // channels
+  EXPECT_FALSE(chain->run({1, 1, 1}, x, nullptr, nullptr, nullptr, nullptr, y8, nullptr).is_ok());    // Y channels
+  EXPECT_FALSE(chain->run({1, 1, 1}, x, nullptr, nullptr, nullptr, nullptr, ybig, nullptr).is_ok());  // Y too tall
+  EXPECT_FALSE(chain->run({3, 1, 1}, x, nullptr, nullptr, nullptr, nullptr, y, nullptr).is_ok());     // stride 3
+  EXPECT_FALSE(chain->run({1, 3, 1}, x, nullptr, nullptr, nullptr, nullptr, y, nullptr).is_ok());     // pad >= k
+  EXPECT_FALSE(chain->run({1, 1, 1}, x, &b_bad, nullptr, nullptr, nullptr, y, nullptr).is_ok());      // bias size
+  EXPECT_FALSE(chain->run({1, 1, 1}, x, nullptr, nullptr, nullptr, &z_bad, y, nullptr).is_ok());      // residual
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, FastConvChainTest, ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512),
+                         testing::isa_param_name);
+
+}  // namespace
+}  // namespace kestrel::kernels::cpu
