@@ -81,5 +81,6 @@ std::unique_ptr<Pass> make_fuse_matmul_add();
 std::unique_ptr<Pass> make_fuse_residual_add();
 std::unique_ptr<Pass> make_fuse_activation();
 std::unique_ptr<Pass> make_fuse_conv_max_pool();
+std::unique_ptr<Pass> make_fuse_pointwise_depthwise();
 
 }  // namespace kestrel::passes

@@ -74,6 +74,8 @@ PassManager make_pipeline(int opt_level) {
   pm.add(make_fuse_residual_add());
   pm.add(make_fuse_activation());
   pm.add(make_fuse_conv_max_pool());  // after the activation: the pool takes the activated rows
+  // Last: takes Conv / FusedConv chains whose epilogues (bias, residual, activations) are complete.
+  pm.add(make_fuse_pointwise_depthwise());
   pm.add(make_dead_code_elimination());
   return pm;
 }

@@ -235,6 +235,13 @@ TEST(BenchUtil, FlopsFromShapes) {
   // MatMul: batched, broadcast, and a 1-D left operand.
   EXPECT_DOUBLE_EQ(cli::op_flops("MatMul", D{{2, 4, 6}, {6, 3}}, D{{2, 4, 3}}), 2.0 * 24 * 6);
   EXPECT_DOUBLE_EQ(cli::op_flops("MatMul", D{{6}, {6, 3}}, D{{3}}), 2.0 * 3 * 6);
+  // FusedPointwiseDepthwise: expand 2 * |X| * M, depthwise 2 * N*M*OH*OW * k*k, projection 2 * |Y| * M.
+  EXPECT_DOUBLE_EQ(cli::op_flops("FusedPointwiseDepthwise",
+                                 D{{2, 3, 8, 8}, {6, 3, 1, 1}, {6}, {6, 1, 3, 3}, {6}, {4, 6, 1, 1}}, D{{2, 4, 4, 4}}),
+                   2.0 * 384 * 6 + 2.0 * 192 * 9 + 2.0 * 128 * 6);
+  EXPECT_DOUBLE_EQ(
+      cli::op_flops("FusedPointwiseDepthwise", D{{1, 3, 8, 8}, {6, 3, 1, 1}, {}, {6, 1, 5, 5}}, D{{1, 6, 8, 8}}),
+      2.0 * 192 * 6 + 2.0 * 384 * 25);
   // Not counted, or shapes missing.
   EXPECT_EQ(cli::op_flops("Relu", D{{4, 4}}, D{{4, 4}}), 0);
   EXPECT_EQ(cli::op_flops("Conv", D{{1, 3, 8, 8}}, D{{1, 4, 6, 6}}), 0);

@@ -1,5 +1,5 @@
-// The fast kernels behind kestrel.FusedConv / FusedGemm / FusedMatMul (activation, bias and
-// residual in the sgemm / depthwise epilogue) against the same node run with reference kernels,
+// The fast kernels behind kestrel.FusedConv / FusedGemm / FusedMatMul / FusedPointwiseDepthwise (activation,
+// bias and residual in the sgemm / depthwise epilogue) against the same node run with reference kernels,
 // on every ISA of this CPU, with constant weights (the pre-packed path), and the fallback for the
 // activation the fast epilogue lacks (GeluTanh).
 #include <gtest/gtest.h>
@@ -148,6 +148,59 @@ TEST_P(FastFusedTest, GeluTanhFallsBackToReferenceEpilogue) {
   // The inner MatMul is still the fast one; only the epilogue is the reference pass.
   compare("FusedMatMul", {a, b}, {false, true}, {{"activation", ir::Attribute(std::string("GeluTanh"))}},
           std::string("sgemm.") + core::isa_name(GetParam()));
+}
+
+// The fast conv chain (expand 1x1 -> depthwise -> optional project 1x1 over strips of rows) against the
+// reference convs; GeluTanh anywhere in the chain takes the reference.
+TEST_P(FastFusedTest, FusedPointwiseDepthwise) {
+  KESTREL_SKIP_IF_ISA_MISSING(GetParam());
+  std::mt19937 rng(11);
+  const std::string isa = core::isa_name(GetParam());
+  struct Case {
+    int64_t n, c, h, w, m, p, k, stride;  // p = 0: no projection
+    std::vector<int64_t> pads;
+  };
+  const Case cases[] = {{2, 5, 37, 37, 19, 7, 3, 1, {1, 0, 1, 2}},
+                        {1, 7, 30, 33, 24, 0, 5, 2, {2, 2, 1, 2}},
+                        {1, 16, 19, 21, 40, 16, 3, 2, {1, 1, 1, 1}},
+                        {2, 3, 14, 9, 8, 5, 5, 1, {2, 1, 2, 0}}};
+  const auto& a = acts();
+  int i = 0;
+  for (const Case& c : cases) {
+    const int64_t oh = (c.h + c.pads[0] + c.pads[2] - c.k) / c.stride + 1;
+    const int64_t ow = (c.w + c.pads[1] + c.pads[3] - c.k) / c.stride + 1;
+    const bool project = c.p > 0;
+    for (size_t j = 0; j <= a.size(); ++j, ++i) {
+      SCOPED_TRACE(i);
+      Tensor x = testing::random_f32({c.n, c.c, c.h, c.w}, rng), w1 = testing::random_f32({c.m, c.c, 1, 1}, rng);
+      Tensor b1 = testing::random_f32({c.m}, rng), w2 = testing::random_f32({c.m, 1, c.k, c.k}, rng);
+      Tensor b2 = testing::random_f32({c.m}, rng);
+      const bool with_b = i % 3 != 0, with_z = project && i % 2 == 0;
+      Attrs attrs{{"kernel_shape", ir::Attribute(std::vector<int64_t>{c.k, c.k})},
+                  {"strides", ir::Attribute(std::vector<int64_t>{c.stride, c.stride})},
+                  {"pads", ir::Attribute(c.pads)}};
+      // The last round puts GeluTanh (no fast epilogue) on the depthwise conv.
+      const bool gelu_tanh = j == a.size();
+      auto put = [&](const std::string& name, const std::pair<std::string, std::vector<float>>& act) {
+        if (!act.first.empty()) attrs[name] = ir::Attribute(act.first);
+        if (!act.second.empty()) attrs[name + "_params"] = ir::Attribute(act.second);
+      };
+      put("activation1", a[j % a.size()]);
+      put("activation2",
+          gelu_tanh ? std::make_pair(std::string("GeluTanh"), std::vector<float>{}) : a[(j + 4) % a.size()]);
+      std::vector<Tensor> ins = {x, w1, with_b ? b1 : Tensor(), w2, with_b ? b2 : Tensor()};
+      if (project) {
+        put("activation3", a[(j + 7) % a.size()]);
+        ins.push_back(testing::random_f32({c.p, c.m, 1, 1}, rng));
+        ins.push_back(with_b ? testing::random_f32({c.p}, rng) : Tensor());
+        ins.push_back(with_z ? testing::random_f32({c.n, c.p, oh, ow}, rng) : Tensor());
+      }
+      std::vector<bool> constant(ins.size(), true);
+      constant[0] = false;
+      if (ins.size() > 7) constant[7] = false;
+      compare("FusedPointwiseDepthwise", ins, constant, attrs, gelu_tanh ? "reference" : "conv_chain." + isa);
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, FastFusedTest, ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512),

@@ -1,5 +1,5 @@
-// Tests of Kestrel's fused ops (kestrel.FusedConv / FusedGemm / FusedMatMul / Attention) and the
-// ONNX Gelu op against naive computations written here, plus their load-time checks.
+// Tests of Kestrel's fused ops (kestrel.FusedConv / FusedGemm / FusedMatMul / FusedPointwiseDepthwise /
+// Attention) and the ONNX Gelu op against naive computations written here, plus their load-time checks.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -281,6 +281,171 @@ TEST(FusedConv, MaxPoolAttributesMatchConvThenMaxPool) {
       std::vector<double> expect(want->data<float>(), want->data<float>() + want->num_elements());
       expect_close(*got, expect, "pooled FusedConv, C " + std::to_string(cs.c) + (constant_w ? "" : ", W fed"));
     }
+}
+
+// kestrel.FusedPointwiseDepthwise in doubles: act1(1x1 conv) -> act2(depthwise k x k) -> [act3(1x1 conv + Z)].
+struct PwDwCase {
+  int64_t n, c, h, w, m, p, k, stride;  // p = 0: no projection
+  std::vector<int64_t> pads;            // [top, left, bottom, right]
+};
+
+std::vector<double> naive_pointwise_depthwise(const PwDwCase& cs, const Tensor& x, const Tensor& w1, const Tensor* b1,
+                                              const Tensor& w2, const Tensor* b2, const Tensor* w3, const Tensor* b3,
+                                              const Tensor* z, const Act& a1, const Act& a2, const Act& a3) {
+  const int64_t oh = (cs.h + cs.pads[0] + cs.pads[2] - cs.k) / cs.stride + 1;
+  const int64_t ow = (cs.w + cs.pads[1] + cs.pads[3] - cs.k) / cs.stride + 1;
+  auto f = [](const Tensor* t, int64_t i) { return t ? double(t->data<float>()[i]) : 0.0; };
+  std::vector<double> e(static_cast<size_t>(cs.n * cs.m * cs.h * cs.w)), d(static_cast<size_t>(cs.n * cs.m * oh * ow));
+  for (int64_t n = 0; n < cs.n; ++n)
+    for (int64_t m = 0; m < cs.m; ++m)
+      for (int64_t i = 0; i < cs.h * cs.w; ++i) {
+        double acc = f(b1, m);
+        for (int64_t c = 0; c < cs.c; ++c) acc += f(&x, (n * cs.c + c) * cs.h * cs.w + i) * f(&w1, m * cs.c + c);
+        e[static_cast<size_t>((n * cs.m + m) * cs.h * cs.w + i)] = act_naive(a1, acc);
+      }
+  for (int64_t n = 0; n < cs.n; ++n)
+    for (int64_t m = 0; m < cs.m; ++m)
+      for (int64_t y = 0; y < oh; ++y)
+        for (int64_t xo = 0; xo < ow; ++xo) {
+          double acc = f(b2, m);
+          for (int64_t ky = 0; ky < cs.k; ++ky)
+            for (int64_t kx = 0; kx < cs.k; ++kx) {
+              const int64_t iy = y * cs.stride - cs.pads[0] + ky, ix = xo * cs.stride - cs.pads[1] + kx;
+              if (iy < 0 || iy >= cs.h || ix < 0 || ix >= cs.w) continue;
+              acc += e[static_cast<size_t>(((n * cs.m + m) * cs.h + iy) * cs.w + ix)] *
+                     f(&w2, (m * cs.k + ky) * cs.k + kx);
+            }
+          d[static_cast<size_t>(((n * cs.m + m) * oh + y) * ow + xo)] = act_naive(a2, acc);
+        }
+  if (!w3) return d;
+  std::vector<double> out(static_cast<size_t>(cs.n * cs.p * oh * ow));
+  for (int64_t n = 0; n < cs.n; ++n)
+    for (int64_t p = 0; p < cs.p; ++p)
+      for (int64_t i = 0; i < oh * ow; ++i) {
+        const int64_t o = (n * cs.p + p) * oh * ow + i;
+        double acc = f(b3, p) + f(z, o);
+        for (int64_t m = 0; m < cs.m; ++m)
+          acc += d[static_cast<size_t>((n * cs.m + m) * oh * ow + i)] * f(w3, p * cs.m + m);
+        out[static_cast<size_t>(o)] = act_naive(a3, acc);
+      }
+  return out;
+}
+
+// Every activation in each of the three places, with and without biases / projection / residual, on the
+// reference (weights fed at run time) and on the fast chain (constant weights).
+TEST(FusedPointwiseDepthwise, MatchesNaiveChainWithEveryActivation) {
+  const PwDwCase cases[] = {{2, 3, 9, 11, 6, 4, 3, 2, {1, 0, 1, 2}},
+                            {1, 5, 8, 7, 9, 5, 5, 1, {2, 2, 2, 2}},
+                            {2, 4, 10, 9, 12, 0, 3, 1, {1, 1, 0, 1}},
+                            {1, 2, 12, 13, 5, 3, 5, 2, {0, 2, 1, 0}}};
+  const std::vector<Act>& acts = all_acts();
+  uint32_t seed = 200;
+  int i = 0;
+  for (const PwDwCase& cs : cases) {
+    const int64_t oh = (cs.h + cs.pads[0] + cs.pads[2] - cs.k) / cs.stride + 1;
+    const int64_t ow = (cs.w + cs.pads[1] + cs.pads[3] - cs.k) / cs.stride + 1;
+    const bool project = cs.p > 0;
+    const int64_t out_c = project ? cs.p : cs.m;
+    Tensor x = random_tensor({cs.n, cs.c, cs.h, cs.w}, seed++), w1 = random_tensor({cs.m, cs.c, 1, 1}, seed++);
+    Tensor b1 = random_tensor({cs.m}, seed++), w2 = random_tensor({cs.m, 1, cs.k, cs.k}, seed++);
+    Tensor b2 = random_tensor({cs.m}, seed++);
+    Tensor w3 = project ? random_tensor({cs.p, cs.m, 1, 1}, seed++) : Tensor();
+    Tensor b3 = project ? random_tensor({cs.p}, seed++) : Tensor();
+    Tensor z = project ? random_tensor({cs.n, cs.p, oh, ow}, seed++) : Tensor();
+    for (size_t a = 0; a < acts.size(); ++a, ++i) {
+      const Act &a1 = acts[a], &a2 = acts[(a + 3) % acts.size()], &a3 = acts[(a + 7) % acts.size()];
+      const bool with_b = i % 3 != 0, with_z = project && i % 2 == 0;
+      Attrs attrs{{"kernel_shape", std::vector<int64_t>{cs.k, cs.k}},
+                  {"strides", std::vector<int64_t>{cs.stride, cs.stride}},
+                  {"pads", cs.pads}};
+      auto put = [&](const char* name, const Act& act) {
+        if (*act.name) attrs[name] = std::string(act.name);
+        if (!act.params.empty()) attrs[std::string(name) + "_params"] = act.params;
+      };
+      put("activation1", a1);
+      put("activation2", a2);
+      if (project) put("activation3", a3);
+      std::vector<Tensor> ins = {x, w1, with_b ? b1 : Tensor(), w2, with_b ? b2 : Tensor()};
+      if (project) {
+        ins.push_back(w3);
+        ins.push_back(with_b ? b3 : Tensor());
+        if (with_z) ins.push_back(z);
+      }
+      std::vector<double> want = naive_pointwise_depthwise(
+          cs, x, w1, with_b ? &b1 : nullptr, w2, with_b ? &b2 : nullptr, project ? &w3 : nullptr,
+          project && with_b ? &b3 : nullptr, with_z ? &z : nullptr, a1, a2, project ? a3 : Act{"", {}});
+      for (bool constant_w : {false, true}) {
+        const std::string what = "case " + std::to_string(i) + " acts " + a1.name + "/" + a2.name + "/" +
+                                 (project ? a3.name : "-") + (constant_w ? " (constant W)" : " (W fed)");
+        std::vector<bool> constant(ins.size(), false);
+        for (size_t j = 1; j < ins.size() && j < 7; ++j) constant[j] = constant_w;
+        auto y = run_one("kestrel", "FusedPointwiseDepthwise", ins, attrs, constant);
+        ASSERT_TRUE(y.is_ok()) << what << ": " << y.status().to_string();
+        ASSERT_EQ(y->dims(), (core::Dims{cs.n, out_c, oh, ow})) << what;
+        expect_close(*y, want, what);
+      }
+    }
+  }
+}
+
+TEST(FusedPointwiseDepthwise, RefusesBadShapesAndAttributesWithTheNodeName) {
+  // C 3, M 6, P 4, k 3: X [1,3,8,8] -> Y [1,4,8,8] with pads 1.
+  Tensor x = random_tensor({1, 3, 8, 8}, 300), w1 = random_tensor({6, 3, 1, 1}, 301), b = random_tensor({6}, 302);
+  Tensor w2 = random_tensor({6, 1, 3, 3}, 303), w3 = random_tensor({4, 6, 1, 1}, 304);
+  Tensor z = random_tensor({1, 4, 8, 8}, 305);
+  const Attrs attrs{{"kernel_shape", std::vector<int64_t>{3, 3}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+  auto with = [&](Attrs extra) {
+    Attrs a = attrs;
+    for (auto& [k, v] : extra) a[k] = v;
+    return a;
+  };
+  auto expect_error = [](const core::Result<Tensor>& r, const std::string& fragment) {
+    ASSERT_FALSE(r.is_ok()) << "expected an error containing " << fragment;
+    EXPECT_NE(r.status().message().find(fragment), std::string::npos) << r.status().to_string();
+    EXPECT_NE(r.status().message().find("fused_under_test"), std::string::npos) << r.status().to_string();
+  };
+  const std::string op = "FusedPointwiseDepthwise";
+  auto ok = run_one("kestrel", op, {x, w1, b, w2, b, w3, Tensor(), z}, attrs);
+  ASSERT_TRUE(ok.is_ok()) << ok.status().to_string();
+  EXPECT_EQ(ok->dims(), (core::Dims{1, 4, 8, 8}));
+  // Z / B3 / activation3 without W3.
+  expect_error(run_one("kestrel", op, {x, w1, b, w2, b, Tensor(), Tensor(), z}, attrs), "without W3");
+  expect_error(run_one("kestrel", op, {x, w1, b, w2, b, Tensor(), random_tensor({4}, 306)}, attrs), "without W3");
+  expect_error(run_one("kestrel", op, {x, w1, b, w2}, with({{"activation3", std::string("Relu")}})), "activation3");
+  // W2 not depthwise-shaped, or not kernel_shape's size; no W2 at all.
+  expect_error(run_one("kestrel", op, {x, w1, b, random_tensor({6, 2, 3, 3}, 307)}, attrs), "depthwise");
+  expect_error(run_one("kestrel", op, {x, w1, b, random_tensor({6, 1, 5, 5}, 308)}, attrs), "depthwise");
+  expect_error(run_one("kestrel", op, {x, w1}, attrs), "W2");
+  // Channels that do not match.
+  expect_error(run_one("kestrel", op, {x, random_tensor({6, 4, 1, 1}, 309), b, w2}, attrs), "input channels C");
+  expect_error(run_one("kestrel", op, {x, w1, b, random_tensor({5, 1, 3, 3}, 310)}, attrs), "expanded channels M");
+  expect_error(run_one("kestrel", op, {x, w1, random_tensor({5}, 311), w2}, attrs), "expanded channels M");
+  expect_error(run_one("kestrel", op, {x, w1, b, w2, b, random_tensor({4, 5, 1, 1}, 312)}, attrs),
+               "expanded channels M");
+  expect_error(run_one("kestrel", op, {x, w1, b, w2, b, w3, random_tensor({3}, 313)}, attrs), "output channels P");
+  expect_error(run_one("kestrel", op, {x, w1, b, w2, b, w3, Tensor(), random_tensor({1, 4, 8, 7}, 314)}, attrs),
+               "residual");
+  // Ranks, 1x1 weights, dtypes.
+  expect_error(run_one("kestrel", op, {x, random_tensor({6, 3, 1}, 315), b, w2}, attrs), "rank 4");
+  expect_error(run_one("kestrel", op, {x, random_tensor({6, 3, 3, 3}, 316), b, w2}, attrs), "1x1");
+  expect_error(run_one("kestrel", op, {x, w1, b, w2, b, random_tensor({4, 6, 3, 3}, 317)}, attrs), "1x1");
+  expect_error(run_one("kestrel", op, {x, w1, b, w2, Tensor::from_vector<int64_t>({1, 2, 3, 4, 5, 6}, {6})}, attrs),
+               "dtype");
+  // Attributes.
+  expect_error(run_one("kestrel", op, {x, w1, b, w2}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}), "kernel_shape");
+  expect_error(run_one("kestrel", op, {x, w1, b, w2}, with({{"kernel_shape", std::vector<int64_t>{3, 5}}})),
+               "kernel_shape");
+  expect_error(run_one("kestrel", op, {x, w1, b, w2}, with({{"strides", std::vector<int64_t>{1, 2}}})), "strides");
+  expect_error(run_one("kestrel", op, {x, w1, b, w2}, with({{"dilations", std::vector<int64_t>{2, 2}}})), "dilations");
+  expect_error(run_one("kestrel", op, {x, w1, b, w2}, with({{"auto_pad", std::string("SAME_UPPER")}})), "auto_pad");
+  expect_error(run_one("kestrel", op, {x, w1, b, w2}, with({{"pads", std::vector<int64_t>{1, 1, -1, 1}}})), "pads");
+  expect_error(run_one("kestrel", op, {x, w1, b, w2}, with({{"activation2", std::string("Swish")}})), "activation2");
+  expect_error(run_one("kestrel", op, {x, w1, b, w2}, with({{"activation1", std::string("Clip")}})),
+               "activation1_params");
+  // No depthwise window fits: 8 + 0 < 9.
+  expect_error(run_one("kestrel", op, {x, w1, b, random_tensor({6, 1, 9, 9}, 318)},
+                       {{"kernel_shape", std::vector<int64_t>{9, 9}}}),
+               "depthwise");
 }
 
 TEST(FusedOps, RefuseBadAttributesAndShapesWithTheNodeName) {

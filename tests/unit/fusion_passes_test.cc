@@ -617,6 +617,322 @@ TEST(FuseConvMaxPool, LeavesOtherConvsIndicesSharedValuesAndLaterActivationsAlon
       passes(), {"kestrel.FusedConv", "HardSwish"});
 }
 
+// --- inverted residuals into kestrel.FusedPointwiseDepthwise ---
+
+// A Conv with constant weights [m, cin / group, k, k] (in [-0.5, 0.5)) and bias [m].
+ir::Node* conv_k(ir::Graph& g, ir::Value* x, int64_t cin, int64_t m, int64_t k, uint32_t seed, int64_t group = 1,
+                 std::vector<int64_t> strides = {1, 1}, std::vector<int64_t> pads = {0, 0, 0, 0}) {
+  ir::Node* n = g.add_node("Conv", {x, c(g, rnd({m, cin / group, k, k}, seed, -0.5f, 0.5f)), c(g, rnd({m}, seed + 1))},
+                           {g.unique_value_name("conv")});
+  n->set_attr("group", group);
+  n->set_attr("strides", std::move(strides));
+  n->set_attr("pads", std::move(pads));
+  return n;
+}
+
+// An activation as ONNX ops ("" = none, "Relu6" = Clip(0, 6), "GeluTanh" = Gelu with approximate = tanh).
+ir::Value* activate(ir::Graph& g, ir::Value* x, const std::string& a) {
+  if (a.empty()) return x;
+  if (a == "Relu6") return op(g, "Clip", {x, c(g, scalar(0.f)), c(g, scalar(6.f))});
+  if (a == "GeluTanh") {
+    ir::Node* n = g.add_node("Gelu", {x}, {g.unique_value_name("gelu")});
+    n->set_attr("approximate", std::string("tanh"));
+    return out(n);
+  }
+  return op(g, a.c_str(), {x});
+}
+
+struct InvertedResidual {
+  int64_t c = 5, m = 19, p = 7, k = 3, stride = 1;  // p = 0: no projection
+  std::vector<int64_t> pads{1, 1, 1, 1};
+  std::string act1 = "Relu6", act2 = "Relu6", act3;
+  bool residual = false;  // + x after the projection (p == c, stride 1, same size)
+  int64_t expand_stride = 1, dilation = 1;
+};
+
+struct BlockValues {
+  ir::Node *expand, *depthwise, *project;  // project null without one
+  ir::Value* y;                            // the block's output
+};
+
+// expand 1x1 (+ act1) -> depthwise k x k (+ act2) -> [project 1x1 (+ x) (+ act3)], as ONNX ops.
+BlockValues inverted_residual(ir::Graph& g, ir::Value* x, const InvertedResidual& b, uint32_t seed) {
+  BlockValues v{};
+  v.expand = conv_k(g, x, b.c, b.m, 1, seed, 1, {b.expand_stride, b.expand_stride});
+  v.depthwise =
+      conv_k(g, activate(g, out(v.expand), b.act1), b.m, b.m, b.k, seed + 2, b.m, {b.stride, b.stride}, b.pads);
+  if (b.dilation != 1) v.depthwise->set_attr("dilations", std::vector<int64_t>{b.dilation, b.dilation});
+  v.y = activate(g, out(v.depthwise), b.act2);
+  if (b.p == 0) return v;
+  v.project = conv_k(g, v.y, b.m, b.p, 1, seed + 4);
+  v.y = out(v.project);
+  if (b.residual) v.y = op(g, "Add", {v.y, x});
+  v.y = activate(g, v.y, b.act3);
+  return v;
+}
+
+auto pwdw_passes() {
+  return P(passes::make_fuse_residual_add, passes::make_fuse_activation, passes::make_fuse_pointwise_depthwise);
+}
+
+TEST(FusePointwiseDepthwise, ExpandDepthwiseProjectWithAndWithoutResidual) {
+  struct Case {
+    InvertedResidual b;
+    int64_t h, w;
+  };
+  std::vector<Case> cases;
+  Case relu6;  // MobileNetV2: Relu6, Relu6, linear projection
+  relu6.h = relu6.w = 37;
+  cases.push_back(relu6);
+  Case residual = relu6;  // MobileNetV2's repeated blocks: + x
+  residual.b.c = residual.b.p = 7;
+  residual.b.residual = true;
+  cases.push_back(residual);
+  Case hswish;  // MobileNetV3: HardSwish, 5x5 stride 2, asymmetric pads
+  hswish.b.act1 = hswish.b.act2 = "HardSwish";
+  hswish.b.k = 5;
+  hswish.b.stride = 2;
+  hswish.b.pads = {1, 0, 1, 2};
+  hswish.h = 37, hswish.w = 41;
+  cases.push_back(hswish);
+  Case relu = residual;  // Relu everywhere, residual then Relu (the epilogue adds Z, then activates)
+  relu.b.act1 = relu.b.act2 = relu.b.act3 = "Relu";
+  relu.b.pads = {1, 0, 1, 2};
+  relu.h = 28, relu.w = 28;  // exactly the threshold
+  cases.push_back(relu);
+  Case none = relu6;  // no activation at all
+  none.b.act1 = none.b.act2 = "";
+  none.b.k = 5;
+  none.b.pads = {2, 2, 2, 2};
+  cases.push_back(none);
+  int i = 0;
+  for (const Case& cs : cases) {
+    SCOPED_TRACE(i++);
+    check(
+        [&](ir::Graph& g) {
+          ir::Value* x = g.add_input("x", f32({2, cs.b.c, cs.h, cs.w}));
+          g.add_output(inverted_residual(g, x, cs.b, 70).y);
+        },
+        pwdw_passes(), {"kestrel.FusedPointwiseDepthwise"}, 1e-4);
+  }
+}
+
+TEST(FusePointwiseDepthwise, ExpandDepthwiseWithoutProjection) {
+  InvertedResidual b;
+  b.p = 0;
+  // The depthwise output read by a global pool (a classifier head) and by a squeeze-excite gate.
+  check(
+      [&](ir::Graph& g) {
+        ir::Value* x = g.add_input("x", f32({1, 5, 32, 29}));
+        g.add_output(op(g, "GlobalAveragePool", {inverted_residual(g, x, b, 71).y}));
+      },
+      pwdw_passes(), {"kestrel.FusedPointwiseDepthwise", "GlobalAveragePool"}, 1e-4);
+  check(
+      [&](ir::Graph& g) {
+        ir::Value* x = g.add_input("x", f32({1, 5, 32, 29}));
+        ir::Value* d = inverted_residual(g, x, b, 72).y;
+        ir::Value* gate = op(g, "Sigmoid", {op(g, "GlobalAveragePool", {d})});
+        g.add_output(out(conv_k(g, op(g, "Mul", {d, gate}), 19, 7, 1, 73)));
+      },
+      pwdw_passes(), {"kestrel.FusedPointwiseDepthwise", "GlobalAveragePool", "Sigmoid", "Mul", "Conv"}, 1e-4);
+  // The depthwise output is a graph output: expand + depthwise fuse, the projection stays.
+  check(
+      [&](ir::Graph& g) {
+        ir::Value* x = g.add_input("x", f32({1, 5, 32, 29}));
+        InvertedResidual full;
+        BlockValues v = inverted_residual(g, x, full, 74);
+        g.add_output(v.y);
+        g.add_output(v.project->input(0));
+      },
+      pwdw_passes(), {"kestrel.FusedPointwiseDepthwise", "Conv"}, 1e-4);
+}
+
+TEST(FusePointwiseDepthwise, LeavesSharedValuesDilationSmallPlanesStridedExpandAndFedWeightsAlone) {
+  auto single = [](InvertedResidual b, int64_t h, int64_t w, const Ops& want) {
+    check(
+        [&](ir::Graph& g) {
+          ir::Value* x = g.add_input("x", f32({1, b.c, h, w}));
+          g.add_output(inverted_residual(g, x, b, 80).y);
+        },
+        pwdw_passes(), want, 1e-4);
+  };
+  const Ops unfused = {"kestrel.FusedConv", "kestrel.FusedConv", "Conv"};
+  InvertedResidual b;
+  {
+    SCOPED_TRACE("dilation 2");
+    InvertedResidual d = b;
+    d.dilation = 2;
+    d.pads = {2, 2, 2, 2};
+    single(d, 37, 37, unfused);
+  }
+  {
+    SCOPED_TRACE("27 x 29 < 28 x 28");
+    single(b, 27, 29, unfused);
+  }
+  {
+    SCOPED_TRACE("expand stride 2");
+    InvertedResidual s = b;
+    s.expand_stride = 2;
+    single(s, 74, 74, unfused);
+  }
+  {
+    SCOPED_TRACE("7x7 depthwise");
+    InvertedResidual k = b;
+    k.k = 7;
+    k.pads = {3, 3, 3, 3};
+    single(k, 37, 37, unfused);
+  }
+  {
+    SCOPED_TRACE("pads not smaller than the kernel");
+    InvertedResidual p = b;
+    p.pads = {3, 1, 1, 1};
+    single(p, 37, 37, unfused);
+  }
+  {
+    SCOPED_TRACE("GeluTanh (no fast epilogue)");
+    InvertedResidual a = b;
+    a.act1 = "GeluTanh";
+    single(a, 37, 37, unfused);
+  }
+  {
+    SCOPED_TRACE("the expanded value has two readers");
+    check(
+        [&](ir::Graph& g) {
+          ir::Value* x = g.add_input("x", f32({1, 5, 37, 37}));
+          BlockValues v = inverted_residual(g, x, b, 82);
+          g.add_output(v.y);
+          g.add_output(op(g, "Neg", {v.depthwise->input(0)}));
+        },
+        pwdw_passes(), {"kestrel.FusedConv", "kestrel.FusedConv", "Conv", "Neg"}, 1e-4);
+  }
+  {
+    SCOPED_TRACE("the expanded value is a graph output");
+    check(
+        [&](ir::Graph& g) {
+          ir::Value* x = g.add_input("x", f32({1, 5, 37, 37}));
+          BlockValues v = inverted_residual(g, x, b, 83);
+          g.add_output(v.y);
+          g.add_output(v.depthwise->input(0));
+        },
+        pwdw_passes(), unfused, 1e-4);
+  }
+  {
+    SCOPED_TRACE("the depthwise output has two readers: expand + depthwise fuse");
+    check(
+        [&](ir::Graph& g) {
+          ir::Value* x = g.add_input("x", f32({1, 5, 37, 37}));
+          BlockValues v = inverted_residual(g, x, b, 84);
+          g.add_output(v.y);
+          g.add_output(op(g, "Neg", {v.project->input(0)}));
+        },
+        pwdw_passes(), {"kestrel.FusedPointwiseDepthwise", "Conv", "Neg"}, 1e-4);
+  }
+  for (int which : {1, 3}) {
+    SCOPED_TRACE(which == 1 ? "W1 fed at run time" : "W2 fed at run time");
+    check(
+        [&](ir::Graph& g) {
+          ir::Value* x = g.add_input("x", f32({1, 5, 37, 37}));
+          BlockValues v = inverted_residual(g, x, b, 85);
+          ir::Node* n = which == 1 ? v.expand : v.depthwise;
+          n->set_input(1, g.add_input("w", n->input(1)->type()));
+          g.add_output(v.y);
+        },
+        pwdw_passes(), unfused, 1e-4);
+  }
+}
+
+// The whole -O2 pipeline on blocks above the plane threshold, then the fused graph on the fast chain and on the
+// reference, with 1 and 2 threads, against the unfused graph on reference kernels.
+TEST(FusePointwiseDepthwise, O2FusedChainMatchesUnfusedReference) {
+  struct Case {
+    InvertedResidual b;
+    int64_t n, h, w;
+  };
+  std::vector<Case> cases;
+  Case a;  // C 5, M 19, P 7, 3x3 stride 1, asymmetric pads, N 2
+  a.b.pads = {1, 0, 1, 2};
+  a.n = 2, a.h = 37, a.w = 37;
+  cases.push_back(a);
+  Case r = a;  // residual, 5x5, odd width, HardSwish
+  r.b.c = r.b.p = 7;
+  r.b.k = 5;
+  r.b.pads = {2, 1, 2, 3};
+  r.b.residual = true;
+  r.b.act1 = r.b.act2 = "HardSwish";
+  r.w = 39;
+  cases.push_back(r);
+  Case s = a;  // stride 2, 5x5, odd width, no projection
+  s.b.k = 5;
+  s.b.stride = 2;
+  s.b.pads = {1, 0, 1, 2};
+  s.b.p = 0;
+  s.b.act1 = "Relu";
+  s.b.act2 = "";
+  s.w = 41;
+  cases.push_back(s);
+  Case t = a;  // stride 2, 3x3, projection with Relu after the residual-free projection
+  t.b.stride = 2;
+  t.b.act3 = "Relu";
+  t.b.act1 = "LeakyRelu";
+  t.n = 1, t.h = 38, t.w = 37;
+  cases.push_back(t);
+  int i = 0;
+  for (const Case& cs : cases) {
+    SCOPED_TRACE(i++);
+    auto build = [&] {
+      auto g = std::make_unique<ir::Graph>();
+      ir::Value* x = g->add_input("x", f32({cs.n, cs.b.c, cs.h, cs.w}));
+      g->add_output(inverted_residual(*g, x, cs.b, 90).y);
+      return g;
+    };
+    Tensor x = rnd({cs.n, cs.b.c, cs.h, cs.w}, 91, -2, 2);
+    auto run = [&](std::unique_ptr<ir::Graph> g, runtime::SessionOptions so, std::string* impl) {
+      runtime::LoadedModel m;
+      m.graph = std::move(g);
+      auto sess = runtime::Session::from_model(std::move(m), so);
+      EXPECT_TRUE(sess.is_ok()) << sess.status().to_string();
+      std::vector<Tensor> outs;
+      if (!sess.is_ok()) return outs;
+      (*sess)->executor().set_profiler([&](const runtime::Executor::ProfileEvent& e) {
+        if (e.node.op_type() == "FusedPointwiseDepthwise" && impl) *impl = e.impl;
+      });
+      const Tensor* in[] = {&x};
+      core::Status st = (*sess)->run(in, outs);
+      EXPECT_TRUE(st.is_ok()) << st.to_string();
+      return outs;
+    };
+    runtime::SessionOptions ref_opts;
+    ref_opts.reference_only = true;
+    std::vector<Tensor> want = run(build(), ref_opts, nullptr);
+    ASSERT_EQ(want.size(), 1u);
+    for (int threads : {1, 2})
+      for (bool reference_only : {false, true}) {
+        SCOPED_TRACE(std::to_string(threads) + (reference_only ? " threads, reference" : " threads, fast"));
+        auto g = build();
+        passes::PassContext ctx;
+        ctx.evaluator = &evaluator();
+        ASSERT_TRUE(passes::optimize(*g, 2, ctx).is_ok());
+        ASSERT_EQ(op_list(*g), Ops{"kestrel.FusedPointwiseDepthwise"});
+        runtime::SessionOptions so;
+        so.num_threads = threads;
+        so.reference_only = reference_only;
+        std::string impl;
+        std::vector<Tensor> got = run(std::move(g), so, &impl);
+        ASSERT_EQ(got.size(), 1u);
+        if (reference_only) {
+          EXPECT_EQ(impl, "reference");
+        } else {
+          EXPECT_EQ(impl.rfind("conv_chain.", 0), 0u) << impl << ": the fast chain should run";
+        }
+        ASSERT_EQ(got[0].dims(), want[0].dims());
+        for (int64_t e = 0; e < got[0].num_elements(); ++e) {
+          const double gv = got[0].data<float>()[e], wv = want[0].data<float>()[e];
+          ASSERT_NEAR(gv, wv, 1e-4 * (1 + std::abs(wv))) << "element " << e;
+        }
+      }
+  }
+}
+
 TEST(FusionPipeline, O2RunsEveryFusionAndKeepsNumerics) {
   // Conv -> BN -> (+ x) -> Relu, then Gemm + Sigmoid-gated: the whole -O2 pipeline.
   auto build = [](ir::Graph& g) {

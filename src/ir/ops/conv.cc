@@ -1,6 +1,7 @@
 // Schemas of the convolution ops: Conv and ConvTranspose (any spatial rank, groups, dilations,
 // auto_pad), with the channel/group/kernel checks that catch broken models at load time, and
-// Kestrel's kestrel.FusedConv (Conv + residual add + activation, docs/fused_ops.md).
+// Kestrel's kestrel.FusedConv (Conv + residual add + activation, docs/fused_ops.md) and
+// kestrel.FusedPointwiseDepthwise (MobileNet's expand 1x1 -> depthwise -> optional project 1x1).
 #include <optional>
 
 #include "core/str_util.h"
@@ -240,6 +241,118 @@ Status infer_fused_conv(InferContext& ctx) {
 
 }  // namespace
 
+core::Result<WindowAttrs> read_pointwise_depthwise_window(const Node& n) {
+  auto bad = [&n](const auto&... args) { return core::invalid_model(core::str_cat(n.describe(), ": ", args...)); };
+  if (!n.has_attr("kernel_shape")) return bad("kernel_shape (the depthwise kernel, k x k) is required");
+  KESTREL_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, n.attr_ints("kernel_shape"));
+  if (kernel.size() != 2 || kernel[0] != kernel[1])
+    return bad("kernel_shape must be 2 equal values (k x k), is [", core::join(kernel), "]");
+  KESTREL_ASSIGN_OR_RETURN(WindowAttrs w, read_window_attrs(n, std::move(kernel), false));
+  if (w.auto_pad != AutoPad::kNotSet) return bad("auto_pad must be NOTSET (explicit pads)");
+  for (int64_t d : w.dilations)
+    if (d != 1) return bad("dilations must be 1, are [", core::join(w.dilations), "]");
+  if (w.strides[0] != w.strides[1]) return bad("strides must be 2 equal values, are [", core::join(w.strides), "]");
+  return w;
+}
+
+namespace {
+
+// kestrel.FusedPointwiseDepthwise: Y = act3(Conv1x1(act2(DW(act1(Conv1x1(X, W1, B1)), W2, B2)), W3, B3) + Z),
+// the projection (inputs 5-7, activation3) optional. Inputs: 0 X [N, C, H, W], 1 W1 [M, C, 1, 1], 2 B1 [M],
+// 3 W2 [M, 1, k, k], 4 B2 [M], 5 W3 [P, M, 1, 1], 6 B3 [P], 7 Z (Y's shape).
+Status infer_fused_pointwise_depthwise(InferContext& ctx) {
+  const Node& n = ctx.node();
+  for (const char* a : {"activation1", "activation2", "activation3"})
+    KESTREL_RETURN_IF_ERROR(read_fused_activation(n, a).status());
+  KESTREL_ASSIGN_OR_RETURN(WindowAttrs window, read_pointwise_depthwise_window(n));
+  if (!ctx.has_input(3)) return ctx.fail("the depthwise weight W2 (input 3) is required");
+  const bool project = ctx.has_input(5);
+  if (!project) {
+    if (ctx.has_input(6)) return ctx.fail("B3 (input 6) is given without W3 (input 5)");
+    if (ctx.has_input(7)) return ctx.fail("the residual Z (input 7) is given without W3 (input 5)");
+    if (n.has_attr("activation3") || n.has_attr("activation3_params"))
+      return ctx.fail("activation3 is given without W3 (input 5)");
+  }
+  KESTREL_RETURN_IF_ERROR(check_same_dtypes(ctx));
+  static const char* const kNames[] = {"X", "W1", "B1", "W2", "B2", "W3", "B3", "Z"};
+  // Shapes: rank checks, then every known dim against what the others say.
+  for (size_t i : {size_t{0}, size_t{1}, size_t{3}, size_t{5}, size_t{7}}) {
+    if (!ctx.has_input(i)) continue;
+    const Shape& s = ctx.input_shape(i);
+    if (s.rank_known() && s.rank() != 4)
+      return ctx.fail(kNames[i], " (input ", i, ") must have rank 4, is ", s.to_string());
+  }
+  for (size_t i : {size_t{2}, size_t{4}, size_t{6}}) {
+    if (!ctx.has_input(i)) continue;
+    const Shape& s = ctx.input_shape(i);
+    if (s.rank_known() && s.rank() != 1)
+      return ctx.fail("bias ", kNames[i], " (input ", i, ") must be 1-D, is ", s.to_string());
+  }
+  auto dim = [&](size_t i, int64_t axis) -> Dim {
+    if (!ctx.has_input(i)) return Dim::unknown();
+    const Shape& s = ctx.input_shape(i);
+    return s.rank_known() && axis < s.rank() ? s[axis] : Dim::unknown();
+  };
+  // Every known value of one quantity (named by `what`) must agree; returns the known one, if any.
+  auto unify = [&](const char* what, std::initializer_list<std::pair<size_t, int64_t>> where) -> core::Result<Dim> {
+    Dim known = Dim::unknown();
+    size_t from = 0;
+    int64_t from_axis = 0;
+    for (auto [i, axis] : where) {
+      Dim d = dim(i, axis);
+      if (!d.known()) continue;
+      if (known.known() && d.value != known.value)
+        return ctx.fail(what, ": ", kNames[from], " ", ctx.input_shape(from).to_string(), " says ", known.value,
+                        " (dim ", from_axis, ") but ", kNames[i], " ", ctx.input_shape(i).to_string(), " says ",
+                        d.value, " (dim ", axis, ")");
+      if (!known.known()) known = d, from = i, from_axis = axis;
+    }
+    return known;
+  };
+  const int64_t k = window.kernel[0];
+  struct Fixed {
+    size_t i;
+    int64_t axis, want;
+  };
+  const Fixed fixed[] = {{1, 2, 1}, {1, 3, 1}, {3, 1, 1}, {3, 2, k}, {3, 3, k}, {5, 2, 1}, {5, 3, 1}};
+  for (const auto& [i, axis, want] : fixed) {
+    Dim d = dim(i, axis);
+    if (d.known() && d.value != want)
+      return ctx.fail(kNames[i], " ", ctx.input_shape(i).to_string(), " must be ",
+                      i == 1   ? "[M, C, 1, 1] (a 1x1 conv)"
+                      : i == 3 ? core::str_cat("[M, 1, ", k, ", ", k, "] (depthwise, kernel_shape ", k, "x", k, ")")
+                               : "[P, M, 1, 1] (a 1x1 conv)");
+  }
+  KESTREL_RETURN_IF_ERROR(unify("input channels C", {{0, 1}, {1, 1}}).status());
+  KESTREL_ASSIGN_OR_RETURN(Dim m, unify("expanded channels M", {{1, 0}, {2, 0}, {3, 0}, {4, 0}, {5, 1}}));
+  if (m.known() && m.value < 1) return ctx.fail("the expanded channels M must be >= 1, are ", m.value);
+  KESTREL_ASSIGN_OR_RETURN(Dim p, unify("output channels P", {{5, 0}, {6, 0}}));
+  const Shape& xs = ctx.input_shape(0);
+  const Dim unknown = Dim::unknown();
+  std::vector<Dim> out{xs.rank_known() ? xs[0] : unknown, project ? p : m, unknown, unknown};
+  for (size_t i = 0; i < 2; ++i) {
+    Dim d = xs.rank_known() ? xs[static_cast<int64_t>(i) + 2] : unknown;
+    if (!d.known()) continue;
+    auto w = forward_window(window, i, d.value);
+    if (!w.is_ok()) return ctx.fail("depthwise: ", w.status().message());
+    out[i + 2] = Dim(w->out);
+  }
+  Shape ys(std::move(out));
+  if (ctx.has_input(7)) {
+    const Shape& zs = ctx.input_shape(7);
+    if (zs.rank_known()) {
+      bool same = zs.rank() == 4;
+      for (int64_t i = 0; same && i < 4; ++i)
+        if (ys[i].known() && zs[i].known() && ys[i].value != zs[i].value) same = false;
+      if (!same) return ctx.fail("residual Z ", zs.to_string(), " must have the output's shape ", ys.to_string());
+    }
+  }
+  ctx.set_output(0, ctx.input_dtype(0), std::move(ys));
+  return Status::ok();
+}
+
+}  // namespace
+
 void register_conv_ops(OpRegistry& r) {
   add_op(r, "Conv", 2, 3, 1, 1, infer_conv, "N-d convolution with groups, dilations and padding");
   add_op(r, "ConvTranspose", 2, 3, 1, 1, infer_conv_transpose, "N-d transposed convolution");
@@ -251,6 +364,14 @@ void register_conv_ops(OpRegistry& r) {
   fused.infer = infer_fused_conv;
   fused.doc = "activation(Conv(X, W, B) + Z)";
   r.add(std::move(fused));
+  OpSchema pd;
+  pd.domain = kKestrelDomain;
+  pd.name = "FusedPointwiseDepthwise";
+  pd.min_inputs = 2;  // X, W1; W2 (input 3) is required too, B1 (input 2) is optional
+  pd.max_inputs = 8;
+  pd.infer = infer_fused_pointwise_depthwise;
+  pd.doc = "act3(Conv1x1(act2(DepthwiseConv(act1(Conv1x1(X, W1, B1)), W2, B2)), W3, B3) + Z), projection optional";
+  r.add(std::move(pd));
 }
 
 }  // namespace kestrel::ir

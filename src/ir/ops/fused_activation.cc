@@ -51,16 +51,17 @@ std::optional<FusedActivation> parse_fused_activation(std::string_view name) {
   return std::nullopt;
 }
 
-core::Result<FusedActivationSpec> read_fused_activation(const Node& n) {
+core::Result<FusedActivationSpec> read_fused_activation(const Node& n, std::string_view attr) {
   FusedActivationSpec s;
-  KESTREL_ASSIGN_OR_RETURN(std::string name, n.attr_string("activation", std::string()));
-  KESTREL_ASSIGN_OR_RETURN(std::vector<float> params, n.attr_floats("activation_params", std::vector<float>{}));
+  const std::string name_attr(attr), params_attr = name_attr + "_params";
+  KESTREL_ASSIGN_OR_RETURN(std::string name, n.attr_string(name_attr, std::string()));
+  KESTREL_ASSIGN_OR_RETURN(std::vector<float> params, n.attr_floats(params_attr, std::vector<float>{}));
   std::optional<FusedActivation> kind = parse_fused_activation(name);
   if (!kind) {
     std::string known;
     for (const auto& i : kActivations) known += std::string(known.empty() ? "" : ", ") + i.name;
     return core::invalid_model(
-        core::str_cat(n.describe(), ": unknown activation '", name, "' (expected one of ", known, ")"));
+        core::str_cat(n.describe(), ": unknown ", name_attr, " '", name, "' (expected one of ", known, ")"));
   }
   s.kind = *kind;
   const ActivationInfo* info = info_of(s.kind);
@@ -68,26 +69,27 @@ core::Result<FusedActivationSpec> read_fused_activation(const Node& n) {
   // LeakyRelu and HardSigmoid may omit their parameters (ONNX defaults); Clip needs both bounds.
   const bool may_omit = info && info->num_params > 0 && s.kind != FusedActivation::kClip;
   if (params.size() != want && !(may_omit && params.empty()))
-    return core::invalid_model(core::str_cat(n.describe(), ": activation '", name, "' takes ", want,
-                                             " activation_params, got ", params.size()));
+    return core::invalid_model(core::str_cat(n.describe(), ": ", name_attr, " '", name, "' takes ", want, " ",
+                                             params_attr, ", got ", params.size()));
   if (info) {
     s.alpha = params.size() > 0 ? params[0] : info->default_alpha;
     s.beta = params.size() > 1 ? params[1] : info->default_beta;
   }
   if (s.kind == FusedActivation::kClip && (std::isnan(s.alpha) || std::isnan(s.beta) || s.alpha > s.beta))
     return core::invalid_model(
-        core::str_cat(n.describe(), ": Clip activation needs min <= max, got [", s.alpha, ", ", s.beta, "]"));
+        core::str_cat(n.describe(), ": Clip ", name_attr, " needs min <= max, got [", s.alpha, ", ", s.beta, "]"));
   return s;
 }
 
-void set_fused_activation(Node& n, const FusedActivationSpec& spec) {
-  n.remove_attr("activation");
-  n.remove_attr("activation_params");
+void set_fused_activation(Node& n, const FusedActivationSpec& spec, std::string_view attr) {
+  const std::string name_attr(attr), params_attr = name_attr + "_params";
+  n.remove_attr(name_attr);
+  n.remove_attr(params_attr);
   const ActivationInfo* info = info_of(spec.kind);
   if (!info) return;
-  n.set_attr("activation", std::string(info->name));
-  if (info->num_params == 1) n.set_attr("activation_params", std::vector<float>{spec.alpha});
-  if (info->num_params == 2) n.set_attr("activation_params", std::vector<float>{spec.alpha, spec.beta});
+  n.set_attr(name_attr, std::string(info->name));
+  if (info->num_params == 1) n.set_attr(params_attr, std::vector<float>{spec.alpha});
+  if (info->num_params == 2) n.set_attr(params_attr, std::vector<float>{spec.alpha, spec.beta});
 }
 
 }  // namespace kestrel::ir

@@ -1,4 +1,5 @@
-// The activations Kestrel's fused ops (FusedConv, FusedGemm, FusedMatMul) apply in their epilogue:
+// The activations Kestrel's fused ops (FusedConv, FusedGemm, FusedMatMul, FusedPointwiseDepthwise) apply in
+// their epilogues:
 // attribute names, parameter counts and defaults, shared by schemas, passes and kernel bindings.
 #pragma once
 
@@ -37,9 +38,11 @@ const char* fused_activation_name(FusedActivation a);
 std::optional<FusedActivation> parse_fused_activation(std::string_view name);
 
 // Reads the `activation` (string, absent = none) and `activation_params` (floats) attributes;
-// errors name the node (unknown activation, wrong number of parameters, Clip min > max).
-core::Result<FusedActivationSpec> read_fused_activation(const Node& n);
+// errors name the node (unknown activation, wrong number of parameters, Clip min > max). `attr`
+// replaces the name `activation` (then `<attr>_params` holds the parameters): the ops with several
+// epilogues, kestrel.FusedPointwiseDepthwise's `activation1` / `activation1_params`, ...
+core::Result<FusedActivationSpec> read_fused_activation(const Node& n, std::string_view attr = "activation");
 // Writes them (removes both for kNone). Parameters are written only for the kinds that take them.
-void set_fused_activation(Node& n, const FusedActivationSpec& spec);
+void set_fused_activation(Node& n, const FusedActivationSpec& spec, std::string_view attr = "activation");
 
 }  // namespace kestrel::ir

@@ -75,4 +75,9 @@ core::Status read_conv_transpose_extras(const Node& n, size_t spatial, std::vect
 // read_window_attrs and checked by check_fused_max_pool (errors name the node). Defined in conv.cc.
 core::Result<std::optional<WindowAttrs>> read_fused_max_pool(const Node& n);
 
+// kestrel.FusedPointwiseDepthwise's depthwise window (docs/fused_ops.md): `kernel_shape` (required,
+// 2 equal values), `strides` (2 equal values, default 1), `pads` (4, default 0); auto_pad, if
+// present, NOTSET and dilations, if present, 1. Errors name the node. Defined in conv.cc.
+core::Result<WindowAttrs> read_pointwise_depthwise_window(const Node& n);
+
 }  // namespace kestrel::ir

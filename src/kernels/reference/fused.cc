@@ -1,4 +1,5 @@
-// Reference fused Conv / Gemm / MatMul: the plain kernel, then the epilogue.
+// Reference fused Conv / Gemm / MatMul: the plain kernel, then the epilogue; FusedPointwiseDepthwise:
+// two or three of those.
 #include "kernels/reference/fused.h"
 
 #include <algorithm>
@@ -104,6 +105,29 @@ Status fused_conv(const ConvParams& p, const ActivationParams& act, const Tensor
                   const Tensor* z, Tensor& y) {
   KESTREL_RETURN_IF_ERROR(conv(p, x, w, b, y));
   return apply_epilogue(act, z, y);
+}
+
+Status fused_pointwise_depthwise(const PointwiseDepthwiseParams& p, const Tensor& x, const Tensor& w1, const Tensor* b1,
+                                 const Tensor& w2, const Tensor* b2, const Tensor* w3, const Tensor* b3,
+                                 const Tensor* z, Tensor& expanded, Tensor* dw, Tensor& y) {
+  // 1x1, stride 1, no padding, group 1 (built once: the call allocates nothing).
+  static const ConvParams kPointwise{{1, 1}, {1, 1}, {0, 0}, 1};
+  if (x.rank() != 4 || w1.rank() != 4 || w2.rank() != 4 || (w3 && w3->rank() != 4))
+    return core::invalid_argument(str_cat("FusedPointwiseDepthwise: X ", x.type_string(), ", W1 ", w1.type_string(),
+                                          ", W2 ", w2.type_string(), " and W3 must have rank 4"));
+  if (w1.dim(2) != 1 || w1.dim(3) != 1 || (w3 && (w3->dim(2) != 1 || w3->dim(3) != 1)))
+    return core::invalid_argument(str_cat("FusedPointwiseDepthwise: W1 ", w1.type_string(), " and W3 ",
+                                          w3 ? w3->type_string() : std::string("(none)"), " must be 1x1"));
+  if (p.depthwise.group != w2.dim(0) || w2.dim(1) != 1)
+    return core::invalid_argument(
+        str_cat("FusedPointwiseDepthwise: W2 ", w2.type_string(), " is not depthwise with group ", p.depthwise.group));
+  if (!w3 && (b3 || z)) return core::invalid_argument("FusedPointwiseDepthwise: B3 / Z without W3");
+  if (w3 && !dw) return core::invalid_argument("FusedPointwiseDepthwise: no buffer for the depthwise output");
+  Tensor& d = w3 ? *dw : y;
+  KESTREL_RETURN_IF_ERROR(fused_conv(kPointwise, p.act1, x, w1, b1, nullptr, expanded));
+  KESTREL_RETURN_IF_ERROR(fused_conv(p.depthwise, p.act2, expanded, w2, b2, nullptr, d));
+  if (!w3) return Status::ok();
+  return fused_conv(kPointwise, p.act3, d, *w3, b3, z, y);
 }
 
 Status fused_gemm(const GemmParams& p, const ActivationParams& act, const Tensor& a, const Tensor& b, const Tensor* c,

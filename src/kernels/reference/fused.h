@@ -1,6 +1,7 @@
 // Reference kernels of Kestrel's fused ops: FusedConv, FusedGemm and FusedMatMul are the plain
 // reference Conv / Gemm / MatMul followed by an epilogue (bias, residual add, activation) over the
-// finished output. The oracle for fast kernels with fused epilogues.
+// finished output; FusedPointwiseDepthwise is two or three such convs in a row. The oracle for fast
+// kernels with fused epilogues.
 #pragma once
 
 #include "core/status.h"
@@ -45,6 +46,21 @@ Status apply_epilogue(const ActivationParams& act, const Tensor* bias, const Ten
 // y = act(conv(x, w) + b + z); z (optional) has y's shape.
 Status fused_conv(const ConvParams& p, const ActivationParams& act, const Tensor& x, const Tensor& w, const Tensor* b,
                   const Tensor* z, Tensor& y);
+
+// kestrel.FusedPointwiseDepthwise (docs/fused_ops.md), 2-D:
+//   expanded = act1(conv1x1(x, w1) + b1)                    [N, M, H, W]
+//   dw       = act2(depthwise(expanded, w2) + b2)           [N, M, OH, OW]
+//   y        = act3(conv1x1(dw, w3) + b3 + z)               [N, P, OH, OW]   (with w3; else y = dw)
+// x [N, C, H, W], w1 [M, C, 1, 1], w2 [M, 1, k, k], w3 [P, M, 1, 1]; biases [M] / [M] / [P] or null; z (only
+// with w3) y's shape or null. `expanded` and, with w3, `dw` are the caller's temporaries of those shapes and
+// x's dtype (so that a binding allocates them once per input shape); without w3, dw may be null.
+struct PointwiseDepthwiseParams {
+  ConvParams depthwise;  // strides, dilations (1) and begin pads of the depthwise conv; group = M
+  ActivationParams act1, act2, act3;
+};
+Status fused_pointwise_depthwise(const PointwiseDepthwiseParams& p, const Tensor& x, const Tensor& w1, const Tensor* b1,
+                                 const Tensor& w2, const Tensor* b2, const Tensor* w3, const Tensor* b3,
+                                 const Tensor* z, Tensor& expanded, Tensor* dw, Tensor& y);
 
 // y = act(alpha * op(a) * op(b) + beta * c).
 Status fused_gemm(const GemmParams& p, const ActivationParams& act, const Tensor& a, const Tensor& b, const Tensor* c,

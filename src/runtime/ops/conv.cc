@@ -1,11 +1,14 @@
 // Kernel bindings for Conv and ConvTranspose: window attributes read once at creation; pads and
-// output sizes resolved from the actual input shape at run time (auto_pad depends on it).
+// output sizes resolved from the actual input shape at run time (auto_pad depends on it). Also the
+// fast and pooled kestrel.FusedConv and kestrel.FusedPointwiseDepthwise (registered in fused.cc).
 #include "kernels/reference/conv.h"
 
+#include <array>
 #include <optional>
 
 #include "ir/ops/window_geometry.h"
 #include "kernels/cpu/conv/conv.h"
+#include "kernels/cpu/conv/conv_chain.h"
 #include "kernels/cpu/conv_transpose/conv_transpose.h"
 #include "kernels/cpu/pool/pool.h"
 #include "kernels/reference/fused.h"
@@ -282,6 +285,173 @@ Result<std::unique_ptr<OpKernel>> make_pooled_fused_conv(const KernelCreateInfo&
     KESTREL_ASSIGN_OR_RETURN(k->fast, make_fast_conv(info, k->b, *fast_act));
   }
   if (!info.options.reference_only) k->pool_table = cpu::pool_table(info.options.isa);
+  const char* name = k->fast ? k->fast->name() : "reference";
+  return make_kernel([k](KernelContext& ctx) -> Status { return k->run(ctx); }, name);
+}
+
+namespace {
+
+// kestrel.FusedPointwiseDepthwise (docs/fused_ops.md): the fast chain (kernels/cpu/conv/conv_chain.h),
+// which runs the expand / depthwise / project convs over strips of rows, or the reference convs with
+// two temporaries. Shapes are checked and the depthwise pads resolved once per input shape (RunKey);
+// for static shapes the fast path then allocates nothing (y is the op's output).
+struct PointwiseDepthwise {
+  ir::WindowAttrs window;  // the depthwise conv's: 2-D, square, NOTSET pads, dilations 1
+  bool project = false;    // W3 (input 5) given
+  std::optional<cpu::FastConvChain> fast;
+  ref::PointwiseDepthwiseParams params;  // activations; depthwise geometry per input shape
+  // Per input shape:
+  RunKey key;
+  cpu::ConvChainParams chain;
+  Tensor expanded, dw;  // the reference's temporaries (not allocated on the fast path)
+
+  Status prepare(KernelContext& ctx) {
+    const Tensor& x = ctx.input(0);
+    const Tensor& w1 = ctx.input(1);
+    const Tensor& w2 = ctx.input(3);
+    const Tensor* b1 = ctx.input_or_null(2);
+    const Tensor* b2 = ctx.input_or_null(4);
+    const Tensor* w3 = ctx.input_or_null(5);
+    const Tensor* b3 = ctx.input_or_null(6);
+    const Tensor* z = ctx.input_or_null(7);
+    const Tensor& y = ctx.output(0);
+    key.begin();
+    for (const Tensor* t : {&x, &w1, b1, &w2, b2, w3, b3, z, &y}) {
+      if (t) {
+        key.add(static_cast<int64_t>(t->dtype())).add_dims(t->dims());
+      } else {
+        key.add(-1);
+      }
+    }
+    if (key.same()) return Status::ok();
+    auto bad = [](const auto&... args) {
+      return core::invalid_argument(str_cat("FusedPointwiseDepthwise: ", args...));
+    };
+    for (const Tensor* t : {&w1, &w2, b1, b2, w3, b3, z})
+      if (t && t->dtype() != x.dtype())
+        return bad("all inputs must have X's dtype ", core::dtype_name(x.dtype()), ", got ", t->type_string());
+    if (y.dtype() != x.dtype()) return bad("output ", y.type_string(), " must have X's dtype");
+    if (x.rank() != 4) return bad("X ", x.type_string(), " must be [N, C, H, W]");
+    const int64_t n = x.dim(0), c = x.dim(1), k = window.kernel[0];
+    if (w1.rank() != 4 || w1.dim(1) != c || w1.dim(2) != 1 || w1.dim(3) != 1 || w1.dim(0) < 1)
+      return bad("W1 ", w1.type_string(), " must be [M, ", c, ", 1, 1] with M >= 1");
+    const int64_t m = w1.dim(0);
+    if (w2.rank() != 4 || w2.dim(0) != m || w2.dim(1) != 1 || w2.dim(2) != k || w2.dim(3) != k)
+      return bad("W2 ", w2.type_string(), " must be [", m, ", 1, ", k, ", ", k, "]");
+    for (const Tensor* b : {b1, b2})
+      if (b && (b->rank() != 1 || b->dim(0) != m)) return bad("bias ", b->type_string(), " must be [", m, "]");
+    if (project != (w3 != nullptr)) return bad("W3 is ", w3 ? "given" : "missing", " at run time");
+    if (!w3 && (b3 || z)) return bad("B3 and Z need W3");
+    int64_t p = m;
+    if (w3) {
+      if (w3->rank() != 4 || w3->dim(1) != m || w3->dim(2) != 1 || w3->dim(3) != 1)
+        return bad("W3 ", w3->type_string(), " must be [P, ", m, ", 1, 1]");
+      p = w3->dim(0);
+      if (b3 && (b3->rank() != 1 || b3->dim(0) != p)) return bad("bias B3 ", b3->type_string(), " must be [", p, "]");
+    }
+    params.depthwise.strides = window.strides;
+    params.depthwise.dilations.assign(2, 1);
+    params.depthwise.pads_begin.assign(2, 0);
+    params.depthwise.group = m;
+    int64_t out[2];
+    for (size_t i = 0; i < 2; ++i) {
+      KESTREL_ASSIGN_OR_RETURN(ir::AxisWindow aw, ir::forward_window(window, i, x.dim(static_cast<int64_t>(i) + 2)));
+      out[i] = aw.out;
+      params.depthwise.pads_begin[i] = aw.pad_begin;
+    }
+    if (y.rank() != 4 || y.dim(0) != n || y.dim(1) != p || y.dim(2) != out[0] || y.dim(3) != out[1])
+      return core::internal_error(str_cat("FusedPointwiseDepthwise: output ", y.type_string(), " should be [", n, ", ",
+                                          p, ", ", out[0], ", ", out[1], "]"));
+    if (z && z->dims() != y.dims())
+      return bad("residual Z ", z->type_string(), " must have the output's shape ", y.type_string());
+    chain.stride = window.strides[0];
+    chain.pad_top = params.depthwise.pads_begin[0];
+    chain.pad_left = params.depthwise.pads_begin[1];
+    if (!fast) {
+      KESTREL_ASSIGN_OR_RETURN(expanded, Tensor::allocate(x.dtype(), {n, m, x.dim(2), x.dim(3)}));
+      if (project) {
+        KESTREL_ASSIGN_OR_RETURN(dw, Tensor::allocate(x.dtype(), {n, m, out[0], out[1]}));
+      } else {
+        dw = Tensor();
+      }
+    }
+    key.commit();
+    return Status::ok();
+  }
+
+  Status run(KernelContext& ctx) {
+    if (!ctx.has_input(0) || !ctx.has_input(1) || !ctx.has_input(3))
+      return core::invalid_argument("FusedPointwiseDepthwise: X, W1 and W2 are required");
+    KESTREL_RETURN_IF_ERROR(prepare(ctx));
+    Tensor& y = ctx.output(0);
+    if (y.num_elements() == 0) return Status::ok();
+    const Tensor* b1 = ctx.input_or_null(2);
+    const Tensor* b2 = ctx.input_or_null(4);
+    const Tensor* b3 = ctx.input_or_null(6);
+    const Tensor* z = ctx.input_or_null(7);
+    if (fast) return fast->run(chain, ctx.input(0), b1, b2, b3, z, y, ctx.pool());
+    return ref::fused_pointwise_depthwise(params, ctx.input(0), ctx.input(1), b1, ctx.input(3), b2,
+                                          ctx.input_or_null(5), b3, z, expanded, project ? &dw : nullptr, y);
+  }
+};
+
+// The fast chain when it applies (f32, constant W1 / W2 / W3 of the chain's shapes, k 3 or 5, stride 1
+// or 2, each pad < k, every activation in the fast epilogue), else nullopt.
+Result<std::optional<cpu::FastConvChain>> make_fast_chain(
+    const KernelCreateInfo& info, const ir::WindowAttrs& window, bool project,
+    const std::array<std::optional<cpu::FusedActivation>, 3>& acts) {
+  using None = std::optional<cpu::FastConvChain>;
+  if (info.options.reference_only) return None();
+  for (const ir::ValueType* t : info.input_types)
+    if (t && t->dtype != core::DType::kF32) return None();
+  for (size_t i = 0; i < (project ? 3u : 2u); ++i)
+    if (!acts[i]) return None();
+  auto weight = [&](size_t i) -> const Tensor* {
+    const Tensor* w = i < info.constant_inputs.size() ? info.constant_inputs[i] : nullptr;
+    return w && w->dtype() == core::DType::kF32 && w->rank() == 4 ? w : nullptr;
+  };
+  const Tensor* w1 = weight(1);
+  const Tensor* w2 = weight(3);
+  const Tensor* w3 = project ? weight(5) : nullptr;
+  if (!w1 || !w2 || (project && !w3)) return None();
+  const int64_t m = w1->dim(0), k = window.kernel[0], stride = window.strides[0];
+  if (m < 1 || w1->dim(1) < 1 || w1->dim(2) != 1 || w1->dim(3) != 1) return None();
+  if (w2->dim(0) != m || w2->dim(1) != 1 || w2->dim(2) != k || w2->dim(3) != k || (k != 3 && k != 5)) return None();
+  if (w3 && (w3->dim(0) < 1 || w3->dim(1) != m || w3->dim(2) != 1 || w3->dim(3) != 1)) return None();
+  if (stride != 1 && stride != 2) return None();
+  for (int64_t pad : window.pads)
+    if (pad >= k) return None();
+  const core::Isa isa = info.options.isa;
+  KESTREL_ASSIGN_OR_RETURN(cpu::FastConv expand, cpu::FastConv::create(*w1, 1, *acts[0], isa, false, 0));
+  KESTREL_ASSIGN_OR_RETURN(cpu::FastConv depthwise, cpu::FastConv::create(*w2, m, *acts[1], isa, false, 0));
+  std::optional<cpu::FastConv> projection;
+  if (w3) {
+    KESTREL_ASSIGN_OR_RETURN(cpu::FastConv c, cpu::FastConv::create(*w3, 1, *acts[2], isa, false, 0));
+    projection = std::move(c);
+  }
+  if (!expand.is_pointwise() || !depthwise.is_depthwise() || (projection && !projection->is_pointwise())) return None();
+  Result<cpu::FastConvChain> chain =
+      cpu::FastConvChain::create(std::move(expand), std::move(depthwise), std::move(projection));
+  if (!chain.is_ok() && chain.status().code() == core::StatusCode::kUnsupported) return None();
+  if (!chain.is_ok()) return chain.status().with_context(info.node.describe());
+  return None(std::move(*chain));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<OpKernel>> make_fused_pointwise_depthwise(
+    const KernelCreateInfo& info, const std::array<std::optional<cpu::FusedActivation>, 3>& fast_acts,
+    const std::array<ref::ActivationParams, 3>& ref_acts) {
+  auto present = [&](size_t i) { return i < info.input_types.size() && info.input_types[i] != nullptr; };
+  if (!present(0) || !present(1) || !present(3)) return info.fail("X, W1 and W2 (inputs 0, 1 and 3) are required");
+  auto k = std::make_shared<PointwiseDepthwise>();
+  KESTREL_ASSIGN_OR_RETURN(k->window, ir::read_pointwise_depthwise_window(info.node));
+  k->project = present(5);
+  if (!k->project && (present(6) || present(7))) return info.fail("B3 (input 6) and Z (input 7) need W3 (input 5)");
+  k->params.act1 = ref_acts[0];
+  k->params.act2 = ref_acts[1];
+  k->params.act3 = ref_acts[2];
+  KESTREL_ASSIGN_OR_RETURN(k->fast, make_fast_chain(info, k->window, k->project, fast_acts));
   const char* name = k->fast ? k->fast->name() : "reference";
   return make_kernel([k](KernelContext& ctx) -> Status { return k->run(ctx); }, name);
 }

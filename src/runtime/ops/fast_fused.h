@@ -1,9 +1,11 @@
-// Fast kernels for Kestrel's fused ops (FusedConv, FusedGemm, FusedMatMul) with the activation in
+// Fast kernels for Kestrel's fused ops (FusedConv, FusedGemm, FusedMatMul, FusedPointwiseDepthwise) with the
+// activation in
 // the sgemm / depthwise epilogue. Each factory returns null when its fast path does not apply
 // (reference_only, non-f32, non-constant conv weights, an activation the epilogue lacks), and the
 // binding in fused.cc falls back to the plain op + reference epilogue.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <optional>
 
@@ -23,5 +25,11 @@ Result<std::unique_ptr<OpKernel>> make_fast_fused_matmul(const KernelCreateInfo&
 Result<std::unique_ptr<OpKernel>> make_pooled_fused_conv(const KernelCreateInfo& info,
                                                         std::optional<kernels::cpu::FusedActivation> fast_act,
                                                         const kernels::ref::ActivationParams& ref_act);
+// kestrel.FusedPointwiseDepthwise: the fast chain (kernels/cpu/conv/conv_chain.h) when every activation used
+// has a fast form (`fast_acts`: activation1..3), the inputs are f32 and W1 / W2 / W3 constants of the shapes
+// it runs, else the reference convs with `ref_acts`. Defined in conv.cc.
+Result<std::unique_ptr<OpKernel>> make_fused_pointwise_depthwise(
+    const KernelCreateInfo& info, const std::array<std::optional<kernels::cpu::FusedActivation>, 3>& fast_acts,
+    const std::array<kernels::ref::ActivationParams, 3>& ref_acts);
 
 }  // namespace kestrel::runtime

@@ -1,9 +1,11 @@
 // Kernel bindings for Kestrel's fused ops (kestrel.FusedConv, FusedGemm, FusedMatMul):
 // the plain op's kernel (whichever implementation its own binding picks) followed by the reference
 // epilogue. A fast kernel with the epilogue in registers replaces a binding here without changing
-// the attribute contract (docs/fused_ops.md).
+// the attribute contract (docs/fused_ops.md). kestrel.FusedPointwiseDepthwise is registered here too
+// (its activations mapped as FusedConv's); its kernel, like the fast and pooled FusedConv's, is in conv.cc.
 #include "kernels/reference/fused.h"
 
+#include <array>
 #include <optional>
 
 #include "ir/op_schema.h"
@@ -146,6 +148,18 @@ void register_fused_kernels(KernelRegistry& r) {
     }
     return make_fused_or_fast(info, make_fast_fused_conv, "Conv", 3, -1, 3);
   });
+  r.add(ir::kKestrelDomain, "FusedPointwiseDepthwise",
+        [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
+          std::array<std::optional<kernels::cpu::FusedActivation>, 3> fast;
+          std::array<ref::ActivationParams, 3> reference;
+          const char* const names[] = {"activation1", "activation2", "activation3"};
+          for (size_t i = 0; i < 3; ++i) {
+            KESTREL_ASSIGN_OR_RETURN(ir::FusedActivationSpec spec, ir::read_fused_activation(info.node, names[i]));
+            fast[i] = to_fast_activation(spec);
+            reference[i] = to_kernel_activation(spec);
+          }
+          return make_fused_pointwise_depthwise(info, fast, reference);
+        });
   r.add(ir::kKestrelDomain, "FusedGemm", [](const KernelCreateInfo& info) {
     return make_fused_or_fast(info, make_fast_fused_gemm, "Gemm", 3, -1, -1);
   });

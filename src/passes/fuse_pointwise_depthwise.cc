@@ -1,0 +1,183 @@
+// Fuses MobileNet's inverted residual, expand 1x1 conv -> depthwise k x k conv -> optionally project 1x1 conv
+// (each a Conv or a kestrel.FusedConv with its bias, activation and, on the projection, residual), into one
+// kestrel.FusedPointwiseDepthwise (docs/fused_ops.md). Its fast kernel (kernels/cpu/conv/conv_chain.h) runs the
+// convs over strips of rows, so the expanded tensor (and the depthwise output) never goes to memory. Only where
+// that kernel runs: float, constant f32 weights, depthwise 3x3 / 5x5 with stride 1 or 2, explicit pads each
+// smaller than the kernel, no dilation, an activation the fast epilogue has, and a large input plane (the
+// intermediate tensors are what the fusion saves). The intermediate values must have no other consumer and
+// must not be graph outputs.
+#include <optional>
+
+#include "ir/op_schema.h"
+#include "ir/ops/fused_activation.h"
+#include "ir/ops/window_geometry.h"
+#include "passes/fusion_util.h"
+#include "passes/pass.h"
+
+namespace kestrel::passes {
+
+namespace {
+
+// Input planes (H * W of the expand conv's input) below this stay unfused: the intermediate tensors are then
+// small enough to stay in cache anyway. Tuned in docs/architecture.md, Fused inverted residuals.
+constexpr int64_t kMinFusedPlane = 28 * 28;
+
+// A Conv / FusedConv as the fusion sees it.
+struct ConvNode {
+  ir::Node* node = nullptr;
+  ir::Value* x = nullptr;
+  ir::Value* w = nullptr;  // constant f32 [M, C / group, KH, KW]
+  ir::Value* b = nullptr;  // or null
+  ir::Value* z = nullptr;  // FusedConv's residual, or null
+  core::Dims wd;
+  int64_t group = 1;
+  ir::WindowAttrs window;
+  ir::FusedActivationSpec act;
+};
+
+// A 2-D float Conv or FusedConv with constant f32 weights, explicit (NOTSET) pads, no dilation, no pool_*
+// attributes and an activation the fast epilogue has (all but GeluTanh, as to_fast_activation in
+// runtime/ops/fused.cc).
+std::optional<ConvNode> read_conv(ir::Node* n) {
+  if (!n || n->num_outputs() != 1 || !n->output(0) || n->output(0)->dtype() != core::DType::kF32) return std::nullopt;
+  const bool plain = n->domain().empty() && n->op_type() == "Conv";
+  const bool fused = n->domain() == ir::kKestrelDomain && n->op_type() == "FusedConv";
+  if (!(plain || fused) || n->num_inputs() < 2 || n->num_inputs() > (fused ? 4u : 3u)) return std::nullopt;
+  if (n->has_attr("pool_kernel_shape")) return std::nullopt;
+  ConvNode c;
+  c.node = n;
+  c.x = n->input(0);
+  c.w = n->input(1);
+  c.b = n->input(2);
+  c.z = fused ? n->input(3) : nullptr;
+  if (!c.x || c.x->dtype() != core::DType::kF32 || !c.w || !c.w->is_constant() ||
+      c.w->constant().dtype() != core::DType::kF32 || c.w->constant().rank() != 4)
+    return std::nullopt;
+  c.wd = c.w->constant().dims();
+  if (c.b && (c.b->dtype() != core::DType::kF32 || c.b->shape().rank() != 1)) return std::nullopt;
+  auto group = n->attr_int("group", 1);
+  if (!group.is_ok() || *group < 1) return std::nullopt;
+  c.group = *group;
+  auto window = ir::read_window_attrs(*n, {c.wd[2], c.wd[3]}, false);
+  if (!window.is_ok() || window->auto_pad != ir::AutoPad::kNotSet) return std::nullopt;
+  if (n->has_attr("kernel_shape")) {
+    auto k = n->attr_ints("kernel_shape");
+    if (!k.is_ok() || *k != window->kernel) return std::nullopt;
+  }
+  for (int64_t d : window->dilations)
+    if (d != 1) return std::nullopt;
+  c.window = std::move(*window);
+  auto act = ir::read_fused_activation(*n);
+  if (!act.is_ok() || act->kind == ir::FusedActivation::kGeluTanh) return std::nullopt;
+  c.act = *act;
+  return c;
+}
+
+bool all_are(const std::vector<int64_t>& v, int64_t value) {
+  for (int64_t x : v)
+    if (x != value) return false;
+  return true;
+}
+
+// 1x1, stride 1, no pads, group 1.
+bool pointwise(const ConvNode& c) {
+  return c.group == 1 && c.wd[2] == 1 && c.wd[3] == 1 && c.wd[0] >= 1 && c.wd[1] >= 1 && all_are(c.window.strides, 1) &&
+         all_are(c.window.pads, 0);
+}
+
+// One k x k filter per channel (k 3 or 5), equal strides 1 or 2, each pad < k, no residual.
+bool depthwise(const ConvNode& c, int64_t channels) {
+  const int64_t k = c.wd[2];
+  if (c.z || c.group != channels || c.wd[0] != channels || c.wd[1] != 1 || c.wd[3] != k || (k != 3 && k != 5))
+    return false;
+  const int64_t s = c.window.strides[0];
+  if (c.window.strides[1] != s || (s != 1 && s != 2)) return false;
+  for (int64_t p : c.window.pads)
+    if (p >= k) return false;
+  return true;
+}
+
+// The node reading v (input 0) alone, if v is not a graph output.
+ir::Node* sole_reader(const ir::Value* v) {
+  ir::Node* n = single_consumer(v);
+  return n && n->input(0) == v && only_consumer(v, n) ? n : nullptr;
+}
+
+// The expand conv's input has a static plane of at least kMinFusedPlane pixels.
+bool large_plane(const ir::Value* x) {
+  const ir::Shape& s = x->shape();
+  if (!s.rank_known() || s.rank() != 4 || !s[2].known() || !s[3].known()) return false;
+  return static_cast<double>(s[2].value) * static_cast<double>(s[3].value) >= static_cast<double>(kMinFusedPlane);
+}
+
+// The expand conv feeding the depthwise conv `d` (read by it alone), if the pair can fuse.
+std::optional<ConvNode> expand_of(const ConvNode& d) {
+  std::optional<ConvNode> p1 = read_conv(d.x->producer());
+  if (!p1 || p1->z || !pointwise(*p1) || sole_reader(p1->node->output(0)) != d.node || !large_plane(p1->x) ||
+      !depthwise(d, p1->wd[0]))
+    return std::nullopt;
+  return p1;
+}
+
+// Whether the 1x1 conv `p3` can be the projection of the chain p1 -> d (it reads d's output alone, from M
+// channels; its residual, if any, comes from outside the chain: the chain's values have one reader each).
+bool projects(const ConvNode& p1, const ConvNode& d, const ConvNode& p3) {
+  return pointwise(p3) && p3.wd[1] == p1.wd[0] && sole_reader(d.node->output(0)) == p3.node &&
+         p3.z != p1.node->output(0) && p3.z != d.node->output(0);
+}
+
+class FusePointwiseDepthwise final : public Pass {
+ public:
+  const char* name() const override { return "fuse-pointwise-depthwise"; }
+
+  // Matched from the chain's last node (the projection, or the depthwise conv when no projection follows),
+  // so only nodes visited already are removed.
+  core::Result<PassStats> run(ir::Graph& g, const PassContext&) override {
+    PassStats stats;
+    for (ir::Node* n : g.nodes()) {
+      std::optional<ConvNode> last = read_conv(n);
+      if (!last) continue;
+      std::optional<ConvNode> p1, d, p3;
+      if (pointwise(*last)) {  // the projection of expand -> depthwise -> it?
+        d = read_conv(last->x->producer());
+        if (d) p1 = expand_of(*d);
+        if (!p1 || !projects(*p1, *d, *last)) continue;
+        p3 = std::move(last);
+      } else {  // a depthwise conv whose output is not projected (then the projection ends the chain)
+        d = std::move(last);
+        p1 = expand_of(*d);
+        if (!p1) continue;
+        if (std::optional<ConvNode> next = read_conv(sole_reader(d->node->output(0))); next && projects(*p1, *d, *next))
+          continue;
+      }
+      std::vector<ir::Value*> inputs{p1->x, p1->w, p1->b, d->w, d->b};
+      if (p3) {
+        inputs.push_back(p3->w);
+        inputs.push_back(p3->b);
+        inputs.push_back(p3->z);
+      }
+      while (!inputs.back()) inputs.pop_back();
+      std::map<std::string, ir::Attribute> attrs;
+      attrs["kernel_shape"] = ir::Attribute(d->window.kernel);
+      attrs["strides"] = ir::Attribute(d->window.strides);
+      attrs["pads"] = ir::Attribute(d->window.pads);
+      std::vector<ir::Node*> dead{p1->node, d->node};
+      if (p3) dead.push_back(p3->node);
+      KESTREL_ASSIGN_OR_RETURN(ir::Node * fused, replace_chain(g, n, dead, "FusedPointwiseDepthwise",
+                                                               ir::kKestrelDomain, inputs, attrs, p1->node->name()));
+      ir::set_fused_activation(*fused, p1->act, "activation1");
+      ir::set_fused_activation(*fused, d->act, "activation2");
+      if (p3) ir::set_fused_activation(*fused, p3->act, "activation3");
+      ++stats.fused;
+    }
+    return stats;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_fuse_pointwise_depthwise() {
+  return std::make_unique<FusePointwiseDepthwise>();
+}
+
+}  // namespace kestrel::passes
