@@ -76,23 +76,25 @@ void BM_Conv2T(benchmark::State& st) {
 
 // An inverted residual block: expand 1x1 (C -> M, ReLU6), depthwise K x K (stride, ReLU6), project 1x1 (M -> P,
 // residual when the shapes allow), as three FastConv runs through full-size tensors (fused 0) or as one
-// FastConvChain over strips of rows (fused 1). Args: {C, M, P, H, K, stride, project, threads, fused, cold}.
+// FastConvChain over strips of rows (fused 1). Args: {C, M, P, H, K, stride, project, threads, fused, cold, groups}
+// (groups 0: depthwise, else RegNet's grouped middle conv).
 void BM_Chain(benchmark::State& st) {
   const int64_t c = st.range(0), m = st.range(1), pc = st.range(2), h = st.range(3), k = st.range(4), s = st.range(5);
   const bool project = st.range(6) != 0, fused = st.range(8) != 0, cold = st.range(9) != 0;
+  const int64_t groups = st.range(10) ? st.range(10) : m;
   static core::ThreadPool pool2(2);
   core::ThreadPool* pool = st.range(7) > 1 ? &pool2 : nullptr;
   const int64_t pad = k / 2, oh = (h + 2 * pad - k) / s + 1;
   const cpu::FusedActivation relu6{cpu::GemmActivation::kClip, 0.f, 6.f};
   const core::Isa isa = core::active_isa();
-  core::Tensor x = rnd({1, c, h, h}), w1 = rnd({m, c, 1, 1}), w2 = rnd({m, 1, k, k}), w3 = rnd({pc, m, 1, 1});
+  core::Tensor x = rnd({1, c, h, h}), w1 = rnd({m, c, 1, 1}), w2 = rnd({m, m / groups, k, k}), w3 = rnd({pc, m, 1, 1});
   core::Tensor b1 = rnd({m}), b2 = rnd({m}), b3 = rnd({pc}), e = rnd({1, m, h, h}), d = rnd({1, m, oh, oh});
   core::Tensor y = rnd({1, project ? pc : m, oh, oh});
   const bool residual = project && s == 1 && c == pc;
   auto f1 = cpu::FastConv::create(w1, 1, relu6, isa, false, h * h);
-  auto f2 = cpu::FastConv::create(w2, m, relu6, isa, false, h * h);
+  auto f2 = cpu::FastConv::create(w2, groups, relu6, isa, false, h * h);
   auto f3 = cpu::FastConv::create(w3, 1, {}, isa, false, oh * oh);
-  auto g1 = cpu::FastConv::create(w1, 1, relu6, isa, false), g2 = cpu::FastConv::create(w2, m, relu6, isa, false),
+  auto g1 = cpu::FastConv::create(w1, 1, relu6, isa, false), g2 = cpu::FastConv::create(w2, groups, relu6, isa, false),
        g3 = cpu::FastConv::create(w3, 1, {}, isa, false);
   if (!f1.is_ok() || !f2.is_ok() || !f3.is_ok() || !g1.is_ok() || !g2.is_ok() || !g3.is_ok()) {
     st.SkipWithError("create failed");
@@ -104,7 +106,7 @@ void BM_Chain(benchmark::State& st) {
     st.SkipWithError(chain.status().to_string().c_str());
     return;
   }
-  const ref::ConvParams p1{{1, 1}, {1, 1}, {0, 0}, 1}, p2{{s, s}, {1, 1}, {pad, pad}, m};
+  const ref::ConvParams p1{{1, 1}, {1, 1}, {0, 0}, 1}, p2{{s, s}, {1, 1}, {pad, pad}, groups};
   std::vector<float> junk(cold ? size_t{8} << 20 : 0);
   for (auto _ : st) {
     if (cold) {
@@ -122,23 +124,25 @@ void BM_Chain(benchmark::State& st) {
     }
     benchmark::ClobberMemory();
   }
-  const double flops = 2.0 * m * (h * h * c + oh * oh * k * k + (project ? oh * oh * pc : 0));
+  const double flops = 2.0 * m * (h * h * c + oh * oh * k * k * (m / groups) + (project ? oh * oh * pc : 0));
   st.counters["GFLOP/s"] =
       benchmark::Counter(flops * 1e-9 * static_cast<double>(st.iterations()), benchmark::Counter::kIsRate);
 }
-// MobileNetV2 / MnasNet blocks at 112, 56 and 28, fused and not, warm and cold, 1 and 2 threads.
-#define CHAIN(C, M, P, H, K, S, PROJ)           \
-  ->Args({C, M, P, H, K, S, PROJ, 1, 0, 0})     \
-      ->Args({C, M, P, H, K, S, PROJ, 1, 1, 0}) \
-      ->Args({C, M, P, H, K, S, PROJ, 1, 0, 1}) \
-      ->Args({C, M, P, H, K, S, PROJ, 1, 1, 1}) \
-      ->Args({C, M, P, H, K, S, PROJ, 2, 0, 0}) \
-      ->Args({C, M, P, H, K, S, PROJ, 2, 1, 0})
+// MobileNetV2 / MnasNet / RegNet blocks at 112, 56 and 28, fused and not, warm and cold, 1 and 2 threads.
+// clang-format off
+#define CHAIN_G(C, M, P, H, K, S, PROJ, G)                                                   \
+  ->Args({C, M, P, H, K, S, PROJ, 1, 0, 0, G})->Args({C, M, P, H, K, S, PROJ, 1, 1, 0, G})    \
+  ->Args({C, M, P, H, K, S, PROJ, 1, 0, 1, G})->Args({C, M, P, H, K, S, PROJ, 1, 1, 1, G})    \
+  ->Args({C, M, P, H, K, S, PROJ, 2, 0, 0, G})->Args({C, M, P, H, K, S, PROJ, 2, 1, 0, G})
+#define CHAIN(C, M, P, H, K, S, PROJ) CHAIN_G(C, M, P, H, K, S, PROJ, 0)
 BENCHMARK(BM_Chain)
-CHAIN(16, 96, 24, 112, 3, 2, 1) CHAIN(16, 48, 24, 112, 3, 2, 1) CHAIN(24, 144, 24, 56, 3, 1, 1)
+    CHAIN(16, 96, 24, 112, 3, 2, 1) CHAIN(16, 48, 24, 112, 3, 2, 1) CHAIN(24, 144, 24, 56, 3, 1, 1)
     CHAIN(24, 72, 24, 56, 3, 1, 1) CHAIN(24, 144, 32, 56, 3, 2, 1) CHAIN(32, 192, 32, 28, 3, 1, 1)
-        CHAIN(16, 96, 24, 112, 3, 2, 0) CHAIN(24, 144, 24, 56, 5, 1, 1)
-            ->UseRealTime();
+    CHAIN(16, 96, 24, 112, 3, 2, 0) CHAIN(24, 144, 24, 56, 5, 1, 1)
+    // RegNet-X 400MF, groups of 16 channels
+    CHAIN_G(32, 32, 32, 112, 3, 2, 1, 2) CHAIN_G(32, 64, 64, 56, 3, 2, 1, 4) CHAIN_G(64, 64, 64, 28, 3, 1, 1, 4)
+    CHAIN_G(64, 160, 160, 28, 3, 2, 1, 10)->UseRealTime();
+// clang-format on
 
 // Depthwise (EfficientNet / MobileNet): {C, M, H, K, stride, group, act}; act 7 = SiLU, 2 = Clip.
 #define DW(C, H, K, S) ->Args({C, C, H, K, S, C, 7})

@@ -1,11 +1,13 @@
 // Fuses MobileNet's inverted residual, expand 1x1 conv -> depthwise k x k conv -> optionally project 1x1 conv
 // (each a Conv or a kestrel.FusedConv with its bias, activation and, on the projection, residual), into one
-// kestrel.FusedPointwiseDepthwise (docs/fused_ops.md). Its fast kernel (kernels/cpu/conv/conv_chain.h) runs the
-// convs over strips of rows, so the expanded tensor (and the depthwise output) never goes to memory. Only where
-// that kernel runs: float, constant f32 weights, depthwise 3x3 / 5x5 with stride 1 or 2, explicit pads each
-// smaller than the kernel, no dilation, an activation the fast epilogue has, and a large input plane (the
-// intermediate tensors are what the fusion saves). The intermediate values must have no other consumer and
-// must not be graph outputs.
+// kestrel.FusedPointwiseDepthwise (docs/fused_ops.md); likewise RegNet's blocks, whose middle conv is grouped
+// (the fused node's `group`, written only when it is not M). Its fast kernel (kernels/cpu/conv/conv_chain.h)
+// runs the convs over strips of rows, so the expanded tensor (and the middle conv's output) never goes to
+// memory. Only where that kernel runs: float, constant f32 weights, a middle conv that is depthwise 3x3 / 5x5
+// or grouped k x k (1 < k <= 7) with groups of a multiple of 16 channels (whole vectors on every ISA), at
+// most 256, with stride 1 or 2, explicit pads each smaller than the kernel, no dilation, an activation the
+// fast epilogue has, and a large input plane (the intermediate tensors are what the fusion saves). The
+// intermediate values must have no other consumer and must not be graph outputs.
 #include <optional>
 
 #include "ir/op_schema.h"
@@ -85,11 +87,24 @@ bool pointwise(const ConvNode& c) {
          all_are(c.window.pads, 0);
 }
 
-// One k x k filter per channel (k 3 or 5), equal strides 1 or 2, each pad < k, no residual.
+// Group widths (channels per group) of a grouped middle conv the fast chain runs on every ISA: whole vectors
+// of 16 (AVX-512), 8 (AVX2) and 1 (scalar) lanes, at most kMaxGroupWidth (FastConv::has_direct_rows).
+constexpr int64_t kGroupWidthMultiple = 16;
+constexpr int64_t kMaxGroupWidth = 256;
+
+// k x k, `channels` in and out, either one filter per channel (k 3 or 5) or grouped (group > 1, group width
+// a multiple of kGroupWidthMultiple up to kMaxGroupWidth, 1 < k <= 7); equal strides 1 or 2, each pad < k,
+// no residual.
 bool depthwise(const ConvNode& c, int64_t channels) {
   const int64_t k = c.wd[2];
-  if (c.z || c.group != channels || c.wd[0] != channels || c.wd[1] != 1 || c.wd[3] != k || (k != 3 && k != 5))
+  if (c.z || c.wd[0] != channels || channels % c.group != 0 || c.wd[1] * c.group != channels || c.wd[3] != k)
     return false;
+  if (c.group == channels) {
+    if (k != 3 && k != 5) return false;
+  } else {
+    const int64_t cg = channels / c.group;
+    if (c.group < 2 || cg % kGroupWidthMultiple != 0 || cg > kMaxGroupWidth || k <= 1 || k > 7) return false;
+  }
   const int64_t s = c.window.strides[0];
   if (c.window.strides[1] != s || (s != 1 && s != 2)) return false;
   for (int64_t p : c.window.pads)
@@ -161,6 +176,7 @@ class FusePointwiseDepthwise final : public Pass {
       attrs["kernel_shape"] = ir::Attribute(d->window.kernel);
       attrs["strides"] = ir::Attribute(d->window.strides);
       attrs["pads"] = ir::Attribute(d->window.pads);
+      if (d->group != p1->wd[0]) attrs["group"] = ir::Attribute(d->group);
       std::vector<ir::Node*> dead{p1->node, d->node};
       if (p3) dead.push_back(p3->node);
       KESTREL_ASSIGN_OR_RETURN(ir::Node * fused, replace_chain(g, n, dead, "FusedPointwiseDepthwise",

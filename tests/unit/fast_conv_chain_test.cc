@@ -1,8 +1,8 @@
 // FastConvChain (expand 1x1 -> depthwise -> [project 1x1] over strips of rows) against the reference conv run
 // three times with the activations in between, on every ISA of this CPU: random channel counts (1, primes, around
-// the vector width), planes from 1 to 61 rows (odd, strip heights that do not divide them), 3x3 / 5x5, stride 1 / 2,
-// every begin pad below the kernel with the end pad chosen freely, batches, biases or none, residual with NaNs, every
-// fused activation at each stage, 1 to 3 threads; then the bad-input refusals.
+// the vector width), depthwise or grouped middle convs, planes from 1 to 61 rows (odd, strip heights that do not divide
+// them), 3x3 / 5x5, stride 1 / 2, every begin pad below the kernel with the end pad chosen freely, batches, biases or
+// none, residual with NaNs, every fused activation at each stage, 1 to 3 threads; then the bad-input refusals.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -53,7 +53,10 @@ TEST_P(FastConvChainTest, MatchesReference) {
   auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
   for (int i = 0; i < 60; ++i) {
     const int64_t k = i % 3 == 2 ? 5 : 3, s = i % 2 == 0 ? 1 : 2;
-    const int64_t n = pick(1, 2), c = pick(1, 24), m = i % 4 == 0 ? pick(40, 150) : pick(1, 40), pr = pick(1, 30);
+    // Every fourth case a grouped middle conv (RegNet's: groups of 16 or 32 channels, the direct grouped path).
+    const int64_t groups = i % 4 == 1 ? pick(2, 4) : 0, gw = i % 8 == 1 ? 32 : 16;
+    const int64_t n = pick(1, 2), c = pick(1, 24), pr = pick(1, 30);
+    const int64_t m = groups ? groups * gw : i % 4 == 0 ? pick(40, 150) : pick(1, 40);
     // Mostly large planes (several strips per thread), some tiny ones.
     const int64_t h = i % 5 == 4 ? pick(1, 6) : pick(k, 61), w = i % 5 == 4 ? pick(1, 6) : pick(k, 130);
     const int64_t pt = pick(0, k - 1), pl = pick(0, k - 1), pb = pick(0, k - 1), pr_ = pick(0, k - 1);
@@ -61,20 +64,21 @@ TEST_P(FastConvChainTest, MatchesReference) {
     if (oh < 1 || ow < 1) continue;
     const bool project = i % 6 != 5, residual = project && i % 3 == 0, bias = i % 7 != 3;
     const FusedActivation a1 = kActs[i % 10], a2 = kActs[(i * 3 + 1) % 10], a3 = kActs[(i * 7 + 2) % 10];
-    SCOPED_TRACE(core::str_cat("case ", i, ": n ", n, " c ", c, " m ", m, " p ", pr, " h ", h, " w ", w, " k ", k,
-                               " s ", s, " pads ", pt, ",", pl, ",", pb, ",", pr_, project ? "" : " no projection",
-                               residual ? " residual" : ""));
+    SCOPED_TRACE(core::str_cat("case ", i, ": n ", n, " c ", c, " m ", m, " groups ", groups, " p ", pr, " h ", h,
+                               " w ", w, " k ", k, " s ", s, " pads ", pt, ",", pl, ",", pb, ",", pr_,
+                               project ? "" : " no projection", residual ? " residual" : ""));
     Tensor x = random_f32({n, c, h, w}, rng), w1 = random_f32({m, c, 1, 1}, rng), b1 = random_f32({m}, rng);
-    Tensor w2 = random_f32({m, 1, k, k}, rng), b2 = random_f32({m}, rng);
+    const int64_t group2 = groups ? groups : m;
+    Tensor w2 = random_f32({m, m / group2, k, k}, rng), b2 = random_f32({m}, rng);
     Tensor w3 = random_f32({pr, m, 1, 1}, rng), b3 = random_f32({pr}, rng);
     const Dims yd{n, project ? pr : m, oh, ow};
     Tensor z = random_f32(yd, rng);
     for (int64_t j = 5; j < z.num_elements(); j += 11) z.data<float>()[j] = NAN;
     Tensor e = ref_stage(x, w1, bias ? &b1 : nullptr, 1, 1, 0, 0, {n, m, h, w}, a1, nullptr);
-    Tensor want = ref_stage(e, w2, bias ? &b2 : nullptr, m, s, pt, pl, {n, m, oh, ow}, a2, nullptr);
+    Tensor want = ref_stage(e, w2, bias ? &b2 : nullptr, group2, s, pt, pl, {n, m, oh, ow}, a2, nullptr);
     if (project) want = ref_stage(want, w3, bias ? &b3 : nullptr, 1, 1, 0, 0, yd, a3, residual ? &z : nullptr);
 
-    auto f1 = FastConv::create(w1, 1, a1, isa, false), f2 = FastConv::create(w2, m, a2, isa, false),
+    auto f1 = FastConv::create(w1, 1, a1, isa, false), f2 = FastConv::create(w2, group2, a2, isa, false),
          f3 = FastConv::create(w3, 1, a3, isa, false);
     ASSERT_TRUE(f1.is_ok() && f2.is_ok() && f3.is_ok());
     auto chain = FastConvChain::create(std::move(*f1), std::move(*f2),
@@ -102,7 +106,8 @@ TEST_P(FastConvChainTest, RejectsBadInput) {
                                  FastConv::create(b, gb, {}, isa, false).value(), std::move(p));
   };
   EXPECT_FALSE(make(w2, 8, w2, 8, nullptr).is_ok());        // the expansion is not 1x1
-  EXPECT_FALSE(make(w1, 1, w2_dense, 1, nullptr).is_ok());  // the middle conv is not depthwise
+  EXPECT_FALSE(make(w1, 1, w2_dense, 1, nullptr).is_ok());  // the middle conv is dense
+  EXPECT_FALSE(make(w1, 1, w2_dense, 8, nullptr).is_ok());  // grouped over 64 input channels, not 8
   EXPECT_FALSE(make(w1, 1, w2, 8, &w3_bad).is_ok());        // projection over 6 channels, not 8
   auto chain = make(w1, 1, w2, 8, &w3);
   ASSERT_TRUE(chain.is_ok());

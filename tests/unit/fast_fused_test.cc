@@ -150,8 +150,9 @@ TEST_P(FastFusedTest, GeluTanhFallsBackToReferenceEpilogue) {
           std::string("sgemm.") + core::isa_name(GetParam()));
 }
 
-// The fast conv chain (expand 1x1 -> depthwise -> optional project 1x1 over strips of rows) against the
-// reference convs; GeluTanh anywhere in the chain takes the reference.
+// The fast conv chain (expand 1x1 -> depthwise or grouped k x k -> optional project 1x1 over strips of rows)
+// against the reference convs; GeluTanh anywhere in the chain takes the reference. Grouped middle convs have
+// groups of 16 or 32 channels: whole vectors on every ISA.
 TEST_P(FastFusedTest, FusedPointwiseDepthwise) {
   KESTREL_SKIP_IF_ISA_MISSING(GetParam());
   std::mt19937 rng(11);
@@ -159,11 +160,12 @@ TEST_P(FastFusedTest, FusedPointwiseDepthwise) {
   struct Case {
     int64_t n, c, h, w, m, p, k, stride;  // p = 0: no projection
     std::vector<int64_t> pads;
+    int64_t group = 0;  // the middle conv's; 0: m (depthwise, no attribute)
   };
-  const Case cases[] = {{2, 5, 37, 37, 19, 7, 3, 1, {1, 0, 1, 2}},
-                        {1, 7, 30, 33, 24, 0, 5, 2, {2, 2, 1, 2}},
-                        {1, 16, 19, 21, 40, 16, 3, 2, {1, 1, 1, 1}},
-                        {2, 3, 14, 9, 8, 5, 5, 1, {2, 1, 2, 0}}};
+  const Case cases[] = {{2, 5, 37, 37, 19, 7, 3, 1, {1, 0, 1, 2}},     {1, 7, 30, 33, 24, 0, 5, 2, {2, 2, 1, 2}},
+                        {1, 16, 19, 21, 40, 16, 3, 2, {1, 1, 1, 1}},   {2, 3, 14, 9, 8, 5, 5, 1, {2, 1, 2, 0}},
+                        {2, 5, 20, 23, 48, 24, 3, 1, {1, 1, 1, 1}, 3}, {1, 8, 21, 19, 64, 0, 3, 2, {1, 0, 1, 1}, 4},
+                        {1, 6, 17, 15, 64, 12, 7, 1, {3, 2, 3, 3}, 2}, {1, 4, 18, 18, 32, 8, 5, 2, {2, 2, 2, 2}, 2}};
   const auto& a = acts();
   int i = 0;
   for (const Case& c : cases) {
@@ -173,12 +175,14 @@ TEST_P(FastFusedTest, FusedPointwiseDepthwise) {
     for (size_t j = 0; j <= a.size(); ++j, ++i) {
       SCOPED_TRACE(i);
       Tensor x = testing::random_f32({c.n, c.c, c.h, c.w}, rng), w1 = testing::random_f32({c.m, c.c, 1, 1}, rng);
-      Tensor b1 = testing::random_f32({c.m}, rng), w2 = testing::random_f32({c.m, 1, c.k, c.k}, rng);
+      Tensor b1 = testing::random_f32({c.m}, rng);
+      Tensor w2 = testing::random_f32({c.m, c.group ? c.m / c.group : 1, c.k, c.k}, rng);
       Tensor b2 = testing::random_f32({c.m}, rng);
       const bool with_b = i % 3 != 0, with_z = project && i % 2 == 0;
       Attrs attrs{{"kernel_shape", ir::Attribute(std::vector<int64_t>{c.k, c.k})},
                   {"strides", ir::Attribute(std::vector<int64_t>{c.stride, c.stride})},
                   {"pads", ir::Attribute(c.pads)}};
+      if (c.group) attrs["group"] = ir::Attribute(c.group);
       // The last round puts GeluTanh (no fast epilogue) on the depthwise conv.
       const bool gelu_tanh = j == a.size();
       auto put = [&](const std::string& name, const std::pair<std::string, std::vector<float>>& act) {

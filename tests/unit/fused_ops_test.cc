@@ -283,10 +283,12 @@ TEST(FusedConv, MaxPoolAttributesMatchConvThenMaxPool) {
     }
 }
 
-// kestrel.FusedPointwiseDepthwise in doubles: act1(1x1 conv) -> act2(depthwise k x k) -> [act3(1x1 conv + Z)].
+// kestrel.FusedPointwiseDepthwise in doubles: act1(1x1 conv) -> act2(depthwise or grouped k x k) ->
+// [act3(1x1 conv + Z)].
 struct PwDwCase {
   int64_t n, c, h, w, m, p, k, stride;  // p = 0: no projection
   std::vector<int64_t> pads;            // [top, left, bottom, right]
+  int64_t group = 0;                    // the middle conv's; 0: m (depthwise)
 };
 
 std::vector<double> naive_pointwise_depthwise(const PwDwCase& cs, const Tensor& x, const Tensor& w1, const Tensor* b1,
@@ -295,6 +297,7 @@ std::vector<double> naive_pointwise_depthwise(const PwDwCase& cs, const Tensor& 
   const int64_t oh = (cs.h + cs.pads[0] + cs.pads[2] - cs.k) / cs.stride + 1;
   const int64_t ow = (cs.w + cs.pads[1] + cs.pads[3] - cs.k) / cs.stride + 1;
   auto f = [](const Tensor* t, int64_t i) { return t ? double(t->data<float>()[i]) : 0.0; };
+  const int64_t cg = cs.group ? cs.m / cs.group : 1;  // the middle conv's channels per group
   std::vector<double> e(static_cast<size_t>(cs.n * cs.m * cs.h * cs.w)), d(static_cast<size_t>(cs.n * cs.m * oh * ow));
   for (int64_t n = 0; n < cs.n; ++n)
     for (int64_t m = 0; m < cs.m; ++m)
@@ -308,13 +311,15 @@ std::vector<double> naive_pointwise_depthwise(const PwDwCase& cs, const Tensor& 
       for (int64_t y = 0; y < oh; ++y)
         for (int64_t xo = 0; xo < ow; ++xo) {
           double acc = f(b2, m);
-          for (int64_t ky = 0; ky < cs.k; ++ky)
-            for (int64_t kx = 0; kx < cs.k; ++kx) {
-              const int64_t iy = y * cs.stride - cs.pads[0] + ky, ix = xo * cs.stride - cs.pads[1] + kx;
-              if (iy < 0 || iy >= cs.h || ix < 0 || ix >= cs.w) continue;
-              acc += e[static_cast<size_t>(((n * cs.m + m) * cs.h + iy) * cs.w + ix)] *
-                     f(&w2, (m * cs.k + ky) * cs.k + kx);
-            }
+          for (int64_t ci = 0; ci < cg; ++ci)
+            for (int64_t ky = 0; ky < cs.k; ++ky)
+              for (int64_t kx = 0; kx < cs.k; ++kx) {
+                const int64_t iy = y * cs.stride - cs.pads[0] + ky, ix = xo * cs.stride - cs.pads[1] + kx;
+                if (iy < 0 || iy >= cs.h || ix < 0 || ix >= cs.w) continue;
+                const int64_t in_c = m / cg * cg + ci;
+                acc += e[static_cast<size_t>(((n * cs.m + in_c) * cs.h + iy) * cs.w + ix)] *
+                       f(&w2, ((m * cg + ci) * cs.k + ky) * cs.k + kx);
+              }
           d[static_cast<size_t>(((n * cs.m + m) * oh + y) * ow + xo)] = act_naive(a2, acc);
         }
   if (!w3) return d;
@@ -331,13 +336,15 @@ std::vector<double> naive_pointwise_depthwise(const PwDwCase& cs, const Tensor& 
   return out;
 }
 
-// Every activation in each of the three places, with and without biases / projection / residual, on the
-// reference (weights fed at run time) and on the fast chain (constant weights).
+// Every activation in each of the three places, with and without biases / projection / residual, depthwise and
+// grouped middle convs (`group`: groups of 16, the fast chain on every ISA; of 8 and 3, the fast chain where they
+// are whole vectors, else the reference; k 3 / 5 / 7), on the reference (weights fed at run time) and with
+// constant weights (the fast chain where it applies).
 TEST(FusedPointwiseDepthwise, MatchesNaiveChainWithEveryActivation) {
-  const PwDwCase cases[] = {{2, 3, 9, 11, 6, 4, 3, 2, {1, 0, 1, 2}},
-                            {1, 5, 8, 7, 9, 5, 5, 1, {2, 2, 2, 2}},
-                            {2, 4, 10, 9, 12, 0, 3, 1, {1, 1, 0, 1}},
-                            {1, 2, 12, 13, 5, 3, 5, 2, {0, 2, 1, 0}}};
+  const PwDwCase cases[] = {{2, 3, 9, 11, 6, 4, 3, 2, {1, 0, 1, 2}},     {1, 5, 8, 7, 9, 5, 5, 1, {2, 2, 2, 2}},
+                            {2, 4, 10, 9, 12, 0, 3, 1, {1, 1, 0, 1}},    {1, 2, 12, 13, 5, 3, 5, 2, {0, 2, 1, 0}},
+                            {2, 5, 9, 11, 48, 7, 3, 1, {1, 1, 1, 1}, 3}, {1, 4, 10, 9, 32, 0, 5, 2, {2, 1, 2, 2}, 2},
+                            {1, 3, 8, 8, 24, 6, 3, 2, {1, 0, 1, 1}, 3},  {1, 3, 9, 9, 12, 4, 7, 1, {3, 3, 3, 3}, 4}};
   const std::vector<Act>& acts = all_acts();
   uint32_t seed = 200;
   int i = 0;
@@ -347,7 +354,8 @@ TEST(FusedPointwiseDepthwise, MatchesNaiveChainWithEveryActivation) {
     const bool project = cs.p > 0;
     const int64_t out_c = project ? cs.p : cs.m;
     Tensor x = random_tensor({cs.n, cs.c, cs.h, cs.w}, seed++), w1 = random_tensor({cs.m, cs.c, 1, 1}, seed++);
-    Tensor b1 = random_tensor({cs.m}, seed++), w2 = random_tensor({cs.m, 1, cs.k, cs.k}, seed++);
+    const int64_t cg = cs.group ? cs.m / cs.group : 1;
+    Tensor b1 = random_tensor({cs.m}, seed++), w2 = random_tensor({cs.m, cg, cs.k, cs.k}, seed++);
     Tensor b2 = random_tensor({cs.m}, seed++);
     Tensor w3 = project ? random_tensor({cs.p, cs.m, 1, 1}, seed++) : Tensor();
     Tensor b3 = project ? random_tensor({cs.p}, seed++) : Tensor();
@@ -358,6 +366,7 @@ TEST(FusedPointwiseDepthwise, MatchesNaiveChainWithEveryActivation) {
       Attrs attrs{{"kernel_shape", std::vector<int64_t>{cs.k, cs.k}},
                   {"strides", std::vector<int64_t>{cs.stride, cs.stride}},
                   {"pads", cs.pads}};
+      if (cs.group) attrs["group"] = cs.group;
       auto put = [&](const char* name, const Act& act) {
         if (*act.name) attrs[name] = std::string(act.name);
         if (!act.params.empty()) attrs[std::string(name) + "_params"] = act.params;
@@ -375,8 +384,9 @@ TEST(FusedPointwiseDepthwise, MatchesNaiveChainWithEveryActivation) {
           cs, x, w1, with_b ? &b1 : nullptr, w2, with_b ? &b2 : nullptr, project ? &w3 : nullptr,
           project && with_b ? &b3 : nullptr, with_z ? &z : nullptr, a1, a2, project ? a3 : Act{"", {}});
       for (bool constant_w : {false, true}) {
-        const std::string what = "case " + std::to_string(i) + " acts " + a1.name + "/" + a2.name + "/" +
-                                 (project ? a3.name : "-") + (constant_w ? " (constant W)" : " (W fed)");
+        const std::string what = "case " + std::to_string(i) + " group " + std::to_string(cs.group) + " acts " +
+                                 a1.name + "/" + a2.name + "/" + (project ? a3.name : "-") +
+                                 (constant_w ? " (constant W)" : " (W fed)");
         std::vector<bool> constant(ins.size(), false);
         for (size_t j = 1; j < ins.size() && j < 7; ++j) constant[j] = constant_w;
         auto y = run_one("kestrel", "FusedPointwiseDepthwise", ins, attrs, constant);
@@ -416,6 +426,17 @@ TEST(FusedPointwiseDepthwise, RefusesBadShapesAndAttributesWithTheNodeName) {
   expect_error(run_one("kestrel", op, {x, w1, b, random_tensor({6, 2, 3, 3}, 307)}, attrs), "depthwise");
   expect_error(run_one("kestrel", op, {x, w1, b, random_tensor({6, 1, 5, 5}, 308)}, attrs), "depthwise");
   expect_error(run_one("kestrel", op, {x, w1}, attrs), "W2");
+  // A grouped middle conv: W2 [M, M / group, k, k] with group dividing M.
+  const Tensor w2g = random_tensor({6, 2, 3, 3}, 319);
+  auto grouped = run_one("kestrel", op, {x, w1, b, w2g, b, w3}, with({{"group", int64_t{3}}}));
+  ASSERT_TRUE(grouped.is_ok()) << grouped.status().to_string();
+  EXPECT_EQ(grouped->dims(), (core::Dims{1, 4, 8, 8}));
+  expect_error(run_one("kestrel", op, {x, w1, b, w2g}, with({{"group", int64_t{4}}})), "must divide");
+  expect_error(run_one("kestrel", op, {x, w1, b, w2}, with({{"group", int64_t{3}}})), "[6, 2, 3, 3]");
+  expect_error(run_one("kestrel", op, {x, w1, b, w2g}, with({{"group", int64_t{2}}})), "[6, 3, 3, 3]");
+  expect_error(run_one("kestrel", op, {x, w1, b, random_tensor({6, 2, 5, 5}, 320)}, with({{"group", int64_t{3}}})),
+               "M / group");
+  expect_error(run_one("kestrel", op, {x, w1, b, w2g}, with({{"group", int64_t{0}}})), "group must be >= 1");
   // Channels that do not match.
   expect_error(run_one("kestrel", op, {x, random_tensor({6, 4, 1, 1}, 309), b, w2}, attrs), "input channels C");
   expect_error(run_one("kestrel", op, {x, w1, b, random_tensor({5, 1, 3, 3}, 310)}, attrs), "expanded channels M");

@@ -648,6 +648,7 @@ struct InvertedResidual {
   std::string act1 = "Relu6", act2 = "Relu6", act3;
   bool residual = false;  // + x after the projection (p == c, stride 1, same size)
   int64_t expand_stride = 1, dilation = 1;
+  int64_t group = 0;  // the middle conv's; 0: m (depthwise)
 };
 
 struct BlockValues {
@@ -655,12 +656,12 @@ struct BlockValues {
   ir::Value* y;                            // the block's output
 };
 
-// expand 1x1 (+ act1) -> depthwise k x k (+ act2) -> [project 1x1 (+ x) (+ act3)], as ONNX ops.
+// expand 1x1 (+ act1) -> depthwise (or grouped) k x k (+ act2) -> [project 1x1 (+ x) (+ act3)], as ONNX ops.
 BlockValues inverted_residual(ir::Graph& g, ir::Value* x, const InvertedResidual& b, uint32_t seed) {
   BlockValues v{};
   v.expand = conv_k(g, x, b.c, b.m, 1, seed, 1, {b.expand_stride, b.expand_stride});
-  v.depthwise =
-      conv_k(g, activate(g, out(v.expand), b.act1), b.m, b.m, b.k, seed + 2, b.m, {b.stride, b.stride}, b.pads);
+  v.depthwise = conv_k(g, activate(g, out(v.expand), b.act1), b.m, b.m, b.k, seed + 2, b.group ? b.group : b.m,
+                       {b.stride, b.stride}, b.pads);
   if (b.dilation != 1) v.depthwise->set_attr("dilations", std::vector<int64_t>{b.dilation, b.dilation});
   v.y = activate(g, out(v.depthwise), b.act2);
   if (b.p == 0) return v;
@@ -841,6 +842,87 @@ TEST(FusePointwiseDepthwise, LeavesSharedValuesDilationSmallPlanesStridedExpandA
   }
 }
 
+// RegNet's block: 1x1 -> grouped 3x3 (groups of 16 channels) -> 1x1 + x, Relu. Fuses where the group width is a
+// multiple of 16 (whole vectors on every ISA) up to 256, with k up to 7; the fused node carries `group`.
+TEST(FusePointwiseDepthwise, GroupedMiddleConvFusesOnlyWithWholeVectorGroups) {
+  InvertedResidual regnet;
+  regnet.c = regnet.p = 24;
+  regnet.m = 48;
+  regnet.group = 3;  // groups of 16
+  regnet.residual = true;
+  regnet.act1 = regnet.act2 = regnet.act3 = "Relu";
+  auto single = [](const InvertedResidual& b, int64_t h, int64_t w, const Ops& want, int64_t want_group) {
+    check(
+        [&](ir::Graph& g) {
+          ir::Value* x = g.add_input("x", f32({1, b.c, h, w}));
+          g.add_output(inverted_residual(g, x, b, 86).y);
+        },
+        pwdw_passes(), want, 1e-4);
+    auto g = std::make_unique<ir::Graph>();
+    g->add_output(inverted_residual(*g, g->add_input("x", f32({1, b.c, h, w})), b, 86).y);
+    ASSERT_TRUE(ir::infer_graph(*g, &evaluator()).is_ok());
+    passes::PassManager pm;
+    for (auto& p : pwdw_passes()) pm.add(std::move(p));
+    passes::PassContext ctx;
+    ctx.evaluator = &evaluator();
+    ASSERT_TRUE(pm.run(*g, ctx).is_ok());
+    for (const ir::Node* n : g->nodes())
+      if (n->op_type() == "FusedPointwiseDepthwise") {
+        auto group = n->attr_int("group", 0);  // 0: not written (depthwise)
+        ASSERT_TRUE(group.is_ok());
+        EXPECT_EQ(*group, want_group);
+      }
+  };
+  const Ops fused = {"kestrel.FusedPointwiseDepthwise"};
+  const Ops unfused = {"kestrel.FusedConv", "kestrel.FusedConv", "kestrel.FusedConv"};
+  {
+    SCOPED_TRACE("groups of 16, stride 1, residual");
+    single(regnet, 30, 29, fused, 3);
+  }
+  {
+    SCOPED_TRACE("groups of 16, stride 2, no residual");
+    InvertedResidual s = regnet;
+    s.stride = 2;
+    s.residual = false;
+    single(s, 37, 36, fused, 3);
+  }
+  {
+    SCOPED_TRACE("groups of 32, 7x7");
+    InvertedResidual k = regnet;
+    k.m = 64;
+    k.group = 2;
+    k.k = 7;
+    k.pads = {3, 3, 3, 3};
+    single(k, 30, 30, fused, 2);
+  }
+  {
+    SCOPED_TRACE("depthwise: no group attribute");
+    InvertedResidual d = regnet;
+    d.group = 0;
+    single(d, 30, 30, fused, 0);
+  }
+  {
+    SCOPED_TRACE("groups of 8 (not whole AVX-512 vectors)");
+    InvertedResidual e = regnet;
+    e.m = 24;
+    single(e, 30, 30, unfused, 0);
+  }
+  {
+    SCOPED_TRACE("groups of 272 > 256");
+    InvertedResidual w = regnet;
+    w.m = 544;
+    w.group = 2;
+    single(w, 28, 28, unfused, 0);
+  }
+  {
+    SCOPED_TRACE("group 1 (a full 3x3 conv)");
+    InvertedResidual f = regnet;
+    f.m = 32;
+    f.group = 1;
+    single(f, 30, 30, unfused, 0);
+  }
+}
+
 // The whole -O2 pipeline on blocks above the plane threshold, then the fused graph on the fast chain and on the
 // reference, with 1 and 2 threads, against the unfused graph on reference kernels.
 TEST(FusePointwiseDepthwise, O2FusedChainMatchesUnfusedReference) {
@@ -876,6 +958,20 @@ TEST(FusePointwiseDepthwise, O2FusedChainMatchesUnfusedReference) {
   t.b.act1 = "LeakyRelu";
   t.n = 1, t.h = 38, t.w = 37;
   cases.push_back(t);
+  Case regnet;  // RegNet: grouped 3x3 (groups of 16), Relu, residual
+  regnet.b.c = regnet.b.p = 24;
+  regnet.b.m = 48;
+  regnet.b.group = 3;
+  regnet.b.residual = true;
+  regnet.b.act1 = regnet.b.act2 = regnet.b.act3 = "Relu";
+  regnet.n = 2, regnet.h = 30, regnet.w = 29;
+  cases.push_back(regnet);
+  Case regnet2 = regnet;  // stride 2, asymmetric pads, no residual
+  regnet2.b.stride = 2;
+  regnet2.b.residual = false;
+  regnet2.b.pads = {1, 0, 1, 1};
+  regnet2.n = 1, regnet2.h = 37, regnet2.w = 40;
+  cases.push_back(regnet2);
   int i = 0;
   for (const Case& cs : cases) {
     SCOPED_TRACE(i++);

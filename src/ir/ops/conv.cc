@@ -259,11 +259,19 @@ namespace {
 
 // kestrel.FusedPointwiseDepthwise: Y = act3(Conv1x1(act2(DW(act1(Conv1x1(X, W1, B1)), W2, B2)), W3, B3) + Z),
 // the projection (inputs 5-7, activation3) optional. Inputs: 0 X [N, C, H, W], 1 W1 [M, C, 1, 1], 2 B1 [M],
-// 3 W2 [M, 1, k, k], 4 B2 [M], 5 W3 [P, M, 1, 1], 6 B3 [P], 7 Z (Y's shape).
+// 3 W2 [M, M / group, k, k], 4 B2 [M], 5 W3 [P, M, 1, 1], 6 B3 [P], 7 Z (Y's shape). `group` (the middle
+// conv's, optional) defaults to M: depthwise, W2 [M, 1, k, k].
 Status infer_fused_pointwise_depthwise(InferContext& ctx) {
   const Node& n = ctx.node();
   for (const char* a : {"activation1", "activation2", "activation3"})
     KESTREL_RETURN_IF_ERROR(read_fused_activation(n, a).status());
+  std::optional<int64_t> group;  // unset: M (depthwise)
+  if (n.has_attr("group")) {
+    auto g = ctx.attr_int("group");
+    if (!g.is_ok()) return ctx.fail("group: ", g.status().message());
+    if (*g < 1) return ctx.fail("group must be >= 1, is ", *g);
+    group = *g;
+  }
   KESTREL_ASSIGN_OR_RETURN(WindowAttrs window, read_pointwise_depthwise_window(n));
   if (!ctx.has_input(3)) return ctx.fail("the depthwise weight W2 (input 3) is required");
   const bool project = ctx.has_input(5);
@@ -314,18 +322,28 @@ Status infer_fused_pointwise_depthwise(InferContext& ctx) {
     size_t i;
     int64_t axis, want;
   };
+  // W2's dim 1 is 1 when depthwise; with a `group`, M / group (checked below, once M is known).
   const Fixed fixed[] = {{1, 2, 1}, {1, 3, 1}, {3, 1, 1}, {3, 2, k}, {3, 3, k}, {5, 2, 1}, {5, 3, 1}};
   for (const auto& [i, axis, want] : fixed) {
+    if (group && i == 3 && axis == 1) continue;
     Dim d = dim(i, axis);
     if (d.known() && d.value != want)
       return ctx.fail(kNames[i], " ", ctx.input_shape(i).to_string(), " must be ",
                       i == 1   ? "[M, C, 1, 1] (a 1x1 conv)"
-                      : i == 3 ? core::str_cat("[M, 1, ", k, ", ", k, "] (depthwise, kernel_shape ", k, "x", k, ")")
+                      : i == 3 ? core::str_cat(group ? "[M, M / group, " : "[M, 1, ", k, ", ", k, "] (",
+                                               group ? "grouped" : "depthwise", ", kernel_shape ", k, "x", k, ")")
                                : "[P, M, 1, 1] (a 1x1 conv)");
   }
   KESTREL_RETURN_IF_ERROR(unify("input channels C", {{0, 1}, {1, 1}}).status());
   KESTREL_ASSIGN_OR_RETURN(Dim m, unify("expanded channels M", {{1, 0}, {2, 0}, {3, 0}, {4, 0}, {5, 1}}));
   if (m.known() && m.value < 1) return ctx.fail("the expanded channels M must be >= 1, are ", m.value);
+  if (group && m.known()) {
+    if (m.value % *group != 0) return ctx.fail("group ", *group, " must divide the expanded channels M = ", m.value);
+    Dim d = dim(3, 1);
+    if (d.known() && d.value != m.value / *group)
+      return ctx.fail("W2 ", ctx.input_shape(3).to_string(), " must be [", m.value, ", ", m.value / *group, ", ", k,
+                      ", ", k, "] (group ", *group, ", kernel_shape ", k, "x", k, ")");
+  }
   KESTREL_ASSIGN_OR_RETURN(Dim p, unify("output channels P", {{5, 0}, {6, 0}}));
   const Shape& xs = ctx.input_shape(0);
   const Dim unknown = Dim::unknown();
@@ -370,7 +388,9 @@ void register_conv_ops(OpRegistry& r) {
   pd.min_inputs = 2;  // X, W1; W2 (input 3) is required too, B1 (input 2) is optional
   pd.max_inputs = 8;
   pd.infer = infer_fused_pointwise_depthwise;
-  pd.doc = "act3(Conv1x1(act2(DepthwiseConv(act1(Conv1x1(X, W1, B1)), W2, B2)), W3, B3) + Z), projection optional";
+  pd.doc =
+      "act3(Conv1x1(act2(DepthwiseConv(act1(Conv1x1(X, W1, B1)), W2, B2)), W3, B3) + Z), projection optional; the "
+      "middle conv grouped with `group` (default M: depthwise)";
   r.add(std::move(pd));
 }
 

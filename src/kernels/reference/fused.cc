@@ -118,9 +118,9 @@ Status fused_pointwise_depthwise(const PointwiseDepthwiseParams& p, const Tensor
   if (w1.dim(2) != 1 || w1.dim(3) != 1 || (w3 && (w3->dim(2) != 1 || w3->dim(3) != 1)))
     return core::invalid_argument(str_cat("FusedPointwiseDepthwise: W1 ", w1.type_string(), " and W3 ",
                                           w3 ? w3->type_string() : std::string("(none)"), " must be 1x1"));
-  if (p.depthwise.group != w2.dim(0) || w2.dim(1) != 1)
-    return core::invalid_argument(
-        str_cat("FusedPointwiseDepthwise: W2 ", w2.type_string(), " is not depthwise with group ", p.depthwise.group));
+  if (p.depthwise.group < 1 || w2.dim(0) % p.depthwise.group != 0 || w2.dim(1) * p.depthwise.group != w2.dim(0))
+    return core::invalid_argument(str_cat("FusedPointwiseDepthwise: W2 ", w2.type_string(),
+                                          " is not [M, M / group, k, k] with group ", p.depthwise.group));
   if (!w3 && (b3 || z)) return core::invalid_argument("FusedPointwiseDepthwise: B3 / Z without W3");
   if (w3 && !dw) return core::invalid_argument("FusedPointwiseDepthwise: no buffer for the depthwise output");
   Tensor& d = w3 ? *dw : y;

@@ -49,13 +49,14 @@ Status fused_conv(const ConvParams& p, const ActivationParams& act, const Tensor
 
 // kestrel.FusedPointwiseDepthwise (docs/fused_ops.md), 2-D:
 //   expanded = act1(conv1x1(x, w1) + b1)                    [N, M, H, W]
-//   dw       = act2(depthwise(expanded, w2) + b2)           [N, M, OH, OW]
+//   dw       = act2(conv(expanded, w2, group) + b2)         [N, M, OH, OW]
 //   y        = act3(conv1x1(dw, w3) + b3 + z)               [N, P, OH, OW]   (with w3; else y = dw)
-// x [N, C, H, W], w1 [M, C, 1, 1], w2 [M, 1, k, k], w3 [P, M, 1, 1]; biases [M] / [M] / [P] or null; z (only
-// with w3) y's shape or null. `expanded` and, with w3, `dw` are the caller's temporaries of those shapes and
-// x's dtype (so that a binding allocates them once per input shape); without w3, dw may be null.
+// x [N, C, H, W], w1 [M, C, 1, 1], w2 [M, M / group, k, k] (group M: depthwise), w3 [P, M, 1, 1]; biases
+// [M] / [M] / [P] or null; z (only with w3) y's shape or null. `expanded` and, with w3, `dw` are the caller's
+// temporaries of those shapes and x's dtype (so that a binding allocates them once per input shape); without
+// w3, dw may be null.
 struct PointwiseDepthwiseParams {
-  ConvParams depthwise;  // strides, dilations (1) and begin pads of the depthwise conv; group = M
+  ConvParams depthwise;  // strides, dilations (1), begin pads and group (M: depthwise) of the middle conv
   ActivationParams act1, act2, act3;
 };
 Status fused_pointwise_depthwise(const PointwiseDepthwiseParams& p, const Tensor& x, const Tensor& w1, const Tensor* b1,

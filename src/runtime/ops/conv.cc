@@ -298,6 +298,7 @@ namespace {
 struct PointwiseDepthwise {
   ir::WindowAttrs window;  // the depthwise conv's: 2-D, square, NOTSET pads, dilations 1
   bool project = false;    // W3 (input 5) given
+  int64_t group = 0;       // the middle conv's `group`; 0: M (depthwise)
   std::optional<cpu::FastConvChain> fast;
   ref::PointwiseDepthwiseParams params;  // activations; depthwise geometry per input shape
   // Per input shape:
@@ -335,9 +336,10 @@ struct PointwiseDepthwise {
     const int64_t n = x.dim(0), c = x.dim(1), k = window.kernel[0];
     if (w1.rank() != 4 || w1.dim(1) != c || w1.dim(2) != 1 || w1.dim(3) != 1 || w1.dim(0) < 1)
       return bad("W1 ", w1.type_string(), " must be [M, ", c, ", 1, 1] with M >= 1");
-    const int64_t m = w1.dim(0);
-    if (w2.rank() != 4 || w2.dim(0) != m || w2.dim(1) != 1 || w2.dim(2) != k || w2.dim(3) != k)
-      return bad("W2 ", w2.type_string(), " must be [", m, ", 1, ", k, ", ", k, "]");
+    const int64_t m = w1.dim(0), g = group ? group : m;
+    if (m % g != 0) return bad("group ", g, " must divide the expanded channels M = ", m);
+    if (w2.rank() != 4 || w2.dim(0) != m || w2.dim(1) != m / g || w2.dim(2) != k || w2.dim(3) != k)
+      return bad("W2 ", w2.type_string(), " must be [", m, ", ", m / g, ", ", k, ", ", k, "]");
     for (const Tensor* b : {b1, b2})
       if (b && (b->rank() != 1 || b->dim(0) != m)) return bad("bias ", b->type_string(), " must be [", m, "]");
     if (project != (w3 != nullptr)) return bad("W3 is ", w3 ? "given" : "missing", " at run time");
@@ -352,7 +354,7 @@ struct PointwiseDepthwise {
     params.depthwise.strides = window.strides;
     params.depthwise.dilations.assign(2, 1);
     params.depthwise.pads_begin.assign(2, 0);
-    params.depthwise.group = m;
+    params.depthwise.group = g;
     int64_t out[2];
     for (size_t i = 0; i < 2; ++i) {
       KESTREL_ASSIGN_OR_RETURN(ir::AxisWindow aw, ir::forward_window(window, i, x.dim(static_cast<int64_t>(i) + 2)));
@@ -395,10 +397,11 @@ struct PointwiseDepthwise {
   }
 };
 
-// The fast chain when it applies (f32, constant W1 / W2 / W3 of the chain's shapes, k 3 or 5, stride 1
-// or 2, each pad < k, every activation in the fast epilogue), else nullopt.
+// The fast chain when it applies (f32, constant W1 / W2 / W3 of the chain's shapes, k 3 or 5 when
+// depthwise, 1 < k <= 7 when grouped (`group` < M, group widths whole vectors: FastConv::has_direct_rows),
+// stride 1 or 2, each pad < k, every activation in the fast epilogue), else nullopt. group 0: M.
 Result<std::optional<cpu::FastConvChain>> make_fast_chain(
-    const KernelCreateInfo& info, const ir::WindowAttrs& window, bool project,
+    const KernelCreateInfo& info, const ir::WindowAttrs& window, bool project, int64_t group,
     const std::array<std::optional<cpu::FusedActivation>, 3>& acts) {
   using None = std::optional<cpu::FastConvChain>;
   if (info.options.reference_only) return None();
@@ -416,20 +419,23 @@ Result<std::optional<cpu::FastConvChain>> make_fast_chain(
   if (!w1 || !w2 || (project && !w3)) return None();
   const int64_t m = w1->dim(0), k = window.kernel[0], stride = window.strides[0];
   if (m < 1 || w1->dim(1) < 1 || w1->dim(2) != 1 || w1->dim(3) != 1) return None();
-  if (w2->dim(0) != m || w2->dim(1) != 1 || w2->dim(2) != k || w2->dim(3) != k || (k != 3 && k != 5)) return None();
+  const int64_t g = group ? group : m;
+  if (m % g != 0 || w2->dim(0) != m || w2->dim(1) != m / g || w2->dim(2) != k || w2->dim(3) != k) return None();
+  if (g == m ? k != 3 && k != 5 : k <= 1 || k > 7) return None();
   if (w3 && (w3->dim(0) < 1 || w3->dim(1) != m || w3->dim(2) != 1 || w3->dim(3) != 1)) return None();
   if (stride != 1 && stride != 2) return None();
   for (int64_t pad : window.pads)
     if (pad >= k) return None();
   const core::Isa isa = info.options.isa;
   KESTREL_ASSIGN_OR_RETURN(cpu::FastConv expand, cpu::FastConv::create(*w1, 1, *acts[0], isa, false, 0));
-  KESTREL_ASSIGN_OR_RETURN(cpu::FastConv depthwise, cpu::FastConv::create(*w2, m, *acts[1], isa, false, 0));
+  KESTREL_ASSIGN_OR_RETURN(cpu::FastConv depthwise, cpu::FastConv::create(*w2, g, *acts[1], isa, false, 0));
   std::optional<cpu::FastConv> projection;
   if (w3) {
     KESTREL_ASSIGN_OR_RETURN(cpu::FastConv c, cpu::FastConv::create(*w3, 1, *acts[2], isa, false, 0));
     projection = std::move(c);
   }
-  if (!expand.is_pointwise() || !depthwise.is_depthwise() || (projection && !projection->is_pointwise())) return None();
+  if (!expand.is_pointwise() || !depthwise.has_direct_rows() || (projection && !projection->is_pointwise()))
+    return None();
   Result<cpu::FastConvChain> chain =
       cpu::FastConvChain::create(std::move(expand), std::move(depthwise), std::move(projection));
   if (!chain.is_ok() && chain.status().code() == core::StatusCode::kUnsupported) return None();
@@ -447,11 +453,15 @@ Result<std::unique_ptr<OpKernel>> make_fused_pointwise_depthwise(
   auto k = std::make_shared<PointwiseDepthwise>();
   KESTREL_ASSIGN_OR_RETURN(k->window, ir::read_pointwise_depthwise_window(info.node));
   k->project = present(5);
+  if (info.node.has_attr("group")) {
+    KESTREL_ASSIGN_OR_RETURN(k->group, info.node.attr_int("group"));
+    if (k->group < 1) return info.fail("group must be >= 1, is ", k->group);
+  }
   if (!k->project && (present(6) || present(7))) return info.fail("B3 (input 6) and Z (input 7) need W3 (input 5)");
   k->params.act1 = ref_acts[0];
   k->params.act2 = ref_acts[1];
   k->params.act3 = ref_acts[2];
-  KESTREL_ASSIGN_OR_RETURN(k->fast, make_fast_chain(info, k->window, k->project, fast_acts));
+  KESTREL_ASSIGN_OR_RETURN(k->fast, make_fast_chain(info, k->window, k->project, k->group, fast_acts));
   const char* name = k->fast ? k->fast->name() : "reference";
   return make_kernel([k](KernelContext& ctx) -> Status { return k->run(ctx); }, name);
 }

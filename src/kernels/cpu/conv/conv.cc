@@ -181,6 +181,12 @@ int64_t blocked_depthwise_rows(int64_t stride, int64_t lp, int width) {
   return std::max<int64_t>(16384 / std::max<int64_t>(stride * lp * width, 1), 1);
 }
 
+// Output rows per call of the direct grouped conv: its interleaved input strip (rows x lp x cg) stays near 128 KiB
+// (L2).
+int64_t grouped_rows(int64_t stride, int64_t lp, int64_t cg) {
+  return std::max<int64_t>(32768 / std::max<int64_t>(stride * lp * cg, 1), 1);
+}
+
 }  // namespace
 
 struct FastConv::Geometry {
@@ -569,30 +575,45 @@ Status FastConv::pointwise_columns(const float* x, int64_t ldx, int64_t cols, co
   return sgemm(m_, cols, cg_, 1.f, SgemmA(packed_[0]), SgemmB(x, ldx), 0.f, y, ldy, ep, SgemmContext{nullptr, isa_});
 }
 
-int64_t FastConv::depthwise_rows_scratch_floats(int64_t rows, int64_t ow, int stride) const {
-  const int k = static_cast<int>(kh_), width = dw_width_;
+int64_t FastConv::direct_rows_scratch_floats(int64_t rows, int64_t ow, int stride) const {
+  const int k = static_cast<int>(kh_);
+  if (!depthwise_shaped_) {
+    rows = std::min(rows, grouped_rows(stride, (ow - 1) * stride + k, cg_));
+    return conv_detail::depthwise_block_scratch_floats(rows, ow, k, stride, gp_width_, cg_);
+  }
+  const int width = dw_width_;
   if (conv_detail::depthwise_runs_direct(stride, ow, width, act_.kind))
     return conv_detail::depthwise_direct_scratch_floats(rows, ow, k, width);
   rows = std::min(rows, blocked_depthwise_rows(stride, (ow - 1) * stride + k, width));
   return conv_detail::depthwise_block_scratch_floats(rows, ow, k, stride, width, width);
 }
 
-void FastConv::depthwise_rows(conv_detail::DepthwiseBlockArgs a, int64_t oy0, int64_t oy1, float* scratch) const {
-  const conv_detail::DepthwiseBlockFn fn = conv_detail::depthwise_blocked(isa_).fn;
-  const int width = dw_width_;
+void FastConv::direct_rows(conv_detail::DepthwiseBlockArgs a, int64_t oy0, int64_t oy1, float* scratch) const {
+  const conv_detail::DepthwiseBlocked kernels = conv_detail::depthwise_blocked(isa_);
   a.k = static_cast<int>(kh_);
-  a.w = dw_packed_->data();
   a.activation = act_.kind;
   a.act_alpha = act_.alpha;
   a.act_beta = act_.beta;
   a.scratch = scratch;
+  const int64_t lp = (a.ow - 1) * a.stride + a.k;
+  if (!depthwise_shaped_) {  // grouped: as run_grouped, one group at a time in strips
+    a.w = gp_packed_->data();
+    a.cg = cg_;
+    a.mg = m_ / group_;
+    const int64_t step = grouped_rows(a.stride, lp, cg_);
+    for (int64_t grp = 0; grp < group_; ++grp)
+      for (int64_t oy = oy0; oy < oy1; oy += step) kernels.grouped(a, grp, oy, std::min(oy1, oy + step));
+    return;
+  }
+  const int width = dw_width_;
+  a.w = dw_packed_->data();
   // As run_depthwise: the plane-direct path takes the rows whole, the channel-blocked one in strips.
   const int64_t step = conv_detail::depthwise_runs_direct(a.stride, a.ow, width, act_.kind)
                            ? oy1 - oy0
-                           : blocked_depthwise_rows(a.stride, (a.ow - 1) * a.stride + a.k, width);
+                           : blocked_depthwise_rows(a.stride, lp, width);
   const int64_t blocks = (a.c + width - 1) / width;
   for (int64_t block = 0; block < blocks; ++block)
-    for (int64_t oy = oy0; oy < oy1; oy += step) fn(a, block, oy, std::min(oy1, oy + step));
+    for (int64_t oy = oy0; oy < oy1; oy += step) kernels.fn(a, block, oy, std::min(oy1, oy + step));
 }
 
 Status FastConv::run_grouped(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
@@ -600,9 +621,7 @@ Status FastConv::run_grouped(const Geometry& g, const float* x, const float* bia
   const conv_detail::DepthwiseBlockFn fn = conv_detail::depthwise_blocked(isa_).grouped;
   const int k = static_cast<int>(kh_), s = static_cast<int>(g.sh), width = gp_width_;
   const int64_t lp = (g.ow - 1) * s + k, mg = m_ / group_;
-  // Strips of output rows whose interleaved input (rows x lp x cg) stays near 128 KiB (L2).
-  const int64_t row_floats = s * lp * cg_;
-  const int64_t rows_per_strip = std::clamp<int64_t>(32768 / std::max<int64_t>(row_floats, 1), 1, g.oh);
+  const int64_t rows_per_strip = std::min(grouped_rows(s, lp, cg_), g.oh);
   const int64_t strips = (g.oh + rows_per_strip - 1) / rows_per_strip, tasks = g.n * group_ * strips;
   const int64_t scratch = conv_detail::depthwise_block_scratch_floats(rows_per_strip, g.ow, k, s, width, cg_);
   std::atomic<bool> oom{false};

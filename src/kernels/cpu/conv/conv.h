@@ -92,12 +92,14 @@ class FastConv {
   bool is_pointwise() const { return group_ == 1 && rank_ == 4 && kh_ == 1 && kw_ == 1 && !packed_.empty(); }
   Status pointwise_columns(const float* x, int64_t ldx, int64_t cols, const float* bias, const float* z, int64_t ldz,
                            float* y, int64_t ldy) const;
-  // A depthwise conv (is_depthwise: one 3x3 / 5x5 filter per channel): output rows [oy0, oy1) of every channel of
-  // the image `a` gives (x, c, ih, iw, x_plane, oh, ow, stride, pads, bias, residual, y); the weights, kernel size
-  // and activation are this conv's. scratch: depthwise_rows_scratch_floats(oy1 - oy0, a.ow, a.stride) floats.
-  bool is_depthwise() const { return depthwise_shaped_ && rank_ == 4; }
-  void depthwise_rows(conv_detail::DepthwiseBlockArgs a, int64_t oy0, int64_t oy1, float* scratch) const;
-  int64_t depthwise_rows_scratch_floats(int64_t rows, int64_t ow, int stride) const;
+  // A conv that runs directly over rows of its input (has_direct_rows): depthwise (one 3x3 / 5x5 filter per
+  // channel) or grouped k x k on the direct grouped path (group widths whole vectors of this ISA). Output rows
+  // [oy0, oy1) of every channel of the image `a` gives (x, c, ih, iw, x_plane, oh, ow, stride, pads, bias,
+  // residual, y); the weights, kernel size, groups and activation are this conv's. scratch:
+  // direct_rows_scratch_floats(oy1 - oy0, a.ow, a.stride) floats.
+  bool has_direct_rows() const { return rank_ == 4 && (depthwise_shaped_ || gp_packed_ != nullptr); }
+  void direct_rows(conv_detail::DepthwiseBlockArgs a, int64_t oy0, int64_t oy1, float* scratch) const;
+  int64_t direct_rows_scratch_floats(int64_t rows, int64_t ow, int stride) const;
   int64_t out_channels() const { return m_; }
   int64_t in_channels() const { return cg_ * group_; }
   int kernel_size() const { return static_cast<int>(kh_); }

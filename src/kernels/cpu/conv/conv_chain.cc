@@ -24,11 +24,13 @@ int64_t round_up16(int64_t n) {
 
 Result<FastConvChain> FastConvChain::create(FastConv expand, FastConv depthwise, std::optional<FastConv> project) {
   if (!expand.is_pointwise()) return core::invalid_argument("conv chain: the expansion must be a 1x1 conv, group 1");
-  if (!depthwise.is_depthwise())
-    return core::invalid_argument("conv chain: the middle conv must be depthwise (3x3 or 5x5, one filter per channel)");
-  if (depthwise.out_channels() != expand.out_channels())
-    return core::invalid_argument(str_cat("conv chain: the depthwise conv has ", depthwise.out_channels(),
-                                          " channels, the expansion ", expand.out_channels()));
+  if (!depthwise.has_direct_rows())
+    return core::invalid_argument(
+        "conv chain: the middle conv must be depthwise (3x3 or 5x5) or grouped with whole vectors per group");
+  if (depthwise.in_channels() != expand.out_channels() || depthwise.out_channels() != expand.out_channels())
+    return core::invalid_argument(str_cat("conv chain: the middle conv maps ", depthwise.in_channels(), " to ",
+                                          depthwise.out_channels(), " channels, the expansion gives ",
+                                          expand.out_channels()));
   if (project && (!project->is_pointwise() || project->in_channels() != expand.out_channels()))
     return core::invalid_argument(
         str_cat("conv chain: the projection must be a 1x1 conv, group 1, over ", expand.out_channels(), " channels"));
@@ -88,7 +90,7 @@ Status FastConvChain::run(const ConvChainParams& p, const Tensor& x, const Tenso
   const int64_t rows_in = (rows - 1) * s + k;
   const int64_t e_plane = rows_in * w, e_floats = round_up16(m * e_plane),
                 d_floats = project_ ? round_up16(m * rows * ow) : 0;
-  const int64_t s_floats = round_up16(depthwise_.depthwise_rows_scratch_floats(rows, ow, static_cast<int>(s)));
+  const int64_t s_floats = round_up16(depthwise_.direct_rows_scratch_floats(rows, ow, static_cast<int>(s)));
 
   const float* xd = x.data<float>();
   const float* b1d = b1 ? b1->data<float>() : nullptr;
@@ -146,7 +148,7 @@ Status FastConvChain::run(const ConvChainParams& p, const Tensor& x, const Tenso
           da.oh = r1 - r0;
           da.pad_top = pt + a - r0 * s;
           da.y = dbuf;
-          depthwise_.depthwise_rows(da, 0, r1 - r0, dscratch);
+          depthwise_.direct_rows(da, 0, r1 - r0, dscratch);
           const int64_t cols = (r1 - r0) * ow, plane = oh * ow;
           Status st =
               project_->pointwise_columns(dbuf, cols, cols, b3d, zd ? zd + img * out_c * plane + r0 * ow : nullptr,
@@ -163,7 +165,7 @@ Status FastConvChain::run(const ConvChainParams& p, const Tensor& x, const Tenso
           da.oh = oh;
           da.pad_top = pt;
           da.y = yd + img * m * oh * ow;
-          depthwise_.depthwise_rows(da, r0, r1, dscratch);
+          depthwise_.direct_rows(da, r0, r1, dscratch);
         }
         prev_img = img;
         prev_a = a;
