@@ -242,6 +242,11 @@ TEST(BenchUtil, FlopsFromShapes) {
   EXPECT_DOUBLE_EQ(
       cli::op_flops("FusedPointwiseDepthwise", D{{1, 3, 8, 8}, {6, 3, 1, 1}, {}, {6, 1, 5, 5}}, D{{1, 6, 8, 8}}),
       2.0 * 192 * 6 + 2.0 * 384 * 25);
+  // A grouped middle conv (W2 [M, M / group, k, k]): M / group multiply-adds per tap.
+  EXPECT_DOUBLE_EQ(
+      cli::op_flops("FusedPointwiseDepthwise", D{{1, 4, 8, 8}, {32, 4, 1, 1}, {}, {32, 16, 3, 3}, {}, {8, 32, 1, 1}},
+                    D{{1, 8, 8, 8}}),
+      2.0 * 256 * 32 + 2.0 * 2048 * 16 * 9 + 2.0 * 512 * 32);
   // Not counted, or shapes missing.
   EXPECT_EQ(cli::op_flops("Relu", D{{4, 4}}, D{{4, 4}}), 0);
   EXPECT_EQ(cli::op_flops("Conv", D{{1, 3, 8, 8}}, D{{1, 4, 6, 6}}), 0);

@@ -56,12 +56,12 @@ double op_flops(std::string_view op, const std::vector<std::vector<int64_t>>& in
     const auto *x = input(0), *w = input(1);
     return x && w ? 2 * numel(*x) * per_element_macs(*w) : 0;
   }
-  if (op == "FusedPointwiseDepthwise") {  // expand 1x1 (M x C per pixel), depthwise k x k, [project 1x1]
+  if (op == "FusedPointwiseDepthwise") {  // expand 1x1 (M x C per pixel), depthwise / grouped k x k, [project 1x1]
     const auto *x = input(0), *w1 = input(1), *w2 = input(3), *w3 = input(5);
     if (!x || !w1 || !w2 || w1->size() != 4 || w2->size() != 4 || y.size() != 4 || y[1] <= 0) return 0;
     const double m = static_cast<double>((*w1)[0]);
     const double dw_out = numel(y) / static_cast<double>(y[1]) * m;  // N * M * OH * OW
-    double f = 2 * numel(*x) * m + 2 * dw_out * static_cast<double>((*w2)[2] * (*w2)[3]);
+    double f = 2 * numel(*x) * m + 2 * dw_out * static_cast<double>((*w2)[1] * (*w2)[2] * (*w2)[3]);
     if (w3) f += 2 * numel(y) * m;
     return f;
   }
