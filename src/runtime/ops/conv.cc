@@ -434,8 +434,6 @@ Result<std::optional<cpu::FastConvChain>> make_fast_chain(
     KESTREL_ASSIGN_OR_RETURN(cpu::FastConv c, cpu::FastConv::create(*w3, 1, *acts[2], isa, false, 0));
     projection = std::move(c);
   }
-  if (!expand.is_pointwise() || !depthwise.has_direct_rows() || (projection && !projection->is_pointwise()))
-    return None();
   Result<cpu::FastConvChain> chain =
       cpu::FastConvChain::create(std::move(expand), std::move(depthwise), std::move(projection));
   if (!chain.is_ok() && chain.status().code() == core::StatusCode::kUnsupported) return None();

@@ -532,9 +532,7 @@ Status FastConv::run_depthwise(const Geometry& g, const float* x, const float* b
     rows_per_strip = std::min(blocked_depthwise_rows(s, lp, width), g.oh);
   }
   const int64_t strips = (g.oh + rows_per_strip - 1) / rows_per_strip, tasks = g.n * blocks * strips;
-  const int64_t scratch =
-      direct ? conv_detail::depthwise_direct_scratch_floats(rows_per_strip, g.ow, k, width)
-             : conv_detail::depthwise_block_scratch_floats(rows_per_strip, g.ow, k, s, width, width);
+  const int64_t scratch = direct_rows_scratch_floats(rows_per_strip, g.ow, s);
   std::atomic<bool> oom{false};
   auto task = [&](int64_t i) {
     float* buf = thread_scratch(scratch);
@@ -619,11 +617,11 @@ void FastConv::direct_rows(conv_detail::DepthwiseBlockArgs a, int64_t oy0, int64
 Status FastConv::run_grouped(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
                              core::ThreadPool* pool) const {
   const conv_detail::DepthwiseBlockFn fn = conv_detail::depthwise_blocked(isa_).grouped;
-  const int k = static_cast<int>(kh_), s = static_cast<int>(g.sh), width = gp_width_;
+  const int k = static_cast<int>(kh_), s = static_cast<int>(g.sh);
   const int64_t lp = (g.ow - 1) * s + k, mg = m_ / group_;
   const int64_t rows_per_strip = std::min(grouped_rows(s, lp, cg_), g.oh);
   const int64_t strips = (g.oh + rows_per_strip - 1) / rows_per_strip, tasks = g.n * group_ * strips;
-  const int64_t scratch = conv_detail::depthwise_block_scratch_floats(rows_per_strip, g.ow, k, s, width, cg_);
+  const int64_t scratch = direct_rows_scratch_floats(rows_per_strip, g.ow, s);
   std::atomic<bool> oom{false};
   auto task = [&](int64_t i) {
     float* buf = thread_scratch(scratch);

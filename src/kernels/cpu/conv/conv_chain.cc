@@ -23,17 +23,20 @@ int64_t round_up16(int64_t n) {
 }  // namespace
 
 Result<FastConvChain> FastConvChain::create(FastConv expand, FastConv depthwise, std::optional<FastConv> project) {
-  if (!expand.is_pointwise()) return core::invalid_argument("conv chain: the expansion must be a 1x1 conv, group 1");
+  // Convs of other shapes: Unsupported (a caller then runs them another way); mismatched ones: InvalidArgument.
+  if (!expand.is_pointwise()) return core::unsupported("conv chain: the expansion must be a 1x1 conv, group 1");
   if (!depthwise.has_direct_rows())
-    return core::invalid_argument(
+    return core::unsupported(
         "conv chain: the middle conv must be depthwise (3x3 or 5x5) or grouped with whole vectors per group");
   if (depthwise.in_channels() != expand.out_channels() || depthwise.out_channels() != expand.out_channels())
     return core::invalid_argument(str_cat("conv chain: the middle conv maps ", depthwise.in_channels(), " to ",
                                           depthwise.out_channels(), " channels, the expansion gives ",
                                           expand.out_channels()));
-  if (project && (!project->is_pointwise() || project->in_channels() != expand.out_channels()))
-    return core::invalid_argument(
-        str_cat("conv chain: the projection must be a 1x1 conv, group 1, over ", expand.out_channels(), " channels"));
+  if (project && !project->is_pointwise())
+    return core::unsupported("conv chain: the projection must be a 1x1 conv, group 1");
+  if (project && project->in_channels() != expand.out_channels())
+    return core::invalid_argument(str_cat("conv chain: the projection reads ", project->in_channels(),
+                                          " channels, the chain has ", expand.out_channels()));
   if (depthwise.isa() != expand.isa() || (project && project->isa() != expand.isa()))
     return core::invalid_argument("conv chain: the three convs must be made for one instruction set");
   FastConvChain c;

@@ -23,7 +23,9 @@ struct ConvChainParams {
 class FastConvChain {
  public:
   // expand: a FastConv of W1 [M, C, 1, 1] (group 1); depthwise: of W2 [M, 1, k, k] (k 3 or 5) with group M;
-  // project: of W3 [P, M, 1, 1] (group 1) or none. Each carries its activation; all for the same ISA.
+  // project: of W3 [P, M, 1, 1] (group 1) or none. Each carries its activation; all for the same ISA. A conv of
+  // another kind (middle conv not has_direct_rows(), say groups of 8 on AVX-512) gives Unsupported: the
+  // caller runs the convs another way; mismatched channel counts give InvalidArgument.
   static Result<FastConvChain> create(FastConv expand, FastConv depthwise, std::optional<FastConv> project);
 
   // x [N, C, H, W]; b1 [M], b2 [M], b3 [P] or null; z (the projection's residual): y's shape or null,
