@@ -18,6 +18,8 @@
 #include "common/temp_dir.h"
 #include "core/npy.h"
 #include "core/tensor.h"
+#include "ir/graph.h"
+#include "ir/op_schema.h"
 
 namespace kestrel {
 namespace {
@@ -216,6 +218,25 @@ TEST(BenchUtil, Percentile) {
   EXPECT_DOUBLE_EQ(cli::percentile({}, 0.5), 0);
 }
 
+// A FusedConv with a MaxPool counts the conv over its unpooled output: 3 -> 4 channels, 3x3 stride 2 pad 1 on
+// 9x9 gives 5x5, pooled 3x3 stride 2 to 2x2.
+TEST(BenchUtil, NodeFlopsOfPooledConv) {
+  using D = std::vector<std::vector<int64_t>>;
+  ir::Graph g("g");
+  ir::Value* x = g.add_input("x", {core::DType::kF32, ir::Shape(core::Dims{1, 3, 9, 9})});
+  ir::Value* w = g.add_constant("w", core::Tensor::from_vector<float>(std::vector<float>(108, 1.f), {4, 3, 3, 3}));
+  ir::Node* n = g.add_node("FusedConv", {x, w}, {"y"}, "conv", ir::kKestrelDomain);
+  n->set_attr("strides", std::vector<int64_t>{2, 2});
+  n->set_attr("pads", std::vector<int64_t>{1, 1, 1, 1});
+  const D in{{1, 3, 9, 9}, {4, 3, 3, 3}};
+  EXPECT_DOUBLE_EQ(cli::node_flops(*n, in, D{{1, 4, 5, 5}}), 2.0 * 100 * 27);  // no pool: Y is the conv's
+  n->set_attr("pool_kernel_shape", std::vector<int64_t>{3, 3});
+  n->set_attr("pool_strides", std::vector<int64_t>{2, 2});
+  EXPECT_DOUBLE_EQ(cli::node_flops(*n, in, D{{1, 4, 2, 2}}), 2.0 * 100 * 27);
+  n->set_attr("strides", std::vector<int64_t>{0, 2});  // a bad conv window: not counted
+  EXPECT_DOUBLE_EQ(cli::node_flops(*n, in, D{{1, 4, 2, 2}}), 0);
+}
+
 TEST(BenchUtil, FlopsFromShapes) {
   using D = std::vector<std::vector<int64_t>>;
   // Conv: 2 * |Y| * C/group * kh * kw.
@@ -247,6 +268,10 @@ TEST(BenchUtil, FlopsFromShapes) {
       cli::op_flops("FusedPointwiseDepthwise", D{{1, 4, 8, 8}, {32, 4, 1, 1}, {}, {32, 16, 3, 3}, {}, {8, 32, 1, 1}},
                     D{{1, 8, 8, 8}}),
       2.0 * 256 * 32 + 2.0 * 2048 * 16 * 9 + 2.0 * 512 * 32);
+  // Without the expansion (W1 absent): the depthwise over X's M channels and the projection.
+  EXPECT_DOUBLE_EQ(cli::op_flops("FusedPointwiseDepthwise", D{{1, 6, 8, 8}, {}, {}, {6, 1, 3, 3}, {}, {4, 6, 1, 1}},
+                                 D{{1, 4, 8, 8}}),
+                   2.0 * 384 * 9 + 2.0 * 256 * 6);
   // Not counted, or shapes missing.
   EXPECT_EQ(cli::op_flops("Relu", D{{4, 4}}, D{{4, 4}}), 0);
   EXPECT_EQ(cli::op_flops("Conv", D{{1, 3, 8, 8}}, D{{1, 4, 6, 6}}), 0);

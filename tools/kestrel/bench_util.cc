@@ -9,6 +9,8 @@
 #include <fstream>
 #include <string>
 
+#include "ir/ops/window_geometry.h"
+
 namespace kestrel::cli {
 
 double percentile(const std::vector<double>& sorted, double p) {
@@ -56,12 +58,13 @@ double op_flops(std::string_view op, const std::vector<std::vector<int64_t>>& in
     const auto *x = input(0), *w = input(1);
     return x && w ? 2 * numel(*x) * per_element_macs(*w) : 0;
   }
-  if (op == "FusedPointwiseDepthwise") {  // expand 1x1 (M x C per pixel), depthwise / grouped k x k, [project 1x1]
+  if (op == "FusedPointwiseDepthwise") {  // [expand 1x1 (M x C per pixel)], depthwise / grouped k x k, [project 1x1]
     const auto *x = input(0), *w1 = input(1), *w2 = input(3), *w3 = input(5);
-    if (!x || !w1 || !w2 || w1->size() != 4 || w2->size() != 4 || y.size() != 4 || y[1] <= 0) return 0;
-    const double m = static_cast<double>((*w1)[0]);
+    if (!x || !w2 || (w1 && w1->size() != 4) || w2->size() != 4 || y.size() != 4 || y[1] <= 0) return 0;
+    const double m = static_cast<double>((*w2)[0]);
     const double dw_out = numel(y) / static_cast<double>(y[1]) * m;  // N * M * OH * OW
-    double f = 2 * numel(*x) * m + 2 * dw_out * static_cast<double>((*w2)[1] * (*w2)[2] * (*w2)[3]);
+    double f = 2 * dw_out * static_cast<double>((*w2)[1] * (*w2)[2] * (*w2)[3]);
+    if (w1) f += 2 * numel(*x) * m;
     if (w3) f += 2 * numel(y) * m;
     return f;
   }
@@ -79,6 +82,21 @@ double op_flops(std::string_view op, const std::vector<std::vector<int64_t>>& in
     return a ? 2 * numel(y) * static_cast<double>(a->back()) : 0;
   }
   return 0;
+}
+
+double node_flops(const ir::Node& n, const std::vector<std::vector<int64_t>>& in,
+                  std::vector<std::vector<int64_t>> out) {
+  if (n.op_type() == "FusedConv" && n.has_attr("pool_kernel_shape") && in.size() > 1 && in[0].size() == 4 &&
+      in[1].size() == 4 && !out.empty() && out[0].size() == 4) {
+    auto window = ir::read_window_attrs(n, {in[1][2], in[1][3]}, false);
+    if (!window.is_ok()) return 0;
+    for (size_t i = 0; i < 2; ++i) {
+      auto aw = ir::forward_window(*window, i, in[0][i + 2]);
+      if (!aw.is_ok()) return 0;
+      out[0][i + 2] = aw->out;
+    }
+  }
+  return op_flops(n.op_type(), in, out);
 }
 
 std::string json_string(std::string_view s) {

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ir/graph.h"
+
 namespace kestrel::cli {
 
 // Percentile p in [0, 1] of `sorted` (ascending), interpolating linearly between ranks (numpy's
@@ -18,6 +20,10 @@ double percentile(const std::vector<double>& sorted, double p);
 // counted (Conv, ConvTranspose, Gemm, MatMul and their fused or quantized forms).
 double op_flops(std::string_view op_type, const std::vector<std::vector<int64_t>>& input_dims,
                 const std::vector<std::vector<int64_t>>& output_dims);
+// op_flops for a node. A kestrel.FusedConv with a MaxPool computes its conv over the unpooled plane, so its FLOPs
+// follow from the conv's own output (from X, W and the conv window), not from the pooled Y; 0 if that fails.
+double node_flops(const ir::Node& n, const std::vector<std::vector<int64_t>>& input_dims,
+                  std::vector<std::vector<int64_t>> output_dims);
 
 // `s` as a JSON string literal, quotes included.
 std::string json_string(std::string_view s);

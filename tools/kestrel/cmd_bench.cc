@@ -86,7 +86,10 @@ struct TraceEvent {
 // executor did in between (nothing, for static shapes).
 class Profiler {
  public:
-  Profiler(const ir::Graph& g, bool keep_events, size_t expected_events) : keep_events_(keep_events) {
+  // The per-run vectors are reserved so that growing them is not counted as the first kernel's (or the run's)
+  // allocations.
+  Profiler(const ir::Graph& g, bool keep_events, size_t expected_events, size_t expected_runs)
+      : keep_events_(keep_events) {
     for (const ir::Node* n : g.nodes()) {
       index_[n] = static_cast<uint32_t>(nodes_.size());
       NodeProfile p;
@@ -95,6 +98,8 @@ class Profiler {
       nodes_.push_back(std::move(p));
     }
     if (keep_events_) events_.reserve(expected_events);
+    run_starts_.reserve(expected_runs);
+    run_ends_.reserve(expected_runs);
   }
 
   void start_run(Clock::time_point t) {
@@ -114,8 +119,8 @@ class Profiler {
         p.impl = e.impl;
         p.inputs = shapes_string(e.inputs);
         p.outputs = shapes_string(e.outputs);
-        std::vector<const core::Tensor*> outs(e.outputs.begin(), e.outputs.end());
-        p.flop = op_flops(e.node.op_type(), dims_of(e.inputs), dims_of(outs));
+        const std::vector<const core::Tensor*> outs(e.outputs.begin(), e.outputs.end());
+        p.flop = node_flops(e.node, dims_of(e.inputs), dims_of(outs));
       }
     }
     if (it != index_.end() && recording_) {
@@ -326,7 +331,8 @@ void bench(const BenchOptions& o) {
   if (o.profile || !o.trace.empty()) {
     size_t steps = session->graph().nodes().size();
     size_t events = std::min<size_t>(steps * static_cast<size_t>(o.iters), size_t{1} << 22);
-    prof = std::make_unique<Profiler>(session->graph(), !o.trace.empty(), events);
+    prof = std::make_unique<Profiler>(session->graph(), !o.trace.empty(), events,
+                                      std::min<size_t>(static_cast<size_t>(o.iters), size_t{1} << 22));
     Profiler* p = prof.get();
     session->executor().set_profiler([p](const runtime::Executor::ProfileEvent& e) { p->on_event(e); });
     // One untimed run so first-call bookkeeping (shape strings) stays out of the timed runs.
