@@ -77,7 +77,8 @@ void BM_Conv2T(benchmark::State& st) {
 // An inverted residual block: expand 1x1 (C -> M, ReLU6), depthwise K x K (stride, ReLU6), project 1x1 (M -> P,
 // residual when the shapes allow), as three FastConv runs through full-size tensors (fused 0) or as one
 // FastConvChain over strips of rows (fused 1). Args: {C, M, P, H, K, stride, project, threads, fused, cold, groups}
-// (groups 0: depthwise, else RegNet's grouped middle conv).
+// (groups 0: depthwise, else RegNet's grouped middle conv; C 0: no expansion, the depthwise reads X's M channels,
+// the first block of MobileNet-V2 / V3 and MnasNet).
 void BM_Chain(benchmark::State& st) {
   const int64_t c = st.range(0), m = st.range(1), pc = st.range(2), h = st.range(3), k = st.range(4), s = st.range(5);
   const bool project = st.range(6) != 0, fused = st.range(8) != 0, cold = st.range(9) != 0;
@@ -87,10 +88,12 @@ void BM_Chain(benchmark::State& st) {
   const int64_t pad = k / 2, oh = (h + 2 * pad - k) / s + 1;
   const cpu::FusedActivation relu6{cpu::GemmActivation::kClip, 0.f, 6.f};
   const core::Isa isa = core::active_isa();
-  core::Tensor x = rnd({1, c, h, h}), w1 = rnd({m, c, 1, 1}), w2 = rnd({m, m / groups, k, k}), w3 = rnd({pc, m, 1, 1});
+  const int64_t xc = c ? c : m;
+  core::Tensor x = rnd({1, xc, h, h}), w1 = rnd({m, std::max<int64_t>(c, 1), 1, 1}), w2 = rnd({m, m / groups, k, k}),
+               w3 = rnd({pc, m, 1, 1});
   core::Tensor b1 = rnd({m}), b2 = rnd({m}), b3 = rnd({pc}), e = rnd({1, m, h, h}), d = rnd({1, m, oh, oh});
   core::Tensor y = rnd({1, project ? pc : m, oh, oh});
-  const bool residual = project && s == 1 && c == pc;
+  const bool residual = project && s == 1 && xc == pc;
   auto f1 = cpu::FastConv::create(w1, 1, relu6, isa, false, h * h);
   auto f2 = cpu::FastConv::create(w2, groups, relu6, isa, false, h * h);
   auto f3 = cpu::FastConv::create(w3, 1, {}, isa, false, oh * oh);
@@ -100,8 +103,9 @@ void BM_Chain(benchmark::State& st) {
     st.SkipWithError("create failed");
     return;
   }
-  auto chain = cpu::FastConvChain::create(std::move(*g1), std::move(*g2),
-                                          project ? std::optional<cpu::FastConv>(std::move(*g3)) : std::nullopt);
+  auto chain =
+      cpu::FastConvChain::create(c ? std::optional<cpu::FastConv>(std::move(*g1)) : std::nullopt, std::move(*g2),
+                                 project ? std::optional<cpu::FastConv>(std::move(*g3)) : std::nullopt);
   if (!chain.is_ok()) {
     st.SkipWithError(chain.status().to_string().c_str());
     return;
@@ -115,11 +119,11 @@ void BM_Chain(benchmark::State& st) {
       st.ResumeTiming();
     }
     if (fused) {
-      benchmark::DoNotOptimize(
-          chain->run({s, pad, pad}, x, &b1, &b2, project ? &b3 : nullptr, residual ? &x : nullptr, y, pool));
+      benchmark::DoNotOptimize(chain->run({s, pad, pad}, x, c ? &b1 : nullptr, &b2, project ? &b3 : nullptr,
+                                          residual ? &x : nullptr, y, pool));
     } else {
-      benchmark::DoNotOptimize(f1->run(p1, x, &b1, nullptr, e, pool));
-      benchmark::DoNotOptimize(f2->run(p2, e, &b2, nullptr, project ? d : y, pool));
+      if (c) benchmark::DoNotOptimize(f1->run(p1, x, &b1, nullptr, e, pool));
+      benchmark::DoNotOptimize(f2->run(p2, c ? e : x, &b2, nullptr, project ? d : y, pool));
       if (project) benchmark::DoNotOptimize(f3->run(p1, d, &b3, residual ? &x : nullptr, y, pool));
     }
     benchmark::ClobberMemory();
@@ -137,6 +141,8 @@ void BM_Chain(benchmark::State& st) {
 #define CHAIN(C, M, P, H, K, S, PROJ) CHAIN_G(C, M, P, H, K, S, PROJ, 0)
 BENCHMARK(BM_Chain)
     CHAIN(16, 96, 24, 112, 3, 2, 1) CHAIN(16, 48, 24, 112, 3, 2, 1) CHAIN(24, 144, 24, 56, 3, 1, 1)
+    // No expansion: MobileNet-V2 / MnasNet (32 -> 16), MobileNet-V3-Large (16 -> 16 + residual)
+    CHAIN(0, 32, 16, 112, 3, 1, 1) CHAIN(0, 16, 16, 112, 3, 1, 1)
     CHAIN(24, 72, 24, 56, 3, 1, 1) CHAIN(24, 144, 32, 56, 3, 2, 1) CHAIN(32, 192, 32, 28, 3, 1, 1)
     CHAIN(16, 96, 24, 112, 3, 2, 0) CHAIN(24, 144, 24, 56, 5, 1, 1)
     // RegNet-X 400MF, groups of 16 channels

@@ -1,8 +1,9 @@
-// FastConvChain (expand 1x1 -> depthwise -> [project 1x1] over strips of rows) against the reference conv run
-// three times with the activations in between, on every ISA of this CPU: random channel counts (1, primes, around
-// the vector width), depthwise or grouped middle convs, planes from 1 to 61 rows (odd, strip heights that do not divide
-// them), 3x3 / 5x5, stride 1 / 2, every begin pad below the kernel with the end pad chosen freely, batches, biases or
-// none, residual with NaNs, every fused activation at each stage, 1 to 3 threads; then the bad-input refusals.
+// FastConvChain ([expand 1x1] -> depthwise -> [project 1x1] over strips of rows) against the reference conv run
+// two or three times with the activations in between, on every ISA of this CPU: random channel counts (1, primes,
+// around the vector width), depthwise or grouped middle convs, with or without the expansion, planes from 1 to 61 rows
+// (odd, strip heights that do not divide them), 3x3 / 5x5, stride 1 / 2, every begin pad below the kernel with the end
+// pad chosen freely, batches, biases or none, residual with NaNs, every fused activation at each stage, 1 to 3 threads;
+// then the bad-input refusals.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -62,32 +63,36 @@ TEST_P(FastConvChainTest, MatchesReference) {
     const int64_t pt = pick(0, k - 1), pl = pick(0, k - 1), pb = pick(0, k - 1), pr_ = pick(0, k - 1);
     const int64_t oh = (h + pt + pb - k) / s + 1, ow = (w + pl + pr_ - k) / s + 1;
     if (oh < 1 || ow < 1) continue;
-    const bool project = i % 6 != 5, residual = project && i % 3 == 0, bias = i % 7 != 3;
+    // Every fifth case without the expansion (the depthwise reads X), which needs the projection.
+    const bool expand = i % 5 != 2, project = !expand || i % 6 != 5;
+    const bool residual = project && i % 3 == 0, bias = i % 7 != 3;
     const FusedActivation a1 = kActs[i % 10], a2 = kActs[(i * 3 + 1) % 10], a3 = kActs[(i * 7 + 2) % 10];
     SCOPED_TRACE(core::str_cat("case ", i, ": n ", n, " c ", c, " m ", m, " groups ", groups, " p ", pr, " h ", h,
                                " w ", w, " k ", k, " s ", s, " pads ", pt, ",", pl, ",", pb, ",", pr_,
-                               project ? "" : " no projection", residual ? " residual" : ""));
-    Tensor x = random_f32({n, c, h, w}, rng), w1 = random_f32({m, c, 1, 1}, rng), b1 = random_f32({m}, rng);
+                               expand ? "" : " no expansion", project ? "" : " no projection",
+                               residual ? " residual" : ""));
+    Tensor x = random_f32({n, expand ? c : m, h, w}, rng), w1 = random_f32({m, c, 1, 1}, rng),
+           b1 = random_f32({m}, rng);
     const int64_t group2 = groups ? groups : m;
     Tensor w2 = random_f32({m, m / group2, k, k}, rng), b2 = random_f32({m}, rng);
     Tensor w3 = random_f32({pr, m, 1, 1}, rng), b3 = random_f32({pr}, rng);
     const Dims yd{n, project ? pr : m, oh, ow};
     Tensor z = random_f32(yd, rng);
     for (int64_t j = 5; j < z.num_elements(); j += 11) z.data<float>()[j] = NAN;
-    Tensor e = ref_stage(x, w1, bias ? &b1 : nullptr, 1, 1, 0, 0, {n, m, h, w}, a1, nullptr);
+    Tensor e = expand ? ref_stage(x, w1, bias ? &b1 : nullptr, 1, 1, 0, 0, {n, m, h, w}, a1, nullptr) : x;
     Tensor want = ref_stage(e, w2, bias ? &b2 : nullptr, group2, s, pt, pl, {n, m, oh, ow}, a2, nullptr);
     if (project) want = ref_stage(want, w3, bias ? &b3 : nullptr, 1, 1, 0, 0, yd, a3, residual ? &z : nullptr);
 
     auto f1 = FastConv::create(w1, 1, a1, isa, false), f2 = FastConv::create(w2, group2, a2, isa, false),
          f3 = FastConv::create(w3, 1, a3, isa, false);
     ASSERT_TRUE(f1.is_ok() && f2.is_ok() && f3.is_ok());
-    auto chain = FastConvChain::create(std::move(*f1), std::move(*f2),
+    auto chain = FastConvChain::create(expand ? std::optional<FastConv>(std::move(*f1)) : std::nullopt, std::move(*f2),
                                        project ? std::optional<FastConv>(std::move(*f3)) : std::nullopt);
     ASSERT_TRUE(chain.is_ok()) << chain.status().to_string();
     Tensor got = testing::filled_f32(yd, NAN);
     core::ThreadPool* pool = i % 3 == 0 ? nullptr : i % 3 == 1 ? &pool2 : &pool3;
-    Status st = chain->run({s, pt, pl}, x, bias ? &b1 : nullptr, bias ? &b2 : nullptr, bias && project ? &b3 : nullptr,
-                           residual ? &z : nullptr, got, pool);
+    Status st = chain->run({s, pt, pl}, x, bias && expand ? &b1 : nullptr, bias ? &b2 : nullptr,
+                           bias && project ? &b3 : nullptr, residual ? &z : nullptr, got, pool);
     ASSERT_TRUE(st.is_ok()) << st.to_string();
     EXPECT_TRUE(close_f32(got, want, 2e-4));
   }
@@ -122,6 +127,22 @@ TEST_P(FastConvChainTest, RejectsBadInput) {
   EXPECT_FALSE(chain->run({1, 3, 1}, x, nullptr, nullptr, nullptr, nullptr, y, nullptr).is_ok());     // pad >= k
   EXPECT_FALSE(chain->run({1, 1, 1}, x, &b_bad, nullptr, nullptr, nullptr, y, nullptr).is_ok());      // bias size
   EXPECT_FALSE(chain->run({1, 1, 1}, x, nullptr, nullptr, nullptr, &z_bad, y, nullptr).is_ok());      // residual
+
+  // Without the expansion: X has the middle conv's 8 channels, B1 has no conv to go to, and a chain needs a
+  // projection then (a lone depthwise is FastConv's).
+  auto no_expand = [&](const Tensor* c) {
+    std::optional<FastConv> p;
+    if (c) p = FastConv::create(*c, 1, {}, isa, false).value();
+    return FastConvChain::create(std::nullopt, FastConv::create(w2, 8, {}, isa, false).value(), std::move(p));
+  };
+  EXPECT_EQ(no_expand(nullptr).status().code(), core::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(no_expand(&w3_bad).is_ok());
+  auto dw_project = no_expand(&w3);
+  ASSERT_TRUE(dw_project.is_ok());
+  Tensor b8 = random_f32({8}, rng);
+  EXPECT_TRUE(dw_project->run({1, 1, 1}, y8, nullptr, &b8, nullptr, nullptr, y, nullptr).is_ok());
+  EXPECT_FALSE(dw_project->run({1, 1, 1}, x, nullptr, nullptr, nullptr, nullptr, y, nullptr).is_ok());  // 3 channels
+  EXPECT_FALSE(dw_project->run({1, 1, 1}, y8, &b8, nullptr, nullptr, nullptr, y, nullptr).is_ok());     // B1
 }
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, FastConvChainTest, ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512),

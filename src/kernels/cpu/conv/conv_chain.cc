@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <string>
 
 #include "core/str_util.h"
 #include "core/thread_scratch.h"
@@ -22,23 +23,27 @@ int64_t round_up16(int64_t n) {
 
 }  // namespace
 
-Result<FastConvChain> FastConvChain::create(FastConv expand, FastConv depthwise, std::optional<FastConv> project) {
+Result<FastConvChain> FastConvChain::create(std::optional<FastConv> expand, FastConv depthwise,
+                                            std::optional<FastConv> project) {
   // Convs of other shapes: Unsupported (a caller then runs them another way); mismatched ones: InvalidArgument.
-  if (!expand.is_pointwise()) return core::unsupported("conv chain: the expansion must be a 1x1 conv, group 1");
+  if (!expand && !project) return core::invalid_argument("conv chain: needs an expansion, a projection or both");
+  if (expand && !expand->is_pointwise())
+    return core::unsupported("conv chain: the expansion must be a 1x1 conv, group 1");
   if (!depthwise.has_direct_rows())
     return core::unsupported(
         "conv chain: the middle conv must be depthwise (3x3 or 5x5) or grouped with whole vectors per group");
-  if (depthwise.in_channels() != expand.out_channels() || depthwise.out_channels() != expand.out_channels())
-    return core::invalid_argument(str_cat("conv chain: the middle conv maps ", depthwise.in_channels(), " to ",
-                                          depthwise.out_channels(), " channels, the expansion gives ",
-                                          expand.out_channels()));
+  const int64_t m = depthwise.out_channels();
+  if (depthwise.in_channels() != m || (expand && expand->out_channels() != m))
+    return core::invalid_argument(
+        str_cat("conv chain: the middle conv maps ", depthwise.in_channels(), " to ", m, " channels",
+                expand ? str_cat(", the expansion gives ", expand->out_channels()) : std::string()));
   if (project && !project->is_pointwise())
     return core::unsupported("conv chain: the projection must be a 1x1 conv, group 1");
-  if (project && project->in_channels() != expand.out_channels())
-    return core::invalid_argument(str_cat("conv chain: the projection reads ", project->in_channels(),
-                                          " channels, the chain has ", expand.out_channels()));
-  if (depthwise.isa() != expand.isa() || (project && project->isa() != expand.isa()))
-    return core::invalid_argument("conv chain: the three convs must be made for one instruction set");
+  if (project && project->in_channels() != m)
+    return core::invalid_argument(
+        str_cat("conv chain: the projection reads ", project->in_channels(), " channels, the chain has ", m));
+  if ((expand && expand->isa() != depthwise.isa()) || (project && project->isa() != depthwise.isa()))
+    return core::invalid_argument("conv chain: the convs must be made for one instruction set");
   FastConvChain c;
   c.expand_ = std::move(expand);
   c.depthwise_ = std::move(depthwise);
@@ -47,7 +52,7 @@ Result<FastConvChain> FastConvChain::create(FastConv expand, FastConv depthwise,
 }
 
 const char* FastConvChain::name() const {
-  switch (expand_.isa()) {
+  switch (depthwise_.isa()) {
     case core::Isa::kScalar:
       return "conv_chain.scalar";
     case core::Isa::kAvx2:
@@ -63,7 +68,7 @@ Status FastConvChain::run(const ConvChainParams& p, const Tensor& x, const Tenso
   for (const Tensor* t : {&x, b1, b2, b3, z, static_cast<const Tensor*>(&y)})
     if (t && t->dtype() != core::DType::kF32)
       return core::invalid_argument(str_cat("conv chain: needs f32, got ", t->type_string()));
-  const int64_t c = expand_.in_channels(), m = expand_.out_channels();
+  const int64_t m = depthwise_.out_channels(), c = expand_ ? expand_->in_channels() : m;
   const int64_t out_c = project_ ? project_->out_channels() : m;
   const int k = depthwise_.kernel_size();
   if (x.rank() != 4 || x.dim(1) != c)
@@ -77,21 +82,23 @@ Status FastConvChain::run(const ConvChainParams& p, const Tensor& x, const Tenso
   // Every output's first tap inside the input (true of any ONNX geometry with pads below the kernel size).
   if (oh > 0 && ow > 0 && ((oh - 1) * s - pt >= h || (ow - 1) * s - pl >= w))
     return core::invalid_argument(str_cat("conv chain: Y ", y.type_string(), " is too large for X ", x.type_string()));
-  if ((b1 && b1->num_elements() != m) || (b2 && b2->num_elements() != m) ||
+  if ((b1 && (!expand_ || b1->num_elements() != m)) || (b2 && b2->num_elements() != m) ||
       (b3 && (!project_ || b3->num_elements() != out_c)))
     return core::invalid_argument("conv chain: a bias has the wrong size");
   if (z && (!project_ || z->dims() != y.dims()))
     return core::invalid_argument(str_cat("conv chain: residual must be ", y.type_string(), ", with a projection"));
   if (y.num_elements() == 0) return Status::ok();
 
-  // Strip height: the expanded rows of one strip ((rows - 1) * s + k rows of m channels) in kStripFloats; at
-  // least one strip per thread.
+  // Strip height: the expanded rows of one strip ((rows - 1) * s + k rows of m channels) in kStripFloats. Without
+  // the expansion the same rows of X are read in place. Each thread takes an equal share of the n * oh output rows
+  // (image-major) and cuts it into near-equal strips of at most `rows`: strips of the full height with a short
+  // last one, dealt out whole, gave one of 2 threads 68 of 112 rows (MobileNet-V2's first block, 34-row strips).
   const int threads = pool ? pool->num_threads() : 1;
   int64_t rows = std::max<int64_t>((kStripFloats / std::max<int64_t>(m * w, 1) - k) / s + 1, 1);
-  rows = std::min({rows, oh, std::max<int64_t>((n * oh + threads - 1) / threads, 1)});
-  const int64_t strips = (oh + rows - 1) / rows, units = n * strips;
+  rows = std::min(rows, oh);
+  const int64_t total_rows = n * oh;
   const int64_t rows_in = (rows - 1) * s + k;
-  const int64_t e_plane = rows_in * w, e_floats = round_up16(m * e_plane),
+  const int64_t e_plane = rows_in * w, e_floats = expand_ ? round_up16(m * e_plane) : 0,
                 d_floats = project_ ? round_up16(m * rows * ow) : 0;
   const int64_t s_floats = round_up16(depthwise_.direct_rows_scratch_floats(rows, ow, static_cast<int>(s)));
 
@@ -101,7 +108,7 @@ Status FastConvChain::run(const ConvChainParams& p, const Tensor& x, const Tenso
   const float* b3d = b3 ? b3->data<float>() : nullptr;
   const float* zd = z ? z->data<float>() : nullptr;
   float* yd = y.data<float>();
-  const int64_t tasks = std::min<int64_t>(threads, units);
+  const int64_t tasks = std::min<int64_t>(threads, total_rows);
   std::atomic<bool> failed{false};
   core::parallel_for(pool, tasks, 1, [&](int64_t t0, int64_t t1) {
     float* buf = g_chain_scratch.get_as<float>(static_cast<size_t>(e_floats + d_floats + s_floats));
@@ -109,32 +116,43 @@ Status FastConvChain::run(const ConvChainParams& p, const Tensor& x, const Tenso
       failed.store(true);
       return;
     }
-    float* e = buf;  // [m][rows_in][w]: the expanded input rows [a, b) of the current strip
+    float* e = buf;  // [m][rows_in][w]: the expanded input rows [a, b) of the current strip (with the expansion)
     float* dbuf = buf + e_floats;
     float* dscratch = dbuf + d_floats;
     for (int64_t t = t0; t < t1 && !failed.load(); ++t) {
-      // This task's units (image, strip) in order; the expanded rows of the last strip carry over to the next.
+      // This task's output rows [q0, q1) of n * oh in strips of `height` rows (a strip ends early at an image's
+      // end); the expanded rows of the last strip carry over to the next.
+      const int64_t q0 = total_rows * t / tasks, q1 = total_rows * (t + 1) / tasks;
+      const int64_t share = q1 - q0, strips = (share + rows - 1) / rows, height = (share + strips - 1) / strips;
       int64_t prev_img = -1, prev_a = 0, prev_b = 0;
-      for (int64_t u = units * t / tasks; u < units * (t + 1) / tasks; ++u) {
-        const int64_t img = u / strips, r0 = u % strips * rows, r1 = std::min(oh, r0 + rows);
+      for (int64_t q = q0; q < q1;) {
+        const int64_t img = q / oh, r0 = q % oh, r1 = std::min({oh, r0 + height, r0 + q1 - q});
+        q += r1 - r0;
         const int64_t a = std::max<int64_t>(0, r0 * s - pt), b = std::min(h, (r1 - 1) * s - pt + k);
         const float* xn = xd + img * c * h * w;
-        int64_t start = a;
-        if (img == prev_img && prev_a <= a && a < prev_b) {  // rows [a, prev_b) are there: move them to the top
-          const int64_t keep = std::min(prev_b, b) - a;
-          if (a > prev_a)
-            for (int64_t ch = 0; ch < m; ++ch)
-              std::memmove(e + ch * e_plane, e + ch * e_plane + (a - prev_a) * w,
-                           static_cast<size_t>(keep * w) * sizeof(float));
-          start = a + keep;
-        }
-        if (start < b) {
-          Status st = expand_.pointwise_columns(xn + start * w, h * w, (b - start) * w, b1d, nullptr, 0,
-                                                e + (start - a) * w, e_plane);
-          if (!st.is_ok()) {
-            failed.store(true);
-            return;
+        // The middle conv's input rows [a, b): expanded into e, or X's own rows (planes h * w apart).
+        const float* rows_a = xn + a * w;
+        int64_t rows_plane = h * w;
+        if (expand_) {
+          int64_t start = a;
+          if (img == prev_img && prev_a <= a && a < prev_b) {  // rows [a, prev_b) are there: move them to the top
+            const int64_t keep = std::min(prev_b, b) - a;
+            if (a > prev_a)
+              for (int64_t ch = 0; ch < m; ++ch)
+                std::memmove(e + ch * e_plane, e + ch * e_plane + (a - prev_a) * w,
+                             static_cast<size_t>(keep * w) * sizeof(float));
+            start = a + keep;
           }
+          if (start < b) {
+            Status st = expand_->pointwise_columns(xn + start * w, h * w, (b - start) * w, b1d, nullptr, 0,
+                                                   e + (start - a) * w, e_plane);
+            if (!st.is_ok()) {
+              failed.store(true);
+              return;
+            }
+          }
+          rows_a = e;
+          rows_plane = e_plane;
         }
         conv_detail::DepthwiseBlockArgs da;
         da.c = m;
@@ -145,8 +163,8 @@ Status FastConvChain::run(const ConvChainParams& p, const Tensor& x, const Tenso
         da.bias = b2d;
         if (project_) {
           // The strip as an image of its own: rows [a, b) of the input, output rows [r0, r1) into dbuf.
-          da.x = e;
-          da.x_plane = e_plane;
+          da.x = rows_a;
+          da.x_plane = rows_plane;
           da.ih = b - a;
           da.oh = r1 - r0;
           da.pad_top = pt + a - r0 * s;
@@ -161,7 +179,8 @@ Status FastConvChain::run(const ConvChainParams& p, const Tensor& x, const Tenso
             return;
           }
         } else {
-          // Output rows [r0, r1) of the whole image, straight into y; x holds rows [a, b) of each plane.
+          // Output rows [r0, r1) of the whole image, straight into y; e holds rows [a, b) of each plane (create
+          // refuses a chain without both the expansion and this branch's missing projection).
           da.x = e - a * w;
           da.x_plane = e_plane;
           da.ih = h;

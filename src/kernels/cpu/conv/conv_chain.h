@@ -3,7 +3,9 @@
 // expanded tensor (and, with the projection, the depthwise output) never leaves L2: each strip's
 // expansion goes to per-thread scratch, the depthwise reads it from there, the projection reads the
 // depthwise rows from scratch too. Rows shared by two strips of one thread are carried over, not
-// recomputed. NCHW f32 in and out; the kernels are FastConv's (conv.h), so every ISA it has.
+// recomputed. Without the expansion (the first block of MobileNet-V2 / V3 and MnasNet: depthwise ->
+// project) the depthwise reads its rows straight from X and only its output strip stays in scratch.
+// NCHW f32 in and out; the kernels are FastConv's (conv.h), so every ISA it has.
 #pragma once
 
 #include <optional>
@@ -22,14 +24,16 @@ struct ConvChainParams {
 
 class FastConvChain {
  public:
-  // expand: a FastConv of W1 [M, C, 1, 1] (group 1); depthwise: of W2 [M, 1, k, k] (k 3 or 5) with group M;
-  // project: of W3 [P, M, 1, 1] (group 1) or none. Each carries its activation; all for the same ISA. A conv of
-  // another kind (middle conv not has_direct_rows(), say groups of 8 on AVX-512) gives Unsupported: the
-  // caller runs the convs another way; mismatched channel counts give InvalidArgument.
-  static Result<FastConvChain> create(FastConv expand, FastConv depthwise, std::optional<FastConv> project);
+  // expand: a FastConv of W1 [M, C, 1, 1] (group 1) or none; depthwise: of W2 [M, 1, k, k] (k 3 or 5) with
+  // group M; project: of W3 [P, M, 1, 1] (group 1) or none; at least one of expand and project. Each carries its
+  // activation; all for the same ISA. A conv of another kind (middle conv not has_direct_rows(), say groups of 8
+  // on AVX-512) gives Unsupported: the caller runs the convs another way; mismatched channel counts, or neither
+  // pointwise conv, give InvalidArgument.
+  static Result<FastConvChain> create(std::optional<FastConv> expand, FastConv depthwise,
+                                      std::optional<FastConv> project);
 
-  // x [N, C, H, W]; b1 [M], b2 [M], b3 [P] or null; z (the projection's residual): y's shape or null,
-  // only with a projection; y [N, P (or M without projection), OH, OW].
+  // x [N, C, H, W] (C = M without expansion); b1 [M] (only with the expansion), b2 [M], b3 [P] or null; z (the
+  // projection's residual): y's shape or null, only with a projection; y [N, P (or M without projection), OH, OW].
   Status run(const ConvChainParams& p, const Tensor& x, const Tensor* b1, const Tensor* b2, const Tensor* b3,
              const Tensor* z, Tensor& y, core::ThreadPool* pool) const;
 
@@ -42,7 +46,8 @@ class FastConvChain {
   static constexpr int64_t kStripFloats = int64_t{128} << 10;
 
  private:
-  FastConv expand_, depthwise_;
+  std::optional<FastConv> expand_;
+  FastConv depthwise_;
   std::optional<FastConv> project_;
 };
 
