@@ -1,13 +1,16 @@
 // Fuses MobileNet's inverted residual, expand 1x1 conv -> depthwise k x k conv -> optionally project 1x1 conv
 // (each a Conv or a kestrel.FusedConv with its bias, activation and, on the projection, residual), into one
 // kestrel.FusedPointwiseDepthwise (docs/fused_ops.md); likewise RegNet's blocks, whose middle conv is grouped
-// (the fused node's `group`, written only when it is not M). Its fast kernel (kernels/cpu/conv/conv_chain.h)
-// runs the convs over strips of rows, so the expanded tensor (and the middle conv's output) never goes to
-// memory. Only where that kernel runs: float, constant f32 weights, a middle conv that is depthwise 3x3 / 5x5
-// or grouped k x k (1 < k <= 7) with groups of a multiple of 16 channels (whole vectors on every ISA), at
-// most 256, with stride 1 or 2, explicit pads each smaller than the kernel, no dilation, an activation the
-// fast epilogue has, and a large input plane (the intermediate tensors are what the fusion saves). The
-// intermediate values must have no other consumer and must not be graph outputs.
+// (the fused node's `group`, written only when it is not M). Then, where no expansion precedes it, the middle
+// conv and its projection (the first block of MobileNet-V2 / V3 and MnasNet, ShuffleNet's downsampling
+// branch): the fused node without W1 / B1 / activation1, which reads the middle conv's input X itself. Its
+// fast kernel (kernels/cpu/conv/conv_chain.h) runs the convs over strips of rows, so the expanded tensor (and
+// the middle conv's output) never goes to memory. Only where that kernel runs: float, constant f32 weights, a
+// middle conv that is depthwise 3x3 / 5x5 or grouped k x k (1 < k <= 7) with groups of a multiple of 16
+// channels (whole vectors on every ISA), at most 256, with stride 1 or 2, explicit pads each smaller than the
+// kernel, no dilation, an activation the fast epilogue has, and a large input plane (the intermediate tensors
+// are what the fusion saves). The intermediate values must have no other consumer and must not be graph
+// outputs.
 #include <optional>
 
 #include "ir/op_schema.h"
@@ -20,8 +23,9 @@ namespace kestrel::passes {
 
 namespace {
 
-// Input planes (H * W of the expand conv's input) below this stay unfused: the intermediate tensors are then
-// small enough to stay in cache anyway. Tuned in docs/architecture.md, Fused inverted residuals.
+// Input planes (H * W of the expand conv's input, or of the middle conv's without an expansion) below this stay
+// unfused: the intermediate tensors are then small enough to stay in cache anyway. Tuned in
+// docs/architecture.md, Fused inverted residuals.
 constexpr int64_t kMinFusedPlane = 28 * 28;
 
 // A Conv / FusedConv as the fusion sees it.
@@ -118,7 +122,8 @@ ir::Node* sole_reader(const ir::Value* v) {
   return n && n->input(0) == v && only_consumer(v, n) ? n : nullptr;
 }
 
-// The expand conv's input has a static plane of at least kMinFusedPlane pixels.
+// The chain's input (the expand conv's, else the middle conv's) has a static plane of at least kMinFusedPlane
+// pixels.
 bool large_plane(const ir::Value* x) {
   const ir::Shape& s = x->shape();
   if (!s.rank_known() || s.rank() != 4 || !s[2].known() || !s[3].known()) return false;
@@ -134,11 +139,38 @@ std::optional<ConvNode> expand_of(const ConvNode& d) {
   return p1;
 }
 
-// Whether the 1x1 conv `p3` can be the projection of the chain p1 -> d (it reads d's output alone, from M
+// Whether the 1x1 conv `p3` can be the projection of the chain [p1 ->] d (it reads d's output alone, from M
 // channels; its residual, if any, comes from outside the chain: the chain's values have one reader each).
-bool projects(const ConvNode& p1, const ConvNode& d, const ConvNode& p3) {
-  return pointwise(p3) && p3.wd[1] == p1.wd[0] && sole_reader(d.node->output(0)) == p3.node &&
-         p3.z != p1.node->output(0) && p3.z != d.node->output(0);
+bool projects(const ConvNode* p1, const ConvNode& d, const ConvNode& p3) {
+  return pointwise(p3) && p3.wd[1] == d.wd[0] && sole_reader(d.node->output(0)) == p3.node &&
+         (!p1 || p3.z != p1->node->output(0)) && p3.z != d.node->output(0);
+}
+
+// Replaces [p1 ->] d [-> p3], which ends in `last`, by one kestrel.FusedPointwiseDepthwise named after its first
+// conv (no W1 / B1 / activation1 without p1: the node reads d's input).
+core::Status fuse(ir::Graph& g, ir::Node* last, const std::optional<ConvNode>& p1, const ConvNode& d,
+                  const std::optional<ConvNode>& p3) {
+  std::vector<ir::Value*> inputs{p1 ? p1->x : d.x, p1 ? p1->w : nullptr, p1 ? p1->b : nullptr, d.w, d.b};
+  if (p3) {
+    inputs.push_back(p3->w);
+    inputs.push_back(p3->b);
+    inputs.push_back(p3->z);
+  }
+  while (!inputs.back()) inputs.pop_back();
+  std::map<std::string, ir::Attribute> attrs;
+  attrs["kernel_shape"] = ir::Attribute(d.window.kernel);
+  attrs["strides"] = ir::Attribute(d.window.strides);
+  attrs["pads"] = ir::Attribute(d.window.pads);
+  if (d.group != d.wd[0]) attrs["group"] = ir::Attribute(d.group);
+  std::vector<ir::Node*> dead{d.node};
+  if (p1) dead.push_back(p1->node);
+  if (p3) dead.push_back(p3->node);
+  KESTREL_ASSIGN_OR_RETURN(ir::Node * fused, replace_chain(g, last, dead, "FusedPointwiseDepthwise", ir::kKestrelDomain,
+                                                           inputs, attrs, (p1 ? p1->node : d.node)->name()));
+  if (p1) ir::set_fused_activation(*fused, p1->act, "activation1");
+  ir::set_fused_activation(*fused, d.act, "activation2");
+  if (p3) ir::set_fused_activation(*fused, p3->act, "activation3");
+  return core::Status::ok();
 }
 
 class FusePointwiseDepthwise final : public Pass {
@@ -146,7 +178,9 @@ class FusePointwiseDepthwise final : public Pass {
   const char* name() const override { return "fuse-pointwise-depthwise"; }
 
   // Matched from the chain's last node (the projection, or the depthwise conv when no projection follows),
-  // so only nodes visited already are removed.
+  // so only nodes visited already are removed. First every expand -> middle [-> project] chain, then, over
+  // what is left, middle -> project pairs without an expansion (so an expand conv that can fuse never loses
+  // its middle conv to the shorter pattern).
   core::Result<PassStats> run(ir::Graph& g, const PassContext&) override {
     PassStats stats;
     for (ir::Node* n : g.nodes()) {
@@ -156,34 +190,27 @@ class FusePointwiseDepthwise final : public Pass {
       if (pointwise(*last)) {  // the projection of expand -> depthwise -> it?
         d = read_conv(last->x->producer());
         if (d) p1 = expand_of(*d);
-        if (!p1 || !projects(*p1, *d, *last)) continue;
+        if (!p1 || !projects(&*p1, *d, *last)) continue;
         p3 = std::move(last);
       } else {  // a depthwise conv whose output is not projected (then the projection ends the chain)
         d = std::move(last);
         p1 = expand_of(*d);
         if (!p1) continue;
-        if (std::optional<ConvNode> next = read_conv(sole_reader(d->node->output(0))); next && projects(*p1, *d, *next))
+        if (std::optional<ConvNode> next = read_conv(sole_reader(d->node->output(0)));
+            next && projects(&*p1, *d, *next))
           continue;
       }
-      std::vector<ir::Value*> inputs{p1->x, p1->w, p1->b, d->w, d->b};
-      if (p3) {
-        inputs.push_back(p3->w);
-        inputs.push_back(p3->b);
-        inputs.push_back(p3->z);
-      }
-      while (!inputs.back()) inputs.pop_back();
-      std::map<std::string, ir::Attribute> attrs;
-      attrs["kernel_shape"] = ir::Attribute(d->window.kernel);
-      attrs["strides"] = ir::Attribute(d->window.strides);
-      attrs["pads"] = ir::Attribute(d->window.pads);
-      if (d->group != p1->wd[0]) attrs["group"] = ir::Attribute(d->group);
-      std::vector<ir::Node*> dead{p1->node, d->node};
-      if (p3) dead.push_back(p3->node);
-      KESTREL_ASSIGN_OR_RETURN(ir::Node * fused, replace_chain(g, n, dead, "FusedPointwiseDepthwise",
-                                                               ir::kKestrelDomain, inputs, attrs, p1->node->name()));
-      ir::set_fused_activation(*fused, p1->act, "activation1");
-      ir::set_fused_activation(*fused, d->act, "activation2");
-      if (p3) ir::set_fused_activation(*fused, p3->act, "activation3");
+      KESTREL_RETURN_IF_ERROR(fuse(g, n, p1, *d, p3));
+      ++stats.fused;
+    }
+    // Middle conv -> projection: the middle conv reads the chain's input X (M channels) itself.
+    for (ir::Node* n : g.nodes()) {
+      std::optional<ConvNode> p3 = read_conv(n);
+      if (!p3 || !pointwise(*p3)) continue;
+      std::optional<ConvNode> d = read_conv(p3->x->producer());
+      if (!d || !depthwise(*d, d->wd[0]) || !large_plane(d->x) || expand_of(*d) || !projects(nullptr, *d, *p3))
+        continue;
+      KESTREL_RETURN_IF_ERROR(fuse(g, n, std::nullopt, *d, p3));
       ++stats.fused;
     }
     return stats;

@@ -150,32 +150,45 @@ TEST_P(FastFusedTest, GeluTanhFallsBackToReferenceEpilogue) {
           std::string("sgemm.") + core::isa_name(GetParam()));
 }
 
-// The fast conv chain (expand 1x1 -> depthwise or grouped k x k -> optional project 1x1 over strips of rows)
-// against the reference convs; GeluTanh anywhere in the chain takes the reference. Grouped middle convs have
-// groups of 16 or 32 channels: whole vectors on every ISA.
+// The fast conv chain ([expand 1x1 ->] depthwise or grouped k x k -> [project 1x1] over strips of rows, at least
+// one of the 1x1 convs) against the reference convs; GeluTanh anywhere in the chain takes the reference. Grouped
+// middle convs have groups of 16 or 32 channels: whole vectors on every ISA. Without the expansion the middle
+// conv reads X's rows in place.
 TEST_P(FastFusedTest, FusedPointwiseDepthwise) {
   KESTREL_SKIP_IF_ISA_MISSING(GetParam());
   std::mt19937 rng(11);
   const std::string isa = core::isa_name(GetParam());
   struct Case {
-    int64_t n, c, h, w, m, p, k, stride;  // p = 0: no projection
+    int64_t n, c, h, w, m, p, k, stride;  // c = 0: no expansion (X has m channels); p = 0: no projection
     std::vector<int64_t> pads;
     int64_t group = 0;  // the middle conv's; 0: m (depthwise, no attribute)
   };
-  const Case cases[] = {{2, 5, 37, 37, 19, 7, 3, 1, {1, 0, 1, 2}},     {1, 7, 30, 33, 24, 0, 5, 2, {2, 2, 1, 2}},
-                        {1, 16, 19, 21, 40, 16, 3, 2, {1, 1, 1, 1}},   {2, 3, 14, 9, 8, 5, 5, 1, {2, 1, 2, 0}},
-                        {2, 5, 20, 23, 48, 24, 3, 1, {1, 1, 1, 1}, 3}, {1, 8, 21, 19, 64, 0, 3, 2, {1, 0, 1, 1}, 4},
-                        {1, 6, 17, 15, 64, 12, 7, 1, {3, 2, 3, 3}, 2}, {1, 4, 18, 18, 32, 8, 5, 2, {2, 2, 2, 2}, 2}};
+  const Case cases[] = {{2, 5, 37, 37, 19, 7, 3, 1, {1, 0, 1, 2}},
+                        {1, 7, 30, 33, 24, 0, 5, 2, {2, 2, 1, 2}},
+                        {1, 16, 19, 21, 40, 16, 3, 2, {1, 1, 1, 1}},
+                        {2, 3, 14, 9, 8, 5, 5, 1, {2, 1, 2, 0}},
+                        {2, 5, 20, 23, 48, 24, 3, 1, {1, 1, 1, 1}, 3},
+                        {1, 8, 21, 19, 64, 0, 3, 2, {1, 0, 1, 1}, 4},
+                        {1, 6, 17, 15, 64, 12, 7, 1, {3, 2, 3, 3}, 2},
+                        {1, 4, 18, 18, 32, 8, 5, 2, {2, 2, 2, 2}, 2},
+                        // No expansion: MobileNetV2's first block (32 -> 16), odd sizes, 5x5 stride 2, grouped.
+                        {1, 0, 56, 56, 32, 16, 3, 1, {1, 1, 1, 1}},
+                        {2, 0, 37, 37, 19, 7, 3, 1, {1, 0, 1, 2}},
+                        {1, 0, 30, 33, 24, 24, 5, 2, {2, 2, 1, 2}},
+                        {2, 0, 14, 9, 8, 5, 5, 1, {2, 1, 2, 0}},
+                        {2, 0, 20, 23, 48, 24, 3, 1, {1, 1, 1, 1}, 3},
+                        {1, 0, 21, 19, 64, 12, 3, 2, {1, 0, 1, 1}, 4}};
   const auto& a = acts();
   int i = 0;
   for (const Case& c : cases) {
     const int64_t oh = (c.h + c.pads[0] + c.pads[2] - c.k) / c.stride + 1;
     const int64_t ow = (c.w + c.pads[1] + c.pads[3] - c.k) / c.stride + 1;
-    const bool project = c.p > 0;
+    const bool expand = c.c > 0, project = c.p > 0;
     for (size_t j = 0; j <= a.size(); ++j, ++i) {
       SCOPED_TRACE(i);
-      Tensor x = testing::random_f32({c.n, c.c, c.h, c.w}, rng), w1 = testing::random_f32({c.m, c.c, 1, 1}, rng);
-      Tensor b1 = testing::random_f32({c.m}, rng);
+      Tensor x = testing::random_f32({c.n, expand ? c.c : c.m, c.h, c.w}, rng);
+      Tensor w1 = expand ? testing::random_f32({c.m, c.c, 1, 1}, rng) : Tensor();
+      Tensor b1 = expand ? testing::random_f32({c.m}, rng) : Tensor();
       Tensor w2 = testing::random_f32({c.m, c.group ? c.m / c.group : 1, c.k, c.k}, rng);
       Tensor b2 = testing::random_f32({c.m}, rng);
       const bool with_b = i % 3 != 0, with_z = project && i % 2 == 0;
@@ -189,10 +202,10 @@ TEST_P(FastFusedTest, FusedPointwiseDepthwise) {
         if (!act.first.empty()) attrs[name] = ir::Attribute(act.first);
         if (!act.second.empty()) attrs[name + "_params"] = ir::Attribute(act.second);
       };
-      put("activation1", a[j % a.size()]);
+      if (expand) put("activation1", a[j % a.size()]);
       put("activation2",
           gelu_tanh ? std::make_pair(std::string("GeluTanh"), std::vector<float>{}) : a[(j + 4) % a.size()]);
-      std::vector<Tensor> ins = {x, w1, with_b ? b1 : Tensor(), w2, with_b ? b2 : Tensor()};
+      std::vector<Tensor> ins = {x, w1, expand && with_b ? b1 : Tensor(), w2, with_b ? b2 : Tensor()};
       if (project) {
         put("activation3", a[(j + 7) % a.size()]);
         ins.push_back(testing::random_f32({c.p, c.m, 1, 1}, rng));

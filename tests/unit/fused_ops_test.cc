@@ -283,15 +283,16 @@ TEST(FusedConv, MaxPoolAttributesMatchConvThenMaxPool) {
     }
 }
 
-// kestrel.FusedPointwiseDepthwise in doubles: act1(1x1 conv) -> act2(depthwise or grouped k x k) ->
+// kestrel.FusedPointwiseDepthwise in doubles: [act1(1x1 conv) ->] act2(depthwise or grouped k x k) ->
 // [act3(1x1 conv + Z)].
 struct PwDwCase {
-  int64_t n, c, h, w, m, p, k, stride;  // p = 0: no projection
+  int64_t n, c, h, w, m, p, k, stride;  // c = 0: no expansion (X has m channels); p = 0: no projection
   std::vector<int64_t> pads;            // [top, left, bottom, right]
   int64_t group = 0;                    // the middle conv's; 0: m (depthwise)
 };
 
-std::vector<double> naive_pointwise_depthwise(const PwDwCase& cs, const Tensor& x, const Tensor& w1, const Tensor* b1,
+// w1 null (cs.c 0): the middle conv reads x.
+std::vector<double> naive_pointwise_depthwise(const PwDwCase& cs, const Tensor& x, const Tensor* w1, const Tensor* b1,
                                               const Tensor& w2, const Tensor* b2, const Tensor* w3, const Tensor* b3,
                                               const Tensor* z, const Act& a1, const Act& a2, const Act& a3) {
   const int64_t oh = (cs.h + cs.pads[0] + cs.pads[2] - cs.k) / cs.stride + 1;
@@ -303,8 +304,9 @@ std::vector<double> naive_pointwise_depthwise(const PwDwCase& cs, const Tensor& 
     for (int64_t m = 0; m < cs.m; ++m)
       for (int64_t i = 0; i < cs.h * cs.w; ++i) {
         double acc = f(b1, m);
-        for (int64_t c = 0; c < cs.c; ++c) acc += f(&x, (n * cs.c + c) * cs.h * cs.w + i) * f(&w1, m * cs.c + c);
-        e[static_cast<size_t>((n * cs.m + m) * cs.h * cs.w + i)] = act_naive(a1, acc);
+        if (!w1) acc = f(&x, (n * cs.m + m) * cs.h * cs.w + i);
+        for (int64_t c = 0; w1 && c < cs.c; ++c) acc += f(&x, (n * cs.c + c) * cs.h * cs.w + i) * f(w1, m * cs.c + c);
+        e[static_cast<size_t>((n * cs.m + m) * cs.h * cs.w + i)] = w1 ? act_naive(a1, acc) : acc;
       }
   for (int64_t n = 0; n < cs.n; ++n)
     for (int64_t m = 0; m < cs.m; ++m)
@@ -336,26 +338,21 @@ std::vector<double> naive_pointwise_depthwise(const PwDwCase& cs, const Tensor& 
   return out;
 }
 
-// Every activation in each of the three places, with and without biases / projection / residual, depthwise and
-// grouped middle convs (`group`: groups of 16, the fast chain on every ISA; of 8 and 3, the fast chain where they
-// are whole vectors, else the reference; k 3 / 5 / 7), on the reference (weights fed at run time) and with
-// constant weights (the fast chain where it applies).
-TEST(FusedPointwiseDepthwise, MatchesNaiveChainWithEveryActivation) {
-  const PwDwCase cases[] = {{2, 3, 9, 11, 6, 4, 3, 2, {1, 0, 1, 2}},     {1, 5, 8, 7, 9, 5, 5, 1, {2, 2, 2, 2}},
-                            {2, 4, 10, 9, 12, 0, 3, 1, {1, 1, 0, 1}},    {1, 2, 12, 13, 5, 3, 5, 2, {0, 2, 1, 0}},
-                            {2, 5, 9, 11, 48, 7, 3, 1, {1, 1, 1, 1}, 3}, {1, 4, 10, 9, 32, 0, 5, 2, {2, 1, 2, 2}, 2},
-                            {1, 3, 8, 8, 24, 6, 3, 2, {1, 0, 1, 1}, 3},  {1, 3, 9, 9, 12, 4, 7, 1, {3, 3, 3, 3}, 4}};
+// Every activation in each place the cases have, with and without biases / residual, on the reference (weights
+// fed at run time) and with constant weights (the fast chain where it applies), against the naive chain. Cases
+// with c = 0 have no expansion: W1 / B1 absent, no activation1.
+void expect_matches_naive(const std::vector<PwDwCase>& cases, uint32_t seed) {
   const std::vector<Act>& acts = all_acts();
-  uint32_t seed = 200;
   int i = 0;
   for (const PwDwCase& cs : cases) {
     const int64_t oh = (cs.h + cs.pads[0] + cs.pads[2] - cs.k) / cs.stride + 1;
     const int64_t ow = (cs.w + cs.pads[1] + cs.pads[3] - cs.k) / cs.stride + 1;
-    const bool project = cs.p > 0;
+    const bool expand = cs.c > 0, project = cs.p > 0;
     const int64_t out_c = project ? cs.p : cs.m;
-    Tensor x = random_tensor({cs.n, cs.c, cs.h, cs.w}, seed++), w1 = random_tensor({cs.m, cs.c, 1, 1}, seed++);
+    Tensor x = random_tensor({cs.n, expand ? cs.c : cs.m, cs.h, cs.w}, seed++);
+    Tensor w1 = expand ? random_tensor({cs.m, cs.c, 1, 1}, seed++) : Tensor();
     const int64_t cg = cs.group ? cs.m / cs.group : 1;
-    Tensor b1 = random_tensor({cs.m}, seed++), w2 = random_tensor({cs.m, cg, cs.k, cs.k}, seed++);
+    Tensor b1 = expand ? random_tensor({cs.m}, seed++) : Tensor(), w2 = random_tensor({cs.m, cg, cs.k, cs.k}, seed++);
     Tensor b2 = random_tensor({cs.m}, seed++);
     Tensor w3 = project ? random_tensor({cs.p, cs.m, 1, 1}, seed++) : Tensor();
     Tensor b3 = project ? random_tensor({cs.p}, seed++) : Tensor();
@@ -371,21 +368,22 @@ TEST(FusedPointwiseDepthwise, MatchesNaiveChainWithEveryActivation) {
         if (*act.name) attrs[name] = std::string(act.name);
         if (!act.params.empty()) attrs[std::string(name) + "_params"] = act.params;
       };
-      put("activation1", a1);
+      if (expand) put("activation1", a1);
       put("activation2", a2);
       if (project) put("activation3", a3);
-      std::vector<Tensor> ins = {x, w1, with_b ? b1 : Tensor(), w2, with_b ? b2 : Tensor()};
+      std::vector<Tensor> ins = {x, w1, expand && with_b ? b1 : Tensor(), w2, with_b ? b2 : Tensor()};
       if (project) {
         ins.push_back(w3);
         ins.push_back(with_b ? b3 : Tensor());
         if (with_z) ins.push_back(z);
       }
-      std::vector<double> want = naive_pointwise_depthwise(
-          cs, x, w1, with_b ? &b1 : nullptr, w2, with_b ? &b2 : nullptr, project ? &w3 : nullptr,
-          project && with_b ? &b3 : nullptr, with_z ? &z : nullptr, a1, a2, project ? a3 : Act{"", {}});
+      std::vector<double> want =
+          naive_pointwise_depthwise(cs, x, expand ? &w1 : nullptr, expand && with_b ? &b1 : nullptr, w2,
+                                    with_b ? &b2 : nullptr, project ? &w3 : nullptr, project && with_b ? &b3 : nullptr,
+                                    with_z ? &z : nullptr, expand ? a1 : Act{"", {}}, a2, project ? a3 : Act{"", {}});
       for (bool constant_w : {false, true}) {
         const std::string what = "case " + std::to_string(i) + " group " + std::to_string(cs.group) + " acts " +
-                                 a1.name + "/" + a2.name + "/" + (project ? a3.name : "-") +
+                                 (expand ? a1.name : "-") + "/" + a2.name + "/" + (project ? a3.name : "-") +
                                  (constant_w ? " (constant W)" : " (W fed)");
         std::vector<bool> constant(ins.size(), false);
         for (size_t j = 1; j < ins.size() && j < 7; ++j) constant[j] = constant_w;
@@ -396,6 +394,38 @@ TEST(FusedPointwiseDepthwise, MatchesNaiveChainWithEveryActivation) {
       }
     }
   }
+}
+
+// Every activation in each of the three places, with and without biases / projection / residual, depthwise and
+// grouped middle convs (`group`: groups of 16, the fast chain on every ISA; of 8 and 3, the fast chain where they
+// are whole vectors, else the reference; k 3 / 5 / 7), on the reference (weights fed at run time) and with
+// constant weights (the fast chain where it applies).
+TEST(FusedPointwiseDepthwise, MatchesNaiveChainWithEveryActivation) {
+  expect_matches_naive({{2, 3, 9, 11, 6, 4, 3, 2, {1, 0, 1, 2}},
+                        {1, 5, 8, 7, 9, 5, 5, 1, {2, 2, 2, 2}},
+                        {2, 4, 10, 9, 12, 0, 3, 1, {1, 1, 0, 1}},
+                        {1, 2, 12, 13, 5, 3, 5, 2, {0, 2, 1, 0}},
+                        {2, 5, 9, 11, 48, 7, 3, 1, {1, 1, 1, 1}, 3},
+                        {1, 4, 10, 9, 32, 0, 5, 2, {2, 1, 2, 2}, 2},
+                        {1, 3, 8, 8, 24, 6, 3, 2, {1, 0, 1, 1}, 3},
+                        {1, 3, 9, 9, 12, 4, 7, 1, {3, 3, 3, 3}, 4}},
+                       200);
+}
+
+// Without the expansion (W1 / B1 absent, no activation1; the projection required): the middle conv reads X
+// [N, M, H, W]. Every activation on the middle conv and the projection, with and without biases and residual,
+// depthwise 3x3 / 5x5 and grouped (groups of 16: the fast chain on every ISA; of 8 and 3: where whole vectors,
+// else the reference; k 3 / 7), strides 1 and 2.
+TEST(FusedPointwiseDepthwise, MatchesNaiveChainWithoutExpansion) {
+  expect_matches_naive({{2, 0, 9, 11, 6, 4, 3, 2, {1, 0, 1, 2}},
+                        {1, 0, 8, 7, 9, 5, 5, 1, {2, 2, 2, 2}},
+                        {2, 0, 12, 13, 16, 16, 3, 1, {1, 1, 1, 1}},
+                        {1, 0, 12, 13, 5, 3, 5, 2, {0, 2, 1, 0}},
+                        {2, 0, 9, 11, 48, 7, 3, 1, {1, 1, 1, 1}, 3},
+                        {1, 0, 10, 9, 32, 8, 5, 2, {2, 1, 2, 2}, 2},
+                        {1, 0, 8, 8, 24, 6, 3, 2, {1, 0, 1, 1}, 3},
+                        {1, 0, 9, 9, 12, 4, 7, 1, {3, 3, 3, 3}, 4}},
+                       400);
 }
 
 TEST(FusedPointwiseDepthwise, RefusesBadShapesAndAttributesWithTheNodeName) {
@@ -467,6 +497,54 @@ TEST(FusedPointwiseDepthwise, RefusesBadShapesAndAttributesWithTheNodeName) {
   expect_error(run_one("kestrel", op, {x, w1, b, random_tensor({6, 1, 9, 9}, 318)},
                        {{"kernel_shape", std::vector<int64_t>{9, 9}}}),
                "depthwise");
+}
+
+// Without W1 (input 1): B1 and activation1 are refused, W3 is required, and X's channels are the middle conv's M.
+TEST(FusedPointwiseDepthwise, RefusesBadInputsWithoutExpansion) {
+  // M 6, P 4, k 3: X [1,6,8,8] -> Y [1,4,8,8] with pads 1.
+  Tensor x = random_tensor({1, 6, 8, 8}, 330), b = random_tensor({6}, 331), w2 = random_tensor({6, 1, 3, 3}, 332);
+  Tensor w3 = random_tensor({4, 6, 1, 1}, 333), z = random_tensor({1, 4, 8, 8}, 334);
+  const Attrs attrs{{"kernel_shape", std::vector<int64_t>{3, 3}},
+                    {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                    {"activation2", std::string("Relu")}};
+  auto with = [&](Attrs extra) {
+    Attrs a = attrs;
+    for (auto& [k, v] : extra) a[k] = v;
+    return a;
+  };
+  auto expect_error = [](const core::Result<Tensor>& r, const std::string& fragment) {
+    ASSERT_FALSE(r.is_ok()) << "expected an error containing " << fragment;
+    EXPECT_NE(r.status().message().find(fragment), std::string::npos) << r.status().to_string();
+    EXPECT_NE(r.status().message().find("fused_under_test"), std::string::npos) << r.status().to_string();
+  };
+  const std::string op = "FusedPointwiseDepthwise";
+  const Tensor none;
+  for (bool constant_w : {false, true}) {
+    const std::vector<bool> constant{false, constant_w, constant_w, constant_w, constant_w, constant_w, constant_w};
+    auto ok = run_one("kestrel", op, {x, none, none, w2, b, w3, none, z}, attrs, constant);
+    ASSERT_TRUE(ok.is_ok()) << ok.status().to_string();
+    EXPECT_EQ(ok->dims(), (core::Dims{1, 4, 8, 8}));
+  }
+  // B1 / activation1 without W1.
+  expect_error(run_one("kestrel", op, {x, none, b, w2, b, w3}, attrs), "B1 (input 2) is given without W1");
+  expect_error(run_one("kestrel", op, {x, none, none, w2, b, w3}, with({{"activation1", std::string("Relu")}})),
+               "activation1 is given without W1");
+  expect_error(run_one("kestrel", op, {x, none, none, w2, b, w3},
+                       with({{"activation1", std::string("Clip")}, {"activation1_params", std::vector<float>{0, 6}}})),
+               "activation1 is given without W1");
+  // Neither W1 nor W3: a plain depthwise conv.
+  expect_error(run_one("kestrel", op, {x, none, none, w2, b}, attrs), "W1 (input 1), W3 (input 5) or both");
+  expect_error(run_one("kestrel", op, {x, none, none, w2}, attrs), "plain depthwise conv");
+  // X's channels are M: X [1,5,8,8] against W2 [6,1,3,3]; B2 / W3 against X's 6 channels.
+  expect_error(run_one("kestrel", op, {random_tensor({1, 5, 8, 8}, 335), none, none, w2, b, w3}, attrs),
+               "no W1: X's channels");
+  expect_error(run_one("kestrel", op, {x, none, none, w2, random_tensor({5}, 336), w3}, attrs), "no W1: X's channels");
+  expect_error(run_one("kestrel", op, {x, none, none, w2, b, random_tensor({4, 5, 1, 1}, 337)}, attrs),
+               "no W1: X's channels");
+  // A grouped middle conv: W2 [M, M / group, k, k] with M X's channels.
+  expect_error(
+      run_one("kestrel", op, {x, none, none, random_tensor({6, 2, 3, 3}, 338), b, w3}, with({{"group", int64_t{2}}})),
+      "[6, 3, 3, 3]");
 }
 
 TEST(FusedOps, RefuseBadAttributesAndShapesWithTheNodeName) {

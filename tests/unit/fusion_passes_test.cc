@@ -649,19 +649,23 @@ struct InvertedResidual {
   bool residual = false;  // + x after the projection (p == c, stride 1, same size)
   int64_t expand_stride = 1, dilation = 1;
   int64_t group = 0;  // the middle conv's; 0: m (depthwise)
+  bool expand = true;  // false: no expand conv, the middle conv reads x (c must be m; act1 unused)
 };
 
 struct BlockValues {
-  ir::Node *expand, *depthwise, *project;  // project null without one
+  ir::Node *expand, *depthwise, *project;  // expand / project null without one
   ir::Value* y;                            // the block's output
 };
 
-// expand 1x1 (+ act1) -> depthwise (or grouped) k x k (+ act2) -> [project 1x1 (+ x) (+ act3)], as ONNX ops.
+// [expand 1x1 (+ act1) ->] depthwise (or grouped) k x k (+ act2) -> [project 1x1 (+ x) (+ act3)], as ONNX ops.
 BlockValues inverted_residual(ir::Graph& g, ir::Value* x, const InvertedResidual& b, uint32_t seed) {
   BlockValues v{};
-  v.expand = conv_k(g, x, b.c, b.m, 1, seed, 1, {b.expand_stride, b.expand_stride});
-  v.depthwise = conv_k(g, activate(g, out(v.expand), b.act1), b.m, b.m, b.k, seed + 2, b.group ? b.group : b.m,
-                       {b.stride, b.stride}, b.pads);
+  ir::Value* e = x;
+  if (b.expand) {
+    v.expand = conv_k(g, x, b.c, b.m, 1, seed, 1, {b.expand_stride, b.expand_stride});
+    e = activate(g, out(v.expand), b.act1);
+  }
+  v.depthwise = conv_k(g, e, b.m, b.m, b.k, seed + 2, b.group ? b.group : b.m, {b.stride, b.stride}, b.pads);
   if (b.dilation != 1) v.depthwise->set_attr("dilations", std::vector<int64_t>{b.dilation, b.dilation});
   v.y = activate(g, out(v.depthwise), b.act2);
   if (b.p == 0) return v;
@@ -748,6 +752,8 @@ TEST(FusePointwiseDepthwise, ExpandDepthwiseWithoutProjection) {
       pwdw_passes(), {"kestrel.FusedPointwiseDepthwise", "Conv"}, 1e-4);
 }
 
+// An expand conv that cannot fuse stays, and then its depthwise conv and projection fuse without it (the
+// expanded value is the fused node's X).
 TEST(FusePointwiseDepthwise, LeavesSharedValuesDilationSmallPlanesStridedExpandAndFedWeightsAlone) {
   auto single = [](InvertedResidual b, int64_t h, int64_t w, const Ops& want) {
     check(
@@ -758,6 +764,7 @@ TEST(FusePointwiseDepthwise, LeavesSharedValuesDilationSmallPlanesStridedExpandA
         pwdw_passes(), want, 1e-4);
   };
   const Ops unfused = {"kestrel.FusedConv", "kestrel.FusedConv", "Conv"};
+  const Ops expand_alone = {"kestrel.FusedConv", "kestrel.FusedPointwiseDepthwise"};
   InvertedResidual b;
   {
     SCOPED_TRACE("dilation 2");
@@ -771,10 +778,10 @@ TEST(FusePointwiseDepthwise, LeavesSharedValuesDilationSmallPlanesStridedExpandA
     single(b, 27, 29, unfused);
   }
   {
-    SCOPED_TRACE("expand stride 2");
+    SCOPED_TRACE("expand stride 2: depthwise + projection fuse on the 37 x 37 plane");
     InvertedResidual s = b;
     s.expand_stride = 2;
-    single(s, 74, 74, unfused);
+    single(s, 74, 74, expand_alone);
   }
   {
     SCOPED_TRACE("7x7 depthwise");
@@ -790,13 +797,19 @@ TEST(FusePointwiseDepthwise, LeavesSharedValuesDilationSmallPlanesStridedExpandA
     single(p, 37, 37, unfused);
   }
   {
-    SCOPED_TRACE("GeluTanh (no fast epilogue)");
+    SCOPED_TRACE("GeluTanh (no fast epilogue) on the expansion: depthwise + projection fuse");
     InvertedResidual a = b;
     a.act1 = "GeluTanh";
+    single(a, 37, 37, expand_alone);
+  }
+  {
+    SCOPED_TRACE("GeluTanh (no fast epilogue) on the depthwise conv");
+    InvertedResidual a = b;
+    a.act2 = "GeluTanh";
     single(a, 37, 37, unfused);
   }
   {
-    SCOPED_TRACE("the expanded value has two readers");
+    SCOPED_TRACE("the expanded value has two readers: depthwise + projection fuse");
     check(
         [&](ir::Graph& g) {
           ir::Value* x = g.add_input("x", f32({1, 5, 37, 37}));
@@ -804,10 +817,10 @@ TEST(FusePointwiseDepthwise, LeavesSharedValuesDilationSmallPlanesStridedExpandA
           g.add_output(v.y);
           g.add_output(op(g, "Neg", {v.depthwise->input(0)}));
         },
-        pwdw_passes(), {"kestrel.FusedConv", "kestrel.FusedConv", "Conv", "Neg"}, 1e-4);
+        pwdw_passes(), {"kestrel.FusedConv", "kestrel.FusedPointwiseDepthwise", "Neg"}, 1e-4);
   }
   {
-    SCOPED_TRACE("the expanded value is a graph output");
+    SCOPED_TRACE("the expanded value is a graph output: depthwise + projection fuse");
     check(
         [&](ir::Graph& g) {
           ir::Value* x = g.add_input("x", f32({1, 5, 37, 37}));
@@ -815,7 +828,7 @@ TEST(FusePointwiseDepthwise, LeavesSharedValuesDilationSmallPlanesStridedExpandA
           g.add_output(v.y);
           g.add_output(v.depthwise->input(0));
         },
-        pwdw_passes(), unfused, 1e-4);
+        pwdw_passes(), expand_alone, 1e-4);
   }
   {
     SCOPED_TRACE("the depthwise output has two readers: expand + depthwise fuse");
@@ -838,8 +851,214 @@ TEST(FusePointwiseDepthwise, LeavesSharedValuesDilationSmallPlanesStridedExpandA
           n->set_input(1, g.add_input("w", n->input(1)->type()));
           g.add_output(v.y);
         },
+        pwdw_passes(), which == 1 ? expand_alone : unfused, 1e-4);
+  }
+}
+
+// The graph `build` makes after shape inference and pwdw_passes() (as `check` runs them).
+std::unique_ptr<ir::Graph> pwdw_fused(const GraphFn& build) {
+  auto g = std::make_unique<ir::Graph>();
+  build(*g);
+  EXPECT_TRUE(ir::infer_graph(*g, &evaluator()).is_ok());
+  passes::PassManager pm;
+  for (auto& p : pwdw_passes()) pm.add(std::move(p));
+  pm.add(passes::make_dead_code_elimination());
+  passes::PassContext ctx;
+  ctx.evaluator = &evaluator();
+  core::Status st = pm.run(*g, ctx);
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+  return g;
+}
+
+std::vector<const ir::Node*> pwdw_nodes(const ir::Graph& g) {
+  std::vector<const ir::Node*> v;
+  for (const ir::Node* n : g.nodes())
+    if (n->domain() == ir::kKestrelDomain && n->op_type() == "FusedPointwiseDepthwise") v.push_back(n);
+  return v;
+}
+
+// MobileNet-V2 / V3's and MnasNet's first block (and ShuffleNet's downsampling branch): depthwise -> project 1x1
+// with no expand conv before it fuses into one node without W1 / B1 / activation1 that reads the block input.
+TEST(FusePointwiseDepthwise, DepthwiseProjectWithoutExpansion) {
+  struct Case {
+    const char* what;
+    InvertedResidual b;
+    int64_t h, w;
+  };
+  std::vector<Case> cases;
+  Case v2{"MobileNetV2 features.1: dw 32 3x3 Relu -> 1x1 32 -> 16", {}, 112, 112};
+  v2.b.expand = false;
+  v2.b.c = v2.b.m = 32;
+  v2.b.p = 16;
+  v2.b.act2 = "Relu";
+  cases.push_back(v2);
+  Case res{"MobileNetV3-Large features.1: dw 16 Relu -> 1x1 16 -> 16, + x", v2.b, 56, 56};
+  res.b.c = res.b.m = res.b.p = 16;
+  res.b.residual = true;
+  cases.push_back(res);
+  Case s2{"stride 2, no activation on dw, Relu on the projection, odd plane", v2.b, 57, 57};
+  s2.b.c = s2.b.m = 24;
+  s2.b.p = 40;
+  s2.b.stride = 2;
+  s2.b.act2 = "";
+  s2.b.act3 = "Relu";
+  cases.push_back(s2);
+  Case k5{"5x5 stride 2 HardSwish, asymmetric pads, 28 x 28 (the threshold)", v2.b, 28, 28};
+  k5.b.c = k5.b.m = 19;
+  k5.b.p = 7;
+  k5.b.k = 5;
+  k5.b.stride = 2;
+  k5.b.pads = {1, 0, 1, 2};
+  k5.b.act2 = "HardSwish";
+  cases.push_back(k5);
+  Case grouped{"grouped 3x3 (groups of 16), + x, Relu Relu", v2.b, 30, 29};
+  grouped.b.c = grouped.b.m = grouped.b.p = 48;
+  grouped.b.group = 3;
+  grouped.b.residual = true;
+  grouped.b.act3 = "Relu";
+  cases.push_back(grouped);
+  for (const Case& cs : cases) {
+    SCOPED_TRACE(cs.what);
+    std::string dw_name;
+    GraphFn build = [&](ir::Graph& g) {
+      ir::Value* x = g.add_input("x", f32({1, cs.b.c, cs.h, cs.w}));
+      BlockValues v = inverted_residual(g, x, cs.b, 75);
+      v.depthwise->set_name("dw");
+      g.add_output(v.y);
+    };
+    check(build, pwdw_passes(), {"kestrel.FusedPointwiseDepthwise"}, 1e-4);
+    auto g = pwdw_fused(build);
+    std::vector<const ir::Node*> fused = pwdw_nodes(*g);
+    ASSERT_EQ(fused.size(), 1u);
+    const ir::Node& n = *fused[0];
+    EXPECT_EQ(n.name(), "dw") << "the fused node keeps the first conv's name";
+    EXPECT_EQ(n.input(0), g->inputs()[0]) << "X is the block input";
+    EXPECT_EQ(n.input(1), nullptr) << "no W1";
+    EXPECT_EQ(n.input(2), nullptr) << "no B1";
+    EXPECT_FALSE(n.has_attr("activation1"));
+    EXPECT_FALSE(n.has_attr("activation1_params"));
+    EXPECT_EQ(n.has_attr("activation2"), !cs.b.act2.empty());
+    EXPECT_EQ(n.has_attr("activation3"), !cs.b.act3.empty());
+    ASSERT_NE(n.input(3), nullptr);
+    ASSERT_TRUE(n.input(3)->is_constant());
+    const int64_t cg = cs.b.group ? cs.b.m / cs.b.group : 1;
+    EXPECT_EQ(n.input(3)->constant().dims(), (core::Dims{cs.b.m, cg, cs.b.k, cs.b.k}));
+    ASSERT_NE(n.input(5), nullptr);
+    EXPECT_EQ(n.input(5)->constant().dims(), (core::Dims{cs.b.p, cs.b.m, 1, 1}));
+    EXPECT_EQ(n.input(7), cs.b.residual ? g->inputs()[0] : nullptr) << "the residual Z is the block input";
+    EXPECT_EQ(n.attr_int("group", 0).value(), cs.b.group) << "group written only when grouped";
+  }
+}
+
+TEST(FusePointwiseDepthwise, DepthwiseProjectWithoutExpansionRefusals) {
+  InvertedResidual b;
+  b.expand = false;
+  b.c = b.m = 32;
+  b.p = 16;
+  b.act2 = "Relu";
+  auto block = [&](ir::Graph& g, int64_t h, int64_t w) {
+    return inverted_residual(g, g.add_input("x", f32({1, b.c, h, w})), b, 76);
+  };
+  const Ops unfused = {"kestrel.FusedConv", "Conv"};
+  {
+    SCOPED_TRACE("the depthwise output has a second reader");
+    check(
+        [&](ir::Graph& g) {
+          BlockValues v = block(g, 56, 56);
+          g.add_output(v.y);
+          g.add_output(op(g, "Neg", {v.project->input(0)}));
+        },
+        pwdw_passes(), {"kestrel.FusedConv", "Conv", "Neg"}, 1e-4);
+  }
+  {
+    SCOPED_TRACE("a squeeze-excite gate reads the depthwise output (MobileNetV3-Small, EfficientNet)");
+    check(
+        [&](ir::Graph& g) {
+          ir::Value* x = g.add_input("x", f32({1, 32, 56, 56}));
+          ir::Node* dw = conv_k(g, x, 32, 32, 3, 77, 32, {1, 1}, {1, 1, 1, 1});
+          ir::Value* d = op(g, "Relu", {out(dw)});
+          ir::Value* gate = op(g, "Sigmoid", {op(g, "GlobalAveragePool", {d})});
+          g.add_output(out(conv_k(g, op(g, "Mul", {d, gate}), 32, 16, 1, 78)));
+        },
+        pwdw_passes(), {"kestrel.FusedConv", "GlobalAveragePool", "Sigmoid", "Mul", "Conv"}, 1e-4);
+  }
+  {
+    SCOPED_TRACE("the depthwise output is a graph output");
+    check(
+        [&](ir::Graph& g) {
+          BlockValues v = block(g, 56, 56);
+          g.add_output(v.y);
+          g.add_output(v.project->input(0));
+        },
         pwdw_passes(), unfused, 1e-4);
   }
+  {
+    SCOPED_TRACE("27 x 29 < 28 x 28");
+    check([&](ir::Graph& g) { g.add_output(block(g, 27, 29).y); }, pwdw_passes(), unfused, 1e-4);
+  }
+  {
+    SCOPED_TRACE("stride 2 on 39 x 20 < 28 x 28");
+    InvertedResidual s = b;
+    s.stride = 2;
+    check(
+        [&](ir::Graph& g) {
+          g.add_output(inverted_residual(g, g.add_input("x", f32({1, 32, 39, 20})), s, 79).y);
+        },
+        pwdw_passes(), unfused, 1e-4);
+  }
+  {
+    SCOPED_TRACE("7x7 depthwise");
+    InvertedResidual k = b;
+    k.k = 7;
+    k.pads = {3, 3, 3, 3};
+    check(
+        [&](ir::Graph& g) {
+          g.add_output(inverted_residual(g, g.add_input("x", f32({1, 32, 40, 40})), k, 79).y);
+        },
+        pwdw_passes(), unfused, 1e-4);
+  }
+  {
+    SCOPED_TRACE("no projection: a lone depthwise conv stays a FusedConv");
+    InvertedResidual d = b;
+    d.p = 0;
+    check(
+        [&](ir::Graph& g) {
+          g.add_output(inverted_residual(g, g.add_input("x", f32({1, 32, 40, 40})), d, 79).y);
+        },
+        pwdw_passes(), {"kestrel.FusedConv"}, 1e-4);
+  }
+}
+
+// Where the expand conv fuses, the chain keeps it: expand -> depthwise -> project is one 3-conv node (W1, B1 and
+// activation1 given), never an expand conv left alone next to a depthwise + projection node. Here after a block
+// without expansion, as MobileNetV2's features.1 -> features.2 (with a residual on the second block).
+TEST(FusePointwiseDepthwise, ExpandPatternKeepsItsExpansion) {
+  InvertedResidual first;
+  first.expand = false;
+  first.c = first.m = 32;
+  first.p = 16;
+  InvertedResidual second;
+  second.c = second.p = 16;
+  second.m = 96;
+  second.residual = true;
+  GraphFn build = [&](ir::Graph& g) {
+    ir::Value* x = g.add_input("x", f32({1, 32, 40, 40}));
+    ir::Value* y = inverted_residual(g, x, first, 81).y;
+    g.add_output(inverted_residual(g, y, second, 82).y);
+  };
+  check(build, pwdw_passes(), {"kestrel.FusedPointwiseDepthwise", "kestrel.FusedPointwiseDepthwise"}, 1e-4);
+  auto g = pwdw_fused(build);
+  std::vector<const ir::Node*> fused = pwdw_nodes(*g);
+  ASSERT_EQ(fused.size(), 2u);
+  EXPECT_EQ(fused[0]->input(1), nullptr);
+  EXPECT_FALSE(fused[0]->has_attr("activation1"));
+  ASSERT_NE(fused[1]->input(1), nullptr) << "the second block's expansion is in its fused node";
+  ASSERT_TRUE(fused[1]->input(1)->is_constant());
+  EXPECT_EQ(fused[1]->input(1)->constant().dims(), (core::Dims{96, 16, 1, 1}));
+  EXPECT_NE(fused[1]->input(2), nullptr);
+  EXPECT_TRUE(fused[1]->has_attr("activation1"));
+  EXPECT_EQ(fused[1]->input(0), fused[0]->output(0));
+  EXPECT_EQ(fused[1]->input(7), fused[0]->output(0)) << "the residual is the first block's output";
 }
 
 // RegNet's block: 1x1 -> grouped 3x3 (groups of 16 channels) -> 1x1 + x, Relu. Fuses where the group width is a
@@ -972,6 +1191,38 @@ TEST(FusePointwiseDepthwise, O2FusedChainMatchesUnfusedReference) {
   regnet2.b.pads = {1, 0, 1, 1};
   regnet2.n = 1, regnet2.h = 37, regnet2.w = 40;
   cases.push_back(regnet2);
+  // Without the expansion (depthwise -> project; the fused node reads X itself).
+  Case v2 = a;  // MobileNetV2's features.1: dw 32 Relu6 -> 1x1 32 -> 16
+  v2.b.expand = false;
+  v2.b.c = v2.b.m = 32;
+  v2.b.p = 16;
+  v2.b.pads = {1, 1, 1, 1};
+  v2.n = 1, v2.h = 112, v2.w = 112;
+  cases.push_back(v2);
+  Case v3 = v2;  // MobileNetV3-Large's features.1 with a 5x5 HardSwish dw: + x, odd width, N 2
+  v3.b.c = v3.b.m = v3.b.p = 16;
+  v3.b.k = 5;
+  v3.b.pads = {2, 1, 2, 3};
+  v3.b.residual = true;
+  v3.b.act2 = "HardSwish";
+  v3.n = 2, v3.h = 37, v3.w = 39;
+  cases.push_back(v3);
+  Case s2 = v2;  // stride 2, asymmetric pads, Relu on the projection
+  s2.b.c = s2.b.m = 24;
+  s2.b.p = 40;
+  s2.b.stride = 2;
+  s2.b.pads = {1, 0, 1, 2};
+  s2.b.act2 = "";
+  s2.b.act3 = "Relu";
+  s2.n = 1, s2.h = 57, s2.w = 58;
+  cases.push_back(s2);
+  Case g3 = v2;  // grouped 3x3 (groups of 16), + x, Relu
+  g3.b.c = g3.b.m = g3.b.p = 48;
+  g3.b.group = 3;
+  g3.b.residual = true;
+  g3.b.act2 = g3.b.act3 = "Relu";
+  g3.n = 2, g3.h = 30, g3.w = 29;
+  cases.push_back(g3);
   int i = 0;
   for (const Case& cs : cases) {
     SCOPED_TRACE(i++);
@@ -1009,6 +1260,7 @@ TEST(FusePointwiseDepthwise, O2FusedChainMatchesUnfusedReference) {
         ctx.evaluator = &evaluator();
         ASSERT_TRUE(passes::optimize(*g, 2, ctx).is_ok());
         ASSERT_EQ(op_list(*g), Ops{"kestrel.FusedPointwiseDepthwise"});
+        EXPECT_EQ(g->nodes()[0]->input(1) != nullptr, cs.b.expand) << "W1 given exactly with the expansion";
         runtime::SessionOptions so;
         so.num_threads = threads;
         so.reference_only = reference_only;

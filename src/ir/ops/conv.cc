@@ -1,7 +1,8 @@
 // Schemas of the convolution ops: Conv and ConvTranspose (any spatial rank, groups, dilations,
 // auto_pad), with the channel/group/kernel checks that catch broken models at load time, and
 // Kestrel's kestrel.FusedConv (Conv + residual add + activation, docs/fused_ops.md) and
-// kestrel.FusedPointwiseDepthwise (MobileNet's expand 1x1 -> depthwise -> optional project 1x1).
+// kestrel.FusedPointwiseDepthwise (MobileNet's [expand 1x1 ->] depthwise -> [project 1x1], at least one of the
+// two 1x1 convs).
 #include <optional>
 
 #include "core/str_util.h"
@@ -258,9 +259,10 @@ core::Result<WindowAttrs> read_pointwise_depthwise_window(const Node& n) {
 namespace {
 
 // kestrel.FusedPointwiseDepthwise: Y = act3(Conv1x1(act2(DW(act1(Conv1x1(X, W1, B1)), W2, B2)), W3, B3) + Z),
-// the projection (inputs 5-7, activation3) optional. Inputs: 0 X [N, C, H, W], 1 W1 [M, C, 1, 1], 2 B1 [M],
-// 3 W2 [M, M / group, k, k], 4 B2 [M], 5 W3 [P, M, 1, 1], 6 B3 [P], 7 Z (Y's shape). `group` (the middle
-// conv's, optional) defaults to M: depthwise, W2 [M, 1, k, k].
+// the expansion (inputs 1-2, activation1) and the projection (inputs 5-7, activation3) each optional, but not
+// both absent. Inputs: 0 X [N, C, H, W] ([N, M, H, W] without W1: the middle conv reads X), 1 W1 [M, C, 1, 1],
+// 2 B1 [M], 3 W2 [M, M / group, k, k], 4 B2 [M], 5 W3 [P, M, 1, 1], 6 B3 [P], 7 Z (Y's shape). `group` (the
+// middle conv's, optional) defaults to M: depthwise, W2 [M, 1, k, k].
 Status infer_fused_pointwise_depthwise(InferContext& ctx) {
   const Node& n = ctx.node();
   for (const char* a : {"activation1", "activation2", "activation3"})
@@ -274,7 +276,15 @@ Status infer_fused_pointwise_depthwise(InferContext& ctx) {
   }
   KESTREL_ASSIGN_OR_RETURN(WindowAttrs window, read_pointwise_depthwise_window(n));
   if (!ctx.has_input(3)) return ctx.fail("the depthwise weight W2 (input 3) is required");
-  const bool project = ctx.has_input(5);
+  const bool expand = ctx.has_input(1), project = ctx.has_input(5);
+  if (!expand) {
+    if (ctx.has_input(2)) return ctx.fail("B1 (input 2) is given without W1 (input 1)");
+    if (n.has_attr("activation1") || n.has_attr("activation1_params"))
+      return ctx.fail("activation1 is given without W1 (input 1)");
+    // Nothing left to fuse: the node would be one depthwise conv, which Conv / kestrel.FusedConv express.
+    if (!project)
+      return ctx.fail("needs W1 (input 1), W3 (input 5) or both: without either it is a plain depthwise conv");
+  }
   if (!project) {
     if (ctx.has_input(6)) return ctx.fail("B3 (input 6) is given without W3 (input 5)");
     if (ctx.has_input(7)) return ctx.fail("the residual Z (input 7) is given without W3 (input 5)");
@@ -334,11 +344,17 @@ Status infer_fused_pointwise_depthwise(InferContext& ctx) {
                                                group ? "grouped" : "depthwise", ", kernel_shape ", k, "x", k, ")")
                                : "[P, M, 1, 1] (a 1x1 conv)");
   }
-  KESTREL_RETURN_IF_ERROR(unify("input channels C", {{0, 1}, {1, 1}}).status());
-  KESTREL_ASSIGN_OR_RETURN(Dim m, unify("expanded channels M", {{1, 0}, {2, 0}, {3, 0}, {4, 0}, {5, 1}}));
-  if (m.known() && m.value < 1) return ctx.fail("the expanded channels M must be >= 1, are ", m.value);
+  Dim m = Dim::unknown();
+  if (expand) {
+    KESTREL_RETURN_IF_ERROR(unify("input channels C", {{0, 1}, {1, 1}}).status());
+    KESTREL_ASSIGN_OR_RETURN(m, unify("expanded channels M", {{1, 0}, {2, 0}, {3, 0}, {4, 0}, {5, 1}}));
+  } else {  // the middle conv reads X: X's channels are its M
+    KESTREL_ASSIGN_OR_RETURN(m, unify("channels M (no W1: X's channels)", {{0, 1}, {3, 0}, {4, 0}, {5, 1}}));
+  }
+  if (m.known() && m.value < 1) return ctx.fail("the middle conv's channels M must be >= 1, are ", m.value);
   if (group && m.known()) {
-    if (m.value % *group != 0) return ctx.fail("group ", *group, " must divide the expanded channels M = ", m.value);
+    if (m.value % *group != 0)
+      return ctx.fail("group ", *group, " must divide the middle conv's channels M = ", m.value);
     Dim d = dim(3, 1);
     if (d.known() && d.value != m.value / *group)
       return ctx.fail("W2 ", ctx.input_shape(3).to_string(), " must be [", m.value, ", ", m.value / *group, ", ", k,
@@ -385,12 +401,13 @@ void register_conv_ops(OpRegistry& r) {
   OpSchema pd;
   pd.domain = kKestrelDomain;
   pd.name = "FusedPointwiseDepthwise";
-  pd.min_inputs = 2;  // X, W1; W2 (input 3) is required too, B1 (input 2) is optional
+  // X; W2 (input 3) is required too (checked by the inference, as inputs 1 and 2 may be empty: no expansion).
+  pd.min_inputs = 1;
   pd.max_inputs = 8;
   pd.infer = infer_fused_pointwise_depthwise;
   pd.doc =
-      "act3(Conv1x1(act2(DepthwiseConv(act1(Conv1x1(X, W1, B1)), W2, B2)), W3, B3) + Z), projection optional; the "
-      "middle conv grouped with `group` (default M: depthwise)";
+      "act3(Conv1x1(act2(DepthwiseConv(act1(Conv1x1(X, W1, B1)), W2, B2)), W3, B3) + Z), expansion or projection "
+      "optional (not both); the middle conv grouped with `group` (default M: depthwise)";
   r.add(std::move(pd));
 }
 

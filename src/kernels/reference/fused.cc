@@ -3,6 +3,7 @@
 #include "kernels/reference/fused.h"
 
 #include <algorithm>
+#include <string>
 
 #include "core/str_util.h"
 #include "kernels/reference/elementwise.h"
@@ -107,25 +108,34 @@ Status fused_conv(const ConvParams& p, const ActivationParams& act, const Tensor
   return apply_epilogue(act, z, y);
 }
 
-Status fused_pointwise_depthwise(const PointwiseDepthwiseParams& p, const Tensor& x, const Tensor& w1, const Tensor* b1,
+Status fused_pointwise_depthwise(const PointwiseDepthwiseParams& p, const Tensor& x, const Tensor* w1, const Tensor* b1,
                                  const Tensor& w2, const Tensor* b2, const Tensor* w3, const Tensor* b3,
-                                 const Tensor* z, Tensor& expanded, Tensor* dw, Tensor& y) {
+                                 const Tensor* z, Tensor* expanded, Tensor* dw, Tensor& y) {
   // 1x1, stride 1, no padding, group 1 (built once: the call allocates nothing).
   static const ConvParams kPointwise{{1, 1}, {1, 1}, {0, 0}, 1};
-  if (x.rank() != 4 || w1.rank() != 4 || w2.rank() != 4 || (w3 && w3->rank() != 4))
-    return core::invalid_argument(str_cat("FusedPointwiseDepthwise: X ", x.type_string(), ", W1 ", w1.type_string(),
-                                          ", W2 ", w2.type_string(), " and W3 must have rank 4"));
-  if (w1.dim(2) != 1 || w1.dim(3) != 1 || (w3 && (w3->dim(2) != 1 || w3->dim(3) != 1)))
-    return core::invalid_argument(str_cat("FusedPointwiseDepthwise: W1 ", w1.type_string(), " and W3 ",
-                                          w3 ? w3->type_string() : std::string("(none)"), " must be 1x1"));
+  auto type = [](const Tensor* t) { return t ? t->type_string() : std::string("(none)"); };
+  if (x.rank() != 4 || (w1 && w1->rank() != 4) || w2.rank() != 4 || (w3 && w3->rank() != 4))
+    return core::invalid_argument(str_cat("FusedPointwiseDepthwise: X ", x.type_string(), ", W1 ", type(w1), ", W2 ",
+                                          w2.type_string(), " and W3 ", type(w3), " must have rank 4"));
+  if ((w1 && (w1->dim(2) != 1 || w1->dim(3) != 1)) || (w3 && (w3->dim(2) != 1 || w3->dim(3) != 1)))
+    return core::invalid_argument(
+        str_cat("FusedPointwiseDepthwise: W1 ", type(w1), " and W3 ", type(w3), " must be 1x1"));
   if (p.depthwise.group < 1 || w2.dim(0) % p.depthwise.group != 0 || w2.dim(1) * p.depthwise.group != w2.dim(0))
     return core::invalid_argument(str_cat("FusedPointwiseDepthwise: W2 ", w2.type_string(),
                                           " is not [M, M / group, k, k] with group ", p.depthwise.group));
+  if (!w1 && !w3) return core::invalid_argument("FusedPointwiseDepthwise: needs W1, W3 or both");
+  if (!w1 && b1) return core::invalid_argument("FusedPointwiseDepthwise: B1 without W1");
   if (!w3 && (b3 || z)) return core::invalid_argument("FusedPointwiseDepthwise: B3 / Z without W3");
+  if (w1 && !expanded) return core::invalid_argument("FusedPointwiseDepthwise: no buffer for the expanded tensor");
   if (w3 && !dw) return core::invalid_argument("FusedPointwiseDepthwise: no buffer for the depthwise output");
+  // Without W1 the middle conv reads X itself (ref::conv checks X's channels against W2).
+  const Tensor* e = &x;
+  if (w1) {
+    KESTREL_RETURN_IF_ERROR(fused_conv(kPointwise, p.act1, x, *w1, b1, nullptr, *expanded));
+    e = expanded;
+  }
   Tensor& d = w3 ? *dw : y;
-  KESTREL_RETURN_IF_ERROR(fused_conv(kPointwise, p.act1, x, w1, b1, nullptr, expanded));
-  KESTREL_RETURN_IF_ERROR(fused_conv(p.depthwise, p.act2, expanded, w2, b2, nullptr, d));
+  KESTREL_RETURN_IF_ERROR(fused_conv(p.depthwise, p.act2, *e, w2, b2, nullptr, d));
   if (!w3) return Status::ok();
   return fused_conv(kPointwise, p.act3, d, *w3, b3, z, y);
 }

@@ -48,20 +48,20 @@ Status fused_conv(const ConvParams& p, const ActivationParams& act, const Tensor
                   const Tensor* z, Tensor& y);
 
 // kestrel.FusedPointwiseDepthwise (docs/fused_ops.md), 2-D:
-//   expanded = act1(conv1x1(x, w1) + b1)                    [N, M, H, W]
+//   expanded = act1(conv1x1(x, w1) + b1)                    [N, M, H, W]     (with w1; else expanded = x)
 //   dw       = act2(conv(expanded, w2, group) + b2)         [N, M, OH, OW]
 //   y        = act3(conv1x1(dw, w3) + b3 + z)               [N, P, OH, OW]   (with w3; else y = dw)
-// x [N, C, H, W], w1 [M, C, 1, 1], w2 [M, M / group, k, k] (group M: depthwise), w3 [P, M, 1, 1]; biases
-// [M] / [M] / [P] or null; z (only with w3) y's shape or null. `expanded` and, with w3, `dw` are the caller's
-// temporaries of those shapes and x's dtype (so that a binding allocates them once per input shape); without
-// w3, dw may be null.
+// x [N, C, H, W] ([N, M, H, W] without w1), w1 [M, C, 1, 1] or null, w2 [M, M / group, k, k] (group M:
+// depthwise), w3 [P, M, 1, 1] or null; biases [M] (only with w1) / [M] / [P] (only with w3) or null; z (only
+// with w3) y's shape or null. With w1, `expanded`, and with w3, `dw` are the caller's temporaries of those
+// shapes and x's dtype (so that a binding allocates them once per input shape); otherwise they may be null.
 struct PointwiseDepthwiseParams {
   ConvParams depthwise;  // strides, dilations (1), begin pads and group (M: depthwise) of the middle conv
   ActivationParams act1, act2, act3;
 };
-Status fused_pointwise_depthwise(const PointwiseDepthwiseParams& p, const Tensor& x, const Tensor& w1, const Tensor* b1,
+Status fused_pointwise_depthwise(const PointwiseDepthwiseParams& p, const Tensor& x, const Tensor* w1, const Tensor* b1,
                                  const Tensor& w2, const Tensor* b2, const Tensor* w3, const Tensor* b3,
-                                 const Tensor* z, Tensor& expanded, Tensor* dw, Tensor& y);
+                                 const Tensor* z, Tensor* expanded, Tensor* dw, Tensor& y);
 
 // y = act(alpha * op(a) * op(b) + beta * c).
 Status fused_gemm(const GemmParams& p, const ActivationParams& act, const Tensor& a, const Tensor& b, const Tensor* c,

@@ -292,11 +292,12 @@ Result<std::unique_ptr<OpKernel>> make_pooled_fused_conv(const KernelCreateInfo&
 namespace {
 
 // kestrel.FusedPointwiseDepthwise (docs/fused_ops.md): the fast chain (kernels/cpu/conv/conv_chain.h),
-// which runs the expand / depthwise / project convs over strips of rows, or the reference convs with
-// two temporaries. Shapes are checked and the depthwise pads resolved once per input shape (RunKey);
+// which runs the [expand /] depthwise [/ project] convs over strips of rows, or the reference convs with
+// up to two temporaries. Shapes are checked and the depthwise pads resolved once per input shape (RunKey);
 // for static shapes the fast path then allocates nothing (y is the op's output).
 struct PointwiseDepthwise {
   ir::WindowAttrs window;  // the depthwise conv's: 2-D, square, NOTSET pads, dilations 1
+  bool expand = false;     // W1 (input 1) given; else the middle conv reads X
   bool project = false;    // W3 (input 5) given
   int64_t group = 0;       // the middle conv's `group`; 0: M (depthwise)
   std::optional<cpu::FastConvChain> fast;
@@ -304,11 +305,11 @@ struct PointwiseDepthwise {
   // Per input shape:
   RunKey key;
   cpu::ConvChainParams chain;
-  Tensor expanded, dw;  // the reference's temporaries (not allocated on the fast path)
+  Tensor expanded, dw;  // the reference's temporaries (not allocated on the fast path, nor without W1 / W3)
 
   Status prepare(KernelContext& ctx) {
     const Tensor& x = ctx.input(0);
-    const Tensor& w1 = ctx.input(1);
+    const Tensor* w1 = ctx.input_or_null(1);
     const Tensor& w2 = ctx.input(3);
     const Tensor* b1 = ctx.input_or_null(2);
     const Tensor* b2 = ctx.input_or_null(4);
@@ -317,7 +318,7 @@ struct PointwiseDepthwise {
     const Tensor* z = ctx.input_or_null(7);
     const Tensor& y = ctx.output(0);
     key.begin();
-    for (const Tensor* t : {&x, &w1, b1, &w2, b2, w3, b3, z, &y}) {
+    for (const Tensor* t : {&x, w1, b1, &w2, b2, w3, b3, z, &y}) {
       if (t) {
         key.add(static_cast<int64_t>(t->dtype())).add_dims(t->dims());
       } else {
@@ -328,18 +329,24 @@ struct PointwiseDepthwise {
     auto bad = [](const auto&... args) {
       return core::invalid_argument(str_cat("FusedPointwiseDepthwise: ", args...));
     };
-    for (const Tensor* t : {&w1, &w2, b1, b2, w3, b3, z})
+    for (const Tensor* t : {w1, &w2, b1, b2, w3, b3, z})
       if (t && t->dtype() != x.dtype())
         return bad("all inputs must have X's dtype ", core::dtype_name(x.dtype()), ", got ", t->type_string());
     if (y.dtype() != x.dtype()) return bad("output ", y.type_string(), " must have X's dtype");
     if (x.rank() != 4) return bad("X ", x.type_string(), " must be [N, C, H, W]");
+    if (expand != (w1 != nullptr)) return bad("W1 is ", w1 ? "given" : "missing", " at run time");
+    if (!w1 && b1) return bad("B1 needs W1");
     const int64_t n = x.dim(0), c = x.dim(1), k = window.kernel[0];
-    if (w1.rank() != 4 || w1.dim(1) != c || w1.dim(2) != 1 || w1.dim(3) != 1 || w1.dim(0) < 1)
-      return bad("W1 ", w1.type_string(), " must be [M, ", c, ", 1, 1] with M >= 1");
-    const int64_t m = w1.dim(0), g = group ? group : m;
-    if (m % g != 0) return bad("group ", g, " must divide the expanded channels M = ", m);
+    if (w1 && (w1->rank() != 4 || w1->dim(1) != c || w1->dim(2) != 1 || w1->dim(3) != 1 || w1->dim(0) < 1))
+      return bad("W1 ", w1->type_string(), " must be [M, ", c, ", 1, 1] with M >= 1");
+    // Without the expansion the middle conv reads X: M is X's channel count.
+    const int64_t m = w1 ? w1->dim(0) : c;
+    if (m < 1) return bad("X ", x.type_string(), " must have M >= 1 channels (no W1: the middle conv reads X)");
+    const int64_t g = group ? group : m;
+    if (m % g != 0) return bad("group ", g, " must divide the middle conv's channels M = ", m);
     if (w2.rank() != 4 || w2.dim(0) != m || w2.dim(1) != m / g || w2.dim(2) != k || w2.dim(3) != k)
-      return bad("W2 ", w2.type_string(), " must be [", m, ", ", m / g, ", ", k, ", ", k, "]");
+      return bad("W2 ", w2.type_string(), " must be [", m, ", ", m / g, ", ", k, ", ", k, "]",
+                 w1 ? "" : " (no W1: M is X's channels)");
     for (const Tensor* b : {b1, b2})
       if (b && (b->rank() != 1 || b->dim(0) != m)) return bad("bias ", b->type_string(), " must be [", m, "]");
     if (project != (w3 != nullptr)) return bad("W3 is ", w3 ? "given" : "missing", " at run time");
@@ -370,7 +377,11 @@ struct PointwiseDepthwise {
     chain.pad_top = params.depthwise.pads_begin[0];
     chain.pad_left = params.depthwise.pads_begin[1];
     if (!fast) {
-      KESTREL_ASSIGN_OR_RETURN(expanded, Tensor::allocate(x.dtype(), {n, m, x.dim(2), x.dim(3)}));
+      if (expand) {
+        KESTREL_ASSIGN_OR_RETURN(expanded, Tensor::allocate(x.dtype(), {n, m, x.dim(2), x.dim(3)}));
+      } else {
+        expanded = Tensor();
+      }
       if (project) {
         KESTREL_ASSIGN_OR_RETURN(dw, Tensor::allocate(x.dtype(), {n, m, out[0], out[1]}));
       } else {
@@ -382,8 +393,8 @@ struct PointwiseDepthwise {
   }
 
   Status run(KernelContext& ctx) {
-    if (!ctx.has_input(0) || !ctx.has_input(1) || !ctx.has_input(3))
-      return core::invalid_argument("FusedPointwiseDepthwise: X, W1 and W2 are required");
+    if (!ctx.has_input(0) || !ctx.has_input(3))
+      return core::invalid_argument("FusedPointwiseDepthwise: X and W2 are required");
     KESTREL_RETURN_IF_ERROR(prepare(ctx));
     Tensor& y = ctx.output(0);
     if (y.num_elements() == 0) return Status::ok();
@@ -392,33 +403,34 @@ struct PointwiseDepthwise {
     const Tensor* b3 = ctx.input_or_null(6);
     const Tensor* z = ctx.input_or_null(7);
     if (fast) return fast->run(chain, ctx.input(0), b1, b2, b3, z, y, ctx.pool());
-    return ref::fused_pointwise_depthwise(params, ctx.input(0), ctx.input(1), b1, ctx.input(3), b2,
-                                          ctx.input_or_null(5), b3, z, expanded, project ? &dw : nullptr, y);
+    return ref::fused_pointwise_depthwise(params, ctx.input(0), ctx.input_or_null(1), b1, ctx.input(3), b2,
+                                          ctx.input_or_null(5), b3, z, expand ? &expanded : nullptr,
+                                          project ? &dw : nullptr, y);
   }
 };
 
-// The fast chain when it applies (f32, constant W1 / W2 / W3 of the chain's shapes, k 3 or 5 when
-// depthwise, 1 < k <= 7 when grouped (`group` < M, group widths whole vectors: FastConv::has_direct_rows),
-// stride 1 or 2, each pad < k, every activation in the fast epilogue), else nullopt. group 0: M.
+// The fast chain when it applies (f32, constant W1 (if given) / W2 / W3 (if given) of the chain's shapes, k 3 or
+// 5 when depthwise, 1 < k <= 7 when grouped (`group` < M, group widths whole vectors: FastConv::has_direct_rows),
+// stride 1 or 2, each pad < k, every activation used in the fast epilogue), else nullopt. group 0: M. Without
+// W1, M is W2's dim 0 (X's channels, checked per input shape by PointwiseDepthwise::prepare).
 Result<std::optional<cpu::FastConvChain>> make_fast_chain(
-    const KernelCreateInfo& info, const ir::WindowAttrs& window, bool project, int64_t group,
+    const KernelCreateInfo& info, const ir::WindowAttrs& window, bool expand, bool project, int64_t group,
     const std::array<std::optional<cpu::FusedActivation>, 3>& acts) {
   using None = std::optional<cpu::FastConvChain>;
   if (info.options.reference_only) return None();
   for (const ir::ValueType* t : info.input_types)
     if (t && t->dtype != core::DType::kF32) return None();
-  for (size_t i = 0; i < (project ? 3u : 2u); ++i)
-    if (!acts[i]) return None();
+  if ((expand && !acts[0]) || !acts[1] || (project && !acts[2])) return None();
   auto weight = [&](size_t i) -> const Tensor* {
     const Tensor* w = i < info.constant_inputs.size() ? info.constant_inputs[i] : nullptr;
     return w && w->dtype() == core::DType::kF32 && w->rank() == 4 ? w : nullptr;
   };
-  const Tensor* w1 = weight(1);
+  const Tensor* w1 = expand ? weight(1) : nullptr;
   const Tensor* w2 = weight(3);
   const Tensor* w3 = project ? weight(5) : nullptr;
-  if (!w1 || !w2 || (project && !w3)) return None();
-  const int64_t m = w1->dim(0), k = window.kernel[0], stride = window.strides[0];
-  if (m < 1 || w1->dim(1) < 1 || w1->dim(2) != 1 || w1->dim(3) != 1) return None();
+  if ((expand && !w1) || !w2 || (project && !w3)) return None();
+  const int64_t m = w1 ? w1->dim(0) : w2->dim(0), k = window.kernel[0], stride = window.strides[0];
+  if (m < 1 || (w1 && (w1->dim(1) < 1 || w1->dim(2) != 1 || w1->dim(3) != 1))) return None();
   const int64_t g = group ? group : m;
   if (m % g != 0 || w2->dim(0) != m || w2->dim(1) != m / g || w2->dim(2) != k || w2->dim(3) != k) return None();
   if (g == m ? k != 3 && k != 5 : k <= 1 || k > 7) return None();
@@ -427,15 +439,18 @@ Result<std::optional<cpu::FastConvChain>> make_fast_chain(
   for (int64_t pad : window.pads)
     if (pad >= k) return None();
   const core::Isa isa = info.options.isa;
-  KESTREL_ASSIGN_OR_RETURN(cpu::FastConv expand, cpu::FastConv::create(*w1, 1, *acts[0], isa, false, 0));
+  std::optional<cpu::FastConv> expansion, projection;
+  if (w1) {
+    KESTREL_ASSIGN_OR_RETURN(cpu::FastConv c, cpu::FastConv::create(*w1, 1, *acts[0], isa, false, 0));
+    expansion = std::move(c);
+  }
   KESTREL_ASSIGN_OR_RETURN(cpu::FastConv depthwise, cpu::FastConv::create(*w2, g, *acts[1], isa, false, 0));
-  std::optional<cpu::FastConv> projection;
   if (w3) {
     KESTREL_ASSIGN_OR_RETURN(cpu::FastConv c, cpu::FastConv::create(*w3, 1, *acts[2], isa, false, 0));
     projection = std::move(c);
   }
   Result<cpu::FastConvChain> chain =
-      cpu::FastConvChain::create(std::move(expand), std::move(depthwise), std::move(projection));
+      cpu::FastConvChain::create(std::move(expansion), std::move(depthwise), std::move(projection));
   if (!chain.is_ok() && chain.status().code() == core::StatusCode::kUnsupported) return None();
   if (!chain.is_ok()) return chain.status().with_context(info.node.describe());
   return None(std::move(*chain));
@@ -447,19 +462,22 @@ Result<std::unique_ptr<OpKernel>> make_fused_pointwise_depthwise(
     const KernelCreateInfo& info, const std::array<std::optional<cpu::FusedActivation>, 3>& fast_acts,
     const std::array<ref::ActivationParams, 3>& ref_acts) {
   auto present = [&](size_t i) { return i < info.input_types.size() && info.input_types[i] != nullptr; };
-  if (!present(0) || !present(1) || !present(3)) return info.fail("X, W1 and W2 (inputs 0, 1 and 3) are required");
+  if (!present(0) || !present(3)) return info.fail("X and W2 (inputs 0 and 3) are required");
   auto k = std::make_shared<PointwiseDepthwise>();
   KESTREL_ASSIGN_OR_RETURN(k->window, ir::read_pointwise_depthwise_window(info.node));
+  k->expand = present(1);
   k->project = present(5);
   if (info.node.has_attr("group")) {
     KESTREL_ASSIGN_OR_RETURN(k->group, info.node.attr_int("group"));
     if (k->group < 1) return info.fail("group must be >= 1, is ", k->group);
   }
+  if (!k->expand && present(2)) return info.fail("B1 (input 2) needs W1 (input 1)");
+  if (!k->expand && !k->project) return info.fail("needs W1 (input 1), W3 (input 5) or both");
   if (!k->project && (present(6) || present(7))) return info.fail("B3 (input 6) and Z (input 7) need W3 (input 5)");
   k->params.act1 = ref_acts[0];
   k->params.act2 = ref_acts[1];
   k->params.act3 = ref_acts[2];
-  KESTREL_ASSIGN_OR_RETURN(k->fast, make_fast_chain(info, k->window, k->project, k->group, fast_acts));
+  KESTREL_ASSIGN_OR_RETURN(k->fast, make_fast_chain(info, k->window, k->expand, k->project, k->group, fast_acts));
   const char* name = k->fast ? k->fast->name() : "reference";
   return make_kernel([k](KernelContext& ctx) -> Status { return k->run(ctx); }, name);
 }

@@ -26,8 +26,9 @@ Result<std::unique_ptr<OpKernel>> make_pooled_fused_conv(const KernelCreateInfo&
                                                         std::optional<kernels::cpu::FusedActivation> fast_act,
                                                         const kernels::ref::ActivationParams& ref_act);
 // kestrel.FusedPointwiseDepthwise: the fast chain (kernels/cpu/conv/conv_chain.h) when every activation used
-// has a fast form (`fast_acts`: activation1..3), the inputs are f32 and W1 / W2 / W3 constants of the shapes
-// it runs, else the reference convs with `ref_acts`. Defined in conv.cc.
+// has a fast form (`fast_acts`: activation1..3), the inputs are f32 and W1 / W2 / W3 (those given: W1 and W3
+// are each optional, not both absent) constants of the shapes it runs, else the reference convs with
+// `ref_acts`. Defined in conv.cc.
 Result<std::unique_ptr<OpKernel>> make_fused_pointwise_depthwise(
     const KernelCreateInfo& info, const std::array<std::optional<kernels::cpu::FusedActivation>, 3>& fast_acts,
     const std::array<kernels::ref::ActivationParams, 3>& ref_acts);
