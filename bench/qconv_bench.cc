@@ -146,5 +146,32 @@ int register_qbinary() {
 
 const int kQBinaryRegistered = register_qbinary();
 
+// The u8 MaxPool of int8 SqueezeNet (3x3 stride 2, ceil_mode: 111 -> 55, 55 -> 27, 27 -> 13), one thread, on the
+// active ISA.
+void bm_qmaxpool(benchmark::State& st, int64_t c, int64_t in, int64_t out) {
+  std::mt19937 rng(5);
+  kernels::cpu::QMaxPoolShape s;
+  s.planes = c;
+  s.ih = s.iw = in;
+  s.oh = s.ow = out;
+  s.kh = s.kw = 3;
+  s.sh = s.sw = 2;
+  std::vector<uint8_t> x(static_cast<size_t>(c * in * in)), y(static_cast<size_t>(c * out * out));
+  for (auto& v : x) v = static_cast<uint8_t>(rng());
+  for (auto _ : st) {
+    auto status = kernels::cpu::qmax_pool_u8(s, x.data(), y.data(), nullptr);
+    if (!status.is_ok()) {
+      st.SkipWithError(status.to_string().c_str());
+      return;
+    }
+    benchmark::ClobberMemory();
+  }
+  st.counters["Gelem"] =
+      benchmark::Counter(static_cast<double>(c * in * in) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK_CAPTURE(bm_qmaxpool, squeezenet_64x111, 64, 111, 55);
+BENCHMARK_CAPTURE(bm_qmaxpool, squeezenet_128x55, 128, 55, 27);
+BENCHMARK_CAPTURE(bm_qmaxpool, squeezenet_256x27, 256, 27, 13);
+
 }  // namespace
 }  // namespace kestrel::bench

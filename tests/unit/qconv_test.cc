@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/cpu_features.h"
+#include "core/str_util.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/qops/qops.h"
 #include "kernels/reference/quantize.h"
@@ -469,43 +470,79 @@ TEST(QOps, GlobalAveragePoolMatchesNaive) {
   }
 }
 
+// Every ISA against the naive max (columns and rows outside the input count as 0, the identity on u8): fixed
+// shapes, then random ones with floor or ceil output sizes (windows past the input's end), pads below the
+// window, kernels 1-5 and 9 (past the AVX-512 direct path's kMaxKw), strides 1-3, dilations 1-2, rows of
+// 1-200 bytes (runs of 32 / 64 outputs and their tails), 1 or 2 threads.
 TEST(QOps, MaxPoolMatchesNaive) {
   struct PCase {
-    int64_t ih, iw, k, s, pad, d;
+    int64_t planes, ih, iw, kh, kw, s, pad, d;
+    bool ceil;
   };
+  std::vector<PCase> cases = {{3, 13, 11, 3, 3, 2, 0, 1, false},
+                              {3, 8, 8, 2, 2, 2, 0, 1, false},
+                              {3, 9, 7, 3, 3, 1, 1, 1, false},
+                              {3, 10, 10, 3, 3, 2, 1, 2, false},
+                              {3, 5, 6, 3, 3, 3, 1, 1, false},
+                              // stride 2 rows wide enough for the vector even-column pass (and its tails)
+                              {3, 112, 112, 3, 3, 2, 1, 1, false},
+                              {3, 9, 150, 3, 3, 2, 1, 1, false},
+                              {3, 7, 131, 2, 2, 2, 0, 1, false},
+                              {3, 6, 100, 5, 5, 2, 2, 1, false},
+                              {3, 4, 66, 3, 3, 2, 0, 1, false},
+                              // SqueezeNet's pools (ceil_mode)
+                              {2, 111, 111, 3, 3, 2, 0, 1, true},
+                              {2, 27, 27, 3, 3, 2, 0, 1, true}};
   std::mt19937 rng(5);
-  for (const PCase& pc : {PCase{13, 11, 3, 2, 0, 1}, PCase{8, 8, 2, 2, 0, 1}, PCase{9, 7, 3, 1, 1, 1},
-                          PCase{10, 10, 3, 2, 1, 2}, PCase{5, 6, 3, 3, 1, 1},
-                          // stride 2 rows wide enough for the vector even-column pass (and its tails)
-                          PCase{112, 112, 3, 2, 1, 1}, PCase{9, 150, 3, 2, 1, 1}, PCase{7, 131, 2, 2, 0, 1},
-                          PCase{6, 100, 5, 2, 2, 1}, PCase{4, 66, 3, 2, 0, 1}}) {
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int i = 0; i < 60; ++i) {
+    const int64_t kh = pick(1, 5), kw = i % 10 == 9 ? 9 : pick(1, 5), d = i % 7 == 6 ? 2 : 1;
+    cases.push_back(
+        {pick(1, 5), pick(1, 20), pick(1, 200), kh, kw, pick(1, 3), pick(0, std::min(kh, kw) - 1), d, i % 2 == 1});
+  }
+  core::ThreadPool pool2(2);
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const PCase& pc = cases[ci];
     kernels::cpu::QMaxPoolShape s;
-    s.planes = 3;
+    s.planes = pc.planes;
     s.ih = pc.ih;
     s.iw = pc.iw;
-    s.kh = s.kw = pc.k;
+    s.kh = pc.kh;
+    s.kw = pc.kw;
     s.sh = s.sw = pc.s;
     s.dh = s.dw = pc.d;
     s.pad_top = s.pad_left = pc.pad;
-    s.oh = (pc.ih + 2 * pc.pad - ((pc.k - 1) * pc.d + 1)) / pc.s + 1;
-    s.ow = (pc.iw + 2 * pc.pad - ((pc.k - 1) * pc.d + 1)) / pc.s + 1;
-    std::vector<uint8_t> x(static_cast<size_t>(3 * pc.ih * pc.iw)), y(static_cast<size_t>(3 * s.oh * s.ow));
+    auto out = [&](int64_t in, int64_t k) {
+      const int64_t span = in + 2 * pc.pad - ((k - 1) * pc.d + 1);
+      if (span < 0) return int64_t{0};
+      int64_t o = (pc.ceil ? (span + pc.s - 1) / pc.s : span / pc.s) + 1;
+      if (pc.ceil && (o - 1) * pc.s >= in + pc.pad) --o;  // the last window starts inside the input or left pad
+      return o;
+    };
+    s.oh = out(pc.ih, pc.kh);
+    s.ow = out(pc.iw, pc.kw);
+    if (s.oh < 1 || s.ow < 1) continue;
+    SCOPED_TRACE(core::str_cat("case ", ci, ": ", pc.planes, "x", pc.ih, "x", pc.iw, " k ", pc.kh, "x", pc.kw, " s ",
+                               pc.s, " pad ", pc.pad, " d ", pc.d, pc.ceil ? " ceil" : ""));
+    std::vector<uint8_t> x(static_cast<size_t>(pc.planes * pc.ih * pc.iw)),
+        y(static_cast<size_t>(pc.planes * s.oh * s.ow));
     for (auto& v : x) v = static_cast<uint8_t>(rng() & 255);
     for (core::Isa isa : {core::Isa::kScalar, core::Isa::kAvx2, core::Isa::kAvx512}) {
       if (isa > core::detected_isa()) continue;
       std::fill(y.begin(), y.end(), uint8_t{7});
-      ASSERT_TRUE(kernels::cpu::qmax_pool_u8(s, x.data(), y.data(), nullptr, isa).is_ok());
-      for (int64_t p = 0; p < 3; ++p)
+      ASSERT_TRUE(kernels::cpu::qmax_pool_u8(s, x.data(), y.data(), ci % 3 == 2 ? &pool2 : nullptr, isa).is_ok());
+      for (int64_t p = 0; p < pc.planes; ++p)
         for (int64_t oy = 0; oy < s.oh; ++oy)
           for (int64_t ox = 0; ox < s.ow; ++ox) {
             int want = 0;
-            for (int64_t ky = 0; ky < pc.k; ++ky)
-              for (int64_t kx = 0; kx < pc.k; ++kx) {
+            for (int64_t ky = 0; ky < pc.kh; ++ky)
+              for (int64_t kx = 0; kx < pc.kw; ++kx) {
                 const int64_t iy = oy * pc.s - pc.pad + ky * pc.d, ix = ox * pc.s - pc.pad + kx * pc.d;
                 if (iy >= 0 && iy < pc.ih && ix >= 0 && ix < pc.iw)
                   want = std::max<int>(want, x[static_cast<size_t>((p * pc.ih + iy) * pc.iw + ix)]);
               }
-            ASSERT_EQ(y[static_cast<size_t>((p * s.oh + oy) * s.ow + ox)], want) << p << " " << oy << " " << ox;
+            ASSERT_EQ(y[static_cast<size_t>((p * s.oh + oy) * s.ow + ox)], want)
+                << core::isa_name(isa) << " " << p << " " << oy << " " << ox;
           }
     }
   }
