@@ -8,7 +8,7 @@
 // the middle conv's output) never goes to memory. Only where that kernel runs: float, constant f32 weights, a
 // middle conv that is depthwise 3x3 / 5x5 or grouped k x k (1 < k <= 7) with groups of a multiple of 16
 // channels (whole vectors on every ISA), at most 256, with stride 1 or 2, explicit pads each smaller than the
-// kernel, no dilation, an activation the fast epilogue has, and a large input plane (the intermediate tensors
+// kernel, no dilation, an activation the fast epilogue has, and a large plane (the intermediate tensors
 // are what the fusion saves). The intermediate values must have no other consumer and must not be graph
 // outputs.
 #include <optional>
@@ -23,10 +23,15 @@ namespace kestrel::passes {
 
 namespace {
 
-// Input planes (H * W of the expand conv's input, or of the middle conv's without an expansion) below this stay
-// unfused: the intermediate tensors are then small enough to stay in cache anyway. Tuned in
-// docs/architecture.md, Fused inverted residuals.
-constexpr int64_t kMinFusedPlane = 28 * 28;
+// Plane thresholds (static shapes; smaller chains stay unfused). kestrel_conv_bench BM_Chain on Zen 5
+// (docs/architecture.md, "Fused inverted residuals"), unfused -> fused:
+// - with a projection, the middle conv's output plane (OH * OW): blocks on 14x14 with stride 1 gain at 2 threads
+//   (0.64-0.89) and hold at 1 (0.93-1.02); blocks ending on 7x7 (stride 2 from 14, or 7 -> 7) do not (0.99-1.12);
+// - without one (the depthwise output goes to memory, e.g. read by a squeeze-excite gate), the expansion's input
+//   plane (H * W): on 14x14 such chains lost at 2 threads (1.36-1.52: each thread expands the rows its neighbour
+//   needs too, 2 of 7 with 3x3, 4 of 7 with 5x5), so they keep the 28 x 28 rule that all chains had until stop 28.
+constexpr int64_t kMinProjectedPlane = 14 * 14;
+constexpr int64_t kMinUnprojectedPlane = 28 * 28;
 
 // A Conv / FusedConv as the fusion sees it.
 struct ConvNode {
@@ -122,19 +127,18 @@ ir::Node* sole_reader(const ir::Value* v) {
   return n && n->input(0) == v && only_consumer(v, n) ? n : nullptr;
 }
 
-// The chain's input (the expand conv's, else the middle conv's) has a static plane of at least kMinFusedPlane
-// pixels.
-bool large_plane(const ir::Value* x) {
-  const ir::Shape& s = x->shape();
+// v has a static plane (H * W of [N, C, H, W]) of at least `min` pixels.
+bool plane_at_least(const ir::Value* v, int64_t min) {
+  const ir::Shape& s = v->shape();
   if (!s.rank_known() || s.rank() != 4 || !s[2].known() || !s[3].known()) return false;
-  return static_cast<double>(s[2].value) * static_cast<double>(s[3].value) >= static_cast<double>(kMinFusedPlane);
+  return static_cast<double>(s[2].value) * static_cast<double>(s[3].value) >= static_cast<double>(min);
 }
 
-// The expand conv feeding the depthwise conv `d` (read by it alone), if the pair can fuse.
+// The expand conv feeding the depthwise conv `d` (read by it alone), if the pair can fuse (the plane thresholds
+// apart, which depend on what follows).
 std::optional<ConvNode> expand_of(const ConvNode& d) {
   std::optional<ConvNode> p1 = read_conv(d.x->producer());
-  if (!p1 || p1->z || !pointwise(*p1) || sole_reader(p1->node->output(0)) != d.node || !large_plane(p1->x) ||
-      !depthwise(d, p1->wd[0]))
+  if (!p1 || p1->z || !pointwise(*p1) || sole_reader(p1->node->output(0)) != d.node || !depthwise(d, p1->wd[0]))
     return std::nullopt;
   return p1;
 }
@@ -190,7 +194,7 @@ class FusePointwiseDepthwise final : public Pass {
       if (pointwise(*last)) {  // the projection of expand -> depthwise -> it?
         d = read_conv(last->x->producer());
         if (d) p1 = expand_of(*d);
-        if (!p1 || !projects(&*p1, *d, *last)) continue;
+        if (!p1 || !projects(&*p1, *d, *last) || !plane_at_least(d->node->output(0), kMinProjectedPlane)) continue;
         p3 = std::move(last);
       } else {  // a depthwise conv whose output is not projected (then the projection ends the chain)
         d = std::move(last);
@@ -199,6 +203,7 @@ class FusePointwiseDepthwise final : public Pass {
         if (std::optional<ConvNode> next = read_conv(sole_reader(d->node->output(0)));
             next && projects(&*p1, *d, *next))
           continue;
+        if (!plane_at_least(p1->x, kMinUnprojectedPlane)) continue;
       }
       KESTREL_RETURN_IF_ERROR(fuse(g, n, p1, *d, p3));
       ++stats.fused;
@@ -208,7 +213,8 @@ class FusePointwiseDepthwise final : public Pass {
       std::optional<ConvNode> p3 = read_conv(n);
       if (!p3 || !pointwise(*p3)) continue;
       std::optional<ConvNode> d = read_conv(p3->x->producer());
-      if (!d || !depthwise(*d, d->wd[0]) || !large_plane(d->x) || expand_of(*d) || !projects(nullptr, *d, *p3))
+      if (!d || !depthwise(*d, d->wd[0]) || !plane_at_least(d->node->output(0), kMinProjectedPlane) || expand_of(*d) ||
+          !projects(nullptr, *d, *p3))
         continue;
       KESTREL_RETURN_IF_ERROR(fuse(g, n, std::nullopt, *d, p3));
       ++stats.fused;

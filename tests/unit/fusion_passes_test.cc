@@ -703,7 +703,7 @@ TEST(FusePointwiseDepthwise, ExpandDepthwiseProjectWithAndWithoutResidual) {
   Case relu = residual;  // Relu everywhere, residual then Relu (the epilogue adds Z, then activates)
   relu.b.act1 = relu.b.act2 = relu.b.act3 = "Relu";
   relu.b.pads = {1, 0, 1, 2};
-  relu.h = 28, relu.w = 28;  // exactly the threshold
+  relu.h = 14, relu.w = 14;  // output 14 x 14: exactly the threshold
   cases.push_back(relu);
   Case none = relu6;  // no activation at all
   none.b.act1 = none.b.act2 = "";
@@ -740,6 +740,26 @@ TEST(FusePointwiseDepthwise, ExpandDepthwiseWithoutProjection) {
         g.add_output(out(conv_k(g, op(g, "Mul", {d, gate}), 19, 7, 1, 73)));
       },
       pwdw_passes(), {"kestrel.FusedPointwiseDepthwise", "GlobalAveragePool", "Sigmoid", "Mul", "Conv"}, 1e-4);
+  // Without a projection the expansion's input plane must be 28 x 28 (kMinUnprojectedPlane); with one, the
+  // depthwise output's 14 x 14 (kMinProjectedPlane) is enough. So on 27 x 28 (and on 14 x 14) the squeeze-excite
+  // block stays unfused, and on 14 x 14 the plain block fuses.
+  for (int64_t h : {27, 14}) {
+    SCOPED_TRACE(h);
+    check(
+        [&](ir::Graph& g) {
+          ir::Value* x = g.add_input("x", f32({1, 5, h, 28}));
+          ir::Value* d = inverted_residual(g, x, b, 75).y;
+          ir::Value* gate = op(g, "Sigmoid", {op(g, "GlobalAveragePool", {d})});
+          g.add_output(out(conv_k(g, op(g, "Mul", {d, gate}), 19, 7, 1, 76)));
+        },
+        pwdw_passes(), {"kestrel.FusedConv", "kestrel.FusedConv", "GlobalAveragePool", "Sigmoid", "Mul", "Conv"}, 1e-4);
+  }
+  check(
+      [&](ir::Graph& g) {
+        InvertedResidual full;
+        g.add_output(inverted_residual(g, g.add_input("x", f32({1, 5, 14, 14})), full, 77).y);
+      },
+      pwdw_passes(), {"kestrel.FusedPointwiseDepthwise"}, 1e-4);
   // The depthwise output is a graph output: expand + depthwise fuse, the projection stays.
   check(
       [&](ir::Graph& g) {
@@ -774,8 +794,8 @@ TEST(FusePointwiseDepthwise, LeavesSharedValuesDilationSmallPlanesStridedExpandA
     single(d, 37, 37, unfused);
   }
   {
-    SCOPED_TRACE("27 x 29 < 28 x 28");
-    single(b, 27, 29, unfused);
+    SCOPED_TRACE("output 13 x 15 < 14 x 14");
+    single(b, 13, 15, unfused);
   }
   {
     SCOPED_TRACE("expand stride 2: depthwise + projection fuse on the 37 x 37 plane");
@@ -903,7 +923,7 @@ TEST(FusePointwiseDepthwise, DepthwiseProjectWithoutExpansion) {
   s2.b.act2 = "";
   s2.b.act3 = "Relu";
   cases.push_back(s2);
-  Case k5{"5x5 stride 2 HardSwish, asymmetric pads, 28 x 28 (the threshold)", v2.b, 28, 28};
+  Case k5{"5x5 stride 2 HardSwish, asymmetric pads, 29 x 30 (output 14 x 14: the threshold)", v2.b, 29, 30};
   k5.b.c = k5.b.m = 19;
   k5.b.p = 7;
   k5.b.k = 5;
@@ -993,16 +1013,16 @@ TEST(FusePointwiseDepthwise, DepthwiseProjectWithoutExpansionRefusals) {
         pwdw_passes(), unfused, 1e-4);
   }
   {
-    SCOPED_TRACE("27 x 29 < 28 x 28");
-    check([&](ir::Graph& g) { g.add_output(block(g, 27, 29).y); }, pwdw_passes(), unfused, 1e-4);
+    SCOPED_TRACE("output 13 x 15 < 14 x 14");
+    check([&](ir::Graph& g) { g.add_output(block(g, 13, 15).y); }, pwdw_passes(), unfused, 1e-4);
   }
   {
-    SCOPED_TRACE("stride 2 on 39 x 20 < 28 x 28");
+    SCOPED_TRACE("stride 2 on 26 x 28: output 13 x 14 < 14 x 14");
     InvertedResidual s = b;
     s.stride = 2;
     check(
         [&](ir::Graph& g) {
-          g.add_output(inverted_residual(g, g.add_input("x", f32({1, 32, 39, 20})), s, 79).y);
+          g.add_output(inverted_residual(g, g.add_input("x", f32({1, 32, 26, 28})), s, 79).y);
         },
         pwdw_passes(), unfused, 1e-4);
   }
