@@ -235,6 +235,27 @@ TEST_P(FastConvTest, TransposedPointwise) {
         144);
 }
 
+// The direct grouped path on random shapes: group widths of 16 / 32 / 48 input and 16 / 32 output channels (whole
+// vectors on every ISA), 2-4 groups, 3x3 and 5x5, strides 1 and 2, every pad up to k / 2, rows 1-70 wide (one to five
+// runs of pixels, split unevenly), tall planes (several strips), batches, every activation, residual, bias or none,
+// 1 and 2 threads. Stride 3 leaves the path (im2col).
+TEST_P(FastConvTest, GroupedRandomShapes) {
+  KESTREL_SKIP_IF_ISA_MISSING(GetParam());
+  std::mt19937 rng(71);
+  core::ThreadPool pool(2);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int i = 0; i < 60; ++i) {
+    const int64_t groups = pick(2, 4), cg = 16 * pick(1, 3), mg = 16 * pick(1, 2), k = pick(0, 2) ? 3 : 5;
+    const int64_t stride = i == 59 ? 3 : pick(1, 2), pad = pick(0, k / 2);
+    const int64_t h = i % 8 == 0 ? pick(40, 90) : pick(k, 24), w = pick(std::max<int64_t>(k - 2 * pad, 1), 70);
+    const ConvCase cc{pick(1, 2), groups * cg, h,      w,   groups * mg, groups,
+                      k,          k,           stride, pad, 1,           stride == 3 ? P::kIm2col : P::kGrouped};
+    SCOPED_TRACE(core::str_cat("case ", i, ": n ", cc.n, " groups ", groups, " cg ", cg, " mg ", mg, " k ", k,
+                               " stride ", stride, " pad ", pad, " h ", h, " w ", w));
+    check(cc, GetParam(), kAllActivations[i % 10], i % 2 == 1, i % 3 != 0, i % 4 < 2 ? &pool : nullptr, rng);
+  }
+}
+
 // The 2-thread task splits (Winograd chunks and output-channel ranges, im2col strips) with every
 // epilogue input: bias, residual and an activation, on the cases sized to take them (the last
 // eight of kCases).

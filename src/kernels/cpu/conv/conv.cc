@@ -327,7 +327,7 @@ FastConv::Path FastConv::path_for(const ref::ConvParams& p) const {
   // Network stems (3x3 stride 2 on RGB): direct, im2col's K = 27 GEMM is bound by the copy.
   if (stem_w_ && sh == 2 && sw == 2 && dh == 1 && dw == 1) return Path::kStem;
   if (!winograd_.empty() && sh == 1 && sw == 1 && dh == 1 && dw == 1) return Path::kWinograd;
-  if (gp_packed_ && sh == sw && dh == 1 && dw == 1) return Path::kGrouped;
+  if (gp_packed_ && sh == sw && (sh == 1 || sh == 2) && dh == 1 && dw == 1) return Path::kGrouped;
   return Path::kIm2col;
 }
 
