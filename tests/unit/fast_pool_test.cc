@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/fast_kernel_test_util.h"
+#include "core/str_util.h"
 
 namespace kestrel::testing {
 namespace {
@@ -46,6 +47,30 @@ TEST(FastPool, MaxAndAverage2d) {
         expect_fast_matches_reference("AveragePool", {x}, aa, 1e-5, 1e-6);
       }
     }
+  }
+}
+
+// Planes of at least kSplitColumnsMinN pixels: with 2 threads each takes a range of output rows of every plane
+// (pool2d_f32), each range a plane of its own with the pads it keeps. Random windows, strides, dilations, pads
+// (top and bottom cut at the range edges) and ceil_mode; AveragePool with and without the pads counted.
+TEST(FastPool, RowRangesOnLargePlanes) {
+  std::mt19937 rng(24);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int i = 0; i < 24; ++i) {
+    const int64_t kh = pick(1, 5), kw = pick(1, 5), sh = pick(1, 3), sw = pick(1, 3), dh = pick(1, 2), dw = pick(1, 2);
+    const std::vector<int64_t> pads = {pick(0, kh - 1), pick(0, kw - 1), pick(0, kh - 1), pick(0, kw - 1)};
+    const int64_t h = pick(32, 70), w = pick(std::max<int64_t>(32, 1024 / h + 1), 70);
+    core::Tensor x = random_f32({pick(1, 2), pick(1, 5), h, w}, rng);
+    SCOPED_TRACE(core::str_cat("case ", i, ": ", x.type_string(), " k ", kh, "x", kw, " s ", sh, "x", sw, " d ", dh,
+                               "x", dw, " pads ", pads[0], ",", pads[1], ",", pads[2], ",", pads[3]));
+    Attrs a = {{"kernel_shape", ir::Attribute(std::vector<int64_t>{kh, kw})},
+               {"strides", ir::Attribute(std::vector<int64_t>{sh, sw})},
+               {"dilations", ir::Attribute(std::vector<int64_t>{dh, dw})},
+               {"pads", ir::Attribute(pads)},
+               {"ceil_mode", ir::Attribute(pick(0, 1))}};
+    expect_fast_matches_reference("MaxPool", {x}, a, 0, 0);
+    a["count_include_pad"] = ir::Attribute(int64_t{i % 2});
+    expect_fast_matches_reference("AveragePool", {x}, a, 1e-5, 1e-6);
   }
 }
 
