@@ -775,8 +775,8 @@ inline void grouped_pixels_n(int n, const float* x0, int64_t rs, int64_t rr, int
 // direct conv over it, one output row at a time in near-equal runs of at most kMaxRun pixels (56 = 4 x 14,
 // 28 = 2 x 14), or two rows at a time when both fit (7x7). AVX-512 keeps up to 16 accumulators, AVX2 (16 registers,
 // a broadcast register per FMA) 12. RegNet-X 400MF's grouped convs, 1 thread, kestrel_conv_bench, fastest of 20 runs
-// against 8 pixels per block across row ends through 8 pointers: 400 -> 400 at 14 171 -> 143 us, 160 -> 160 at 28
-// 246 -> 235, 32 -> 32 stride 2 at 112 230 -> 218.
+// against 8 pixels per block across row ends through 8 pointers: 400 -> 400 at 14 174 -> 143 us, at 7 43 -> 37,
+// 160 -> 160 at 28 266 -> 241, 32 -> 32 stride 2 at 112 229 -> 213 (docs/architecture.md).
 template <class S>
 void grouped_block(const DepthwiseBlockArgs& a, int64_t group, int64_t oy0, int64_t oy1) {
   constexpr int W = S::kWidth;

@@ -74,43 +74,42 @@ Status pool2d_f32(const PoolTable& t, const Pool2dParams& p, const Tensor& x, Te
   // Per-thread padded-row scratch (core/thread_scratch.h): no allocation per run once warmed up.
   static core::ScratchSlot s_row;
   std::atomic<bool> no_memory{false};
+  // Output rows [r0, r0 + rows) of planes [pl0, pl1) with window parameters q, from the input rows starting at i0
+  // (ih of them, as a plane of their own), on the calling thread.
+  auto run_planes = [&](const Pool2dParams& q, int64_t i0, int64_t ih, int64_t r0, int64_t rows, int64_t pl0,
+                        int64_t pl1) {
+    float* buf = s_row.get_as<float>(static_cast<size_t>(buf_len * chunk_rows));
+    if (!buf) {
+      no_memory.store(true);
+      return;
+    }
+    for (int64_t pl = pl0; pl < pl1; ++pl)
+      t.plane(q, in + pl * h * w + i0 * w, ih, w, out + pl * oh * ow + r0 * ow, rows, ow, buf, buf_len, chunk_rows);
+  };
   const int threads = pool ? pool->num_threads() : 1;
   if (threads > 1 && oh >= 2 * threads && h * w >= kSplitColumnsMinN && (oh - 1) * p.sh - p.pad_top < h) {
     // With threads, on planes where the convs before split their GEMMs by ranges of pixels (SgemmContext::
     // split_columns from kSplitColumnsMinN pixels; strips of rows elsewhere), each thread takes a range of output
     // rows of every plane, so it reads mostly rows it wrote. Ranges of planes read half their input from the other
-    // core: SqueezeNet's 128-channel 55x55 pool took 75-94 us at 2 threads (53 at one), by rows 63-69. On smaller
-    // planes the GEMMs split by channels, and so do the pools (its 27x27 pool by rows: 54-77 against 31-42 us).
+    // core: SqueezeNet's 128-channel 55x55 MaxPool at 2 threads took 88 us (median of 7 rounds; 53 at one thread),
+    // by rows 67. On smaller planes the GEMMs split by channels, and so do the pools (its 27x27 pool by rows: 54-77
+    // against 31-42 us).
     core::parallel_for(pool, threads, 1, [&](int64_t t0, int64_t t1) {
-      float* buf = s_row.get_as<float>(static_cast<size_t>(buf_len * chunk_rows));
-      if (!buf) {
-        no_memory.store(true);
-        return;
-      }
       for (int64_t ti = t0; ti < t1; ++ti) {
         const int64_t r0 = oh * ti / threads, r1 = oh * (ti + 1) / threads;
-        // The input rows those windows read, [i0, i1), as a plane of their own: the top pad shrinks by the rows cut
-        // above, the rows cut below count as bottom pad (no window of the range reaches them).
+        // The input rows those windows read, [i0, i1): the top pad shrinks by the rows cut above, the rows cut below
+        // count as bottom pad (no window of the range reaches them).
         const int64_t i0 = std::clamp<int64_t>(r0 * p.sh - p.pad_top, 0, h);
         const int64_t i1 = std::clamp<int64_t>((r1 - 1) * p.sh - p.pad_top + (p.kh - 1) * p.dh + 1, i0, h);
         Pool2dParams sq = p;
         sq.pad_top = p.pad_top - r0 * p.sh + i0;
         sq.pad_bottom = p.pad_bottom + (h - i1);
-        for (int64_t pl = 0; pl < planes; ++pl)
-          t.plane(sq, in + pl * h * w + i0 * w, i1 - i0, w, out + pl * oh * ow + r0 * ow, r1 - r0, ow, buf, buf_len,
-                  chunk_rows);
+        run_planes(sq, i0, i1 - i0, r0, r1 - r0, 0, planes);
       }
     });
   } else {
-    core::parallel_for(pool, planes, std::max<int64_t>(1, 65536 / work), [&](int64_t p0, int64_t p1) {
-      float* buf = s_row.get_as<float>(static_cast<size_t>(buf_len * chunk_rows));
-      if (!buf) {
-        no_memory.store(true);
-        return;
-      }
-      for (int64_t pl = p0; pl < p1; ++pl)
-        t.plane(p, in + pl * h * w, h, w, out + pl * oh * ow, oh, ow, buf, buf_len, chunk_rows);
-    });
+    core::parallel_for(pool, planes, std::max<int64_t>(1, 65536 / work),
+                       [&](int64_t p0, int64_t p1) { run_planes(p, 0, h, 0, oh, p0, p1); });
   }
   if (no_memory.load()) return Status(core::StatusCode::kOutOfMemory, "pool2d_f32: cannot allocate the row buffer");
   return Status::ok();
