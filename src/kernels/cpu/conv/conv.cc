@@ -283,7 +283,7 @@ Result<FastConv> FastConv::create(const Tensor& w, int64_t group, FusedActivatio
   if (group == 1 && c.rank_ == 4 && c.kh_ == 3 && c.kw_ == 3 && c.cg_ <= kStemMaxChannels)
     c.stem_w_ = std::make_shared<const std::vector<float>>(conv_detail::stem_weights(c.w_->data(), c.m_, c.cg_));
   // Grouped k x k with group widths that are whole vectors (RegNet's 16): direct conv over the
-  // group's channel-interleaved input, weights [M / W][k * k][cg][W].
+  // group's input rows packed in blocks of W channels (stride 1 or 2), weights [M / W][k * k][cg][W].
   const int width = conv_detail::depthwise_blocked(isa).width;
   if (group > 1 && c.rank_ == 4 && c.kh_ == c.kw_ && c.kh_ > 1 && c.kh_ <= 7 && c.cg_ * mg > 1 &&
       c.cg_ % width == 0 && mg % width == 0 && c.cg_ <= 256) {

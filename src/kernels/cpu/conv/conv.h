@@ -1,7 +1,8 @@
 // Fast f32 convolution, NCHW (1-D and 2-D), weights prepared once at kernel creation:
 //   - 1x1, stride 1, no padding: a GEMM per image and group, W[M,C] x X[C,H*W], no im2col;
 //   - depthwise 3x3 / 5x5, stride 1 or 2, any padding: direct, W channels per vector (depthwise.h);
-//   - grouped k x k whose group widths are whole vectors (RegNet): direct, over channel-interleaved input;
+//   - grouped k x k, stride 1 or 2, whose group widths are whole vectors (RegNet): direct, over input rows packed in
+//     blocks of W channels;
 //   - dense 3x3 stride 1 with enough channels: Winograd F(2x2, 3x3), 16 GEMMs on transformed tiles;
 //   - anything else: im2col per image and group, then GEMM with the pre-packed weights.
 // Bias, residual (fused ops' Z) and activation run in the GEMM / depthwise epilogue.
