@@ -260,6 +260,15 @@ bool run_block(const Problem& p, const Operands& o, int64_t m0, int64_t m1, int6
           t.b = p.packed_b->data() + (jc / nr) * p.k * nr + pc * nr;
           t.b_sliver_stride = p.k * nr;
           t.b_row_stride = nr;
+          t.b_prepacked = true;
+          // The next panel's first sliver: along N in this K block, else back at n0 in the next.
+          if (jc + nc < n1) {
+            t.b_next_panel = p.packed_b->data() + ((jc + nc) / nr) * p.k * nr + pc * nr;
+          } else if (pc + kc < p.k) {
+            t.b_next_panel = p.packed_b->data() + (n0 / nr) * p.k * nr + (pc + kc) * nr;
+          } else {
+            t.b_next_panel = nullptr;
+          }
         } else if (o.b_i8) {
           if (b_buf_pc != pc || b_buf_jc != jc)
             uk.unpack_b_i8(o.b_i8 + pc * p.ldb + jc, p.ldb, p.b_scale + jc, kc, nc, b_buf, kc * nr);

@@ -24,7 +24,8 @@ struct MacroTile {
   int64_t b_row_stride = 0;             // floats between k rows inside a sliver (NR packed, ldb direct)
   bool b_direct = false;                // B read in place (row stride ldb)
   float* b_edge_buf = nullptr;          // direct B: kc * NR floats of scratch for the last partial sliver
-  const float* b_next_panel = nullptr;  // direct B: the panel after this one (to prefetch), or null
+  bool b_prepacked = false;             // B is a pre-packed operand (weights), not packed for this call
+  const float* b_next_panel = nullptr;  // direct or pre-packed B: the panel after this one (to prefetch), or null
   int64_t b_next_panel_cols = 0;
   float* c = nullptr;
   int64_t ldc = 0;
