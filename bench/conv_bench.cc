@@ -76,9 +76,9 @@ void BM_Conv2T(benchmark::State& st) {
 
 // An inverted residual block: expand 1x1 (C -> M, ReLU6), depthwise K x K (stride, ReLU6), project 1x1 (M -> P,
 // residual when the shapes allow), as three FastConv runs through full-size tensors (fused 0) or as one
-// FastConvChain over strips of rows (fused 1). Args: {C, M, P, H, K, stride, project, threads, fused, cold, groups}
-// (groups 0: depthwise, else RegNet's grouped middle conv; C 0: no expansion, the depthwise reads X's M channels,
-// the first block of MobileNet-V2 / V3 and MnasNet).
+// FastConvChain over strips of rows (fused 1) or on its small-plane path (fused 2, 7x7 stages). Args: {C, M, P, H, K,
+// stride, project, threads, fused, cold, groups} (groups 0: depthwise, else RegNet's grouped middle conv; C 0: no
+// expansion, the depthwise reads X's M channels, the first block of MobileNet-V2 / V3 and MnasNet).
 void BM_Chain(benchmark::State& st) {
   const int64_t c = st.range(0), m = st.range(1), pc = st.range(2), h = st.range(3), k = st.range(4), s = st.range(5);
   const bool project = st.range(6) != 0, fused = st.range(8) != 0, cold = st.range(9) != 0;
@@ -102,6 +102,10 @@ void BM_Chain(benchmark::State& st) {
   if (!f1.is_ok() || !f2.is_ok() || !f3.is_ok() || !g1.is_ok() || !g2.is_ok() || !g3.is_ok()) {
     st.SkipWithError("create failed");
     return;
+  }
+  if (st.range(8) == 2) {  // the small-plane path: both pointwise convs transposed
+    g1 = cpu::FastConv::create_transposed_pointwise(w1, relu6, isa);
+    g3 = cpu::FastConv::create_transposed_pointwise(w3, {}, isa);
   }
   auto chain =
       cpu::FastConvChain::create(c ? std::optional<cpu::FastConv>(std::move(*g1)) : std::nullopt, std::move(*g2),
@@ -139,6 +143,10 @@ void BM_Chain(benchmark::State& st) {
   ->Args({C, M, P, H, K, S, PROJ, 1, 0, 1, G})->Args({C, M, P, H, K, S, PROJ, 1, 1, 1, G})    \
   ->Args({C, M, P, H, K, S, PROJ, 2, 0, 0, G})->Args({C, M, P, H, K, S, PROJ, 2, 1, 0, G})
 #define CHAIN(C, M, P, H, K, S, PROJ) CHAIN_G(C, M, P, H, K, S, PROJ, 0)
+#define CHAIN7(C, M, P, H, K, S)                                                             \
+  ->Args({C, M, P, H, K, S, 1, 1, 0, 0, 0})->Args({C, M, P, H, K, S, 1, 1, 1, 0, 0})          \
+  ->Args({C, M, P, H, K, S, 1, 1, 2, 0, 0})->Args({C, M, P, H, K, S, 1, 2, 0, 0, 0})          \
+  ->Args({C, M, P, H, K, S, 1, 2, 1, 0, 0})->Args({C, M, P, H, K, S, 1, 2, 2, 0, 0})
 BENCHMARK(BM_Chain)
     CHAIN(16, 96, 24, 112, 3, 2, 1) CHAIN(16, 48, 24, 112, 3, 2, 1) CHAIN(24, 144, 24, 56, 3, 1, 1)
     // No expansion: MobileNet-V2 / MnasNet (32 -> 16), MobileNet-V3-Large (16 -> 16 + residual)
@@ -147,7 +155,10 @@ BENCHMARK(BM_Chain)
     CHAIN(16, 96, 24, 112, 3, 2, 0) CHAIN(24, 144, 24, 56, 5, 1, 1)
     // RegNet-X 400MF, groups of 16 channels
     CHAIN_G(32, 32, 32, 112, 3, 2, 1, 2) CHAIN_G(32, 64, 64, 56, 3, 2, 1, 4) CHAIN_G(64, 64, 64, 28, 3, 1, 1, 4)
-    CHAIN_G(64, 160, 160, 28, 3, 2, 1, 10)->UseRealTime();
+    CHAIN_G(64, 160, 160, 28, 3, 2, 1, 10)
+    // 7x7 stages (MnasNet 192 -> 1152 -> 192 5x5 and 96 -> 576 -> 192 from 14x14, MobileNet-V2 160 -> 960 -> 160):
+    // unfused, strips, small-plane path; 1 and 2 threads
+    CHAIN7(192, 1152, 192, 7, 5, 1) CHAIN7(96, 576, 192, 14, 5, 2) CHAIN7(160, 960, 160, 7, 3, 1)->UseRealTime();
 // clang-format on
 
 // Depthwise (EfficientNet / MobileNet): {C, M, H, K, stride, group, act}; act 7 = SiLU, 2 = Clip.

@@ -9,13 +9,15 @@
 // middle conv that is depthwise 3x3 / 5x5 or grouped k x k (1 < k <= 7) with groups of a multiple of 16
 // channels (whole vectors on every ISA), at most 256, with stride 1 or 2, explicit pads each smaller than the
 // kernel, no dilation, an activation the fast epilogue has, and a large plane (the intermediate tensors
-// are what the fusion saves). The intermediate values must have no other consumer and must not be graph
-// outputs.
+// are what the fusion saves), or, for expand -> depthwise -> project, a small one (FastConvChain::small_plane:
+// there the chain keeps the tensors between its convs pixel-major, which saves their transposes). The
+// intermediate values must have no other consumer and must not be graph outputs.
 #include <optional>
 
 #include "ir/op_schema.h"
 #include "ir/ops/fused_activation.h"
 #include "ir/ops/window_geometry.h"
+#include "kernels/cpu/conv/conv_chain.h"  // FastConvChain::small_plane
 #include "passes/fusion_util.h"
 #include "passes/pass.h"
 
@@ -127,6 +129,14 @@ ir::Node* sole_reader(const ir::Value* v) {
   return n && n->input(0) == v && only_consumer(v, n) ? n : nullptr;
 }
 
+// A depthwise (not grouped) d whose static input plane makes a projected chain take FastConvChain's small-plane
+// path (the 7x7 stages): fused although below kMinProjectedPlane.
+bool small_depthwise(const ConvNode& d) {
+  const ir::Shape& s = d.x->shape();
+  if (d.group != d.wd[0] || !s.rank_known() || s.rank() != 4 || !s[2].known() || !s[3].known()) return false;
+  return kernels::cpu::FastConvChain::small_plane(s[2].value, s[3].value, d.window.strides[0]);
+}
+
 // v has a static plane (H * W of [N, C, H, W]) of at least `min` pixels.
 bool plane_at_least(const ir::Value* v, int64_t min) {
   const ir::Shape& s = v->shape();
@@ -194,7 +204,9 @@ class FusePointwiseDepthwise final : public Pass {
       if (pointwise(*last)) {  // the projection of expand -> depthwise -> it?
         d = read_conv(last->x->producer());
         if (d) p1 = expand_of(*d);
-        if (!p1 || !projects(&*p1, *d, *last) || !plane_at_least(d->node->output(0), kMinProjectedPlane)) continue;
+        if (!p1 || !projects(&*p1, *d, *last) ||
+            !(plane_at_least(d->node->output(0), kMinProjectedPlane) || small_depthwise(*d)))
+          continue;
         p3 = std::move(last);
       } else {  // a depthwise conv whose output is not projected (then the projection ends the chain)
         d = std::move(last);

@@ -98,6 +98,66 @@ TEST_P(FastConvChainTest, MatchesReference) {
   }
 }
 
+// The small-plane path (both pointwise convs transposed: pixel-major scratch, the NHWC depthwise kernel): planes of
+// 1 to 16 pixels a side (7x7 and 14x14 -> 7x7 among them), channel counts around the vector width and GEMM sliver,
+// every pad, both strides and kernel sizes, every activation, residual with NaNs, batches, 1 to 3 threads.
+TEST_P(FastConvChainTest, SmallPlanesMatchReference) {
+  KESTREL_SKIP_IF_ISA_MISSING(GetParam());
+  const Isa isa = GetParam();
+  std::mt19937 rng(29);
+  core::ThreadPool pool2(2), pool3(3);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int i = 0; i < 40; ++i) {
+    const int64_t k = i % 3 == 2 ? 5 : 3, s = i % 2 == 0 ? 1 : 2;
+    const int64_t n = pick(1, 2), c = pick(1, 40), pr = pick(1, 70);
+    const int64_t m = i % 4 == 0 ? pick(60, 200) : pick(1, 40);
+    const int64_t h = i % 5 == 4 ? 7 * s : pick(1, 16), w = i % 5 == 4 ? 7 * s : pick(1, 16);
+    const int64_t pt = pick(0, k - 1), pl = pick(0, k - 1), pb = pick(0, k - 1), pr_ = pick(0, k - 1);
+    const int64_t oh = (h + pt + pb - k) / s + 1, ow = (w + pl + pr_ - k) / s + 1;
+    if (oh < 1 || ow < 1) continue;
+    const bool residual = i % 3 == 0, bias = i % 7 != 3;
+    const FusedActivation a1 = kActs[i % 10], a2 = kActs[(i * 3 + 1) % 10], a3 = kActs[(i * 7 + 2) % 10];
+    SCOPED_TRACE(core::str_cat("case ", i, ": n ", n, " c ", c, " m ", m, " p ", pr, " h ", h, " w ", w, " k ", k,
+                               " s ", s, " pads ", pt, ",", pl, ",", pb, ",", pr_, residual ? " residual" : ""));
+    Tensor x = random_f32({n, c, h, w}, rng), w1 = random_f32({m, c, 1, 1}, rng), b1 = random_f32({m}, rng);
+    Tensor w2 = random_f32({m, 1, k, k}, rng), b2 = random_f32({m}, rng);
+    Tensor w3 = random_f32({pr, m, 1, 1}, rng), b3 = random_f32({pr}, rng);
+    const Dims yd{n, pr, oh, ow};
+    Tensor z = random_f32(yd, rng);
+    for (int64_t j = 5; j < z.num_elements(); j += 11) z.data<float>()[j] = NAN;
+    Tensor e = ref_stage(x, w1, bias ? &b1 : nullptr, 1, 1, 0, 0, {n, m, h, w}, a1, nullptr);
+    Tensor d = ref_stage(e, w2, bias ? &b2 : nullptr, m, s, pt, pl, {n, m, oh, ow}, a2, nullptr);
+    Tensor want = ref_stage(d, w3, bias ? &b3 : nullptr, 1, 1, 0, 0, yd, a3, residual ? &z : nullptr);
+
+    auto f1 = FastConv::create_transposed_pointwise(w1, a1, isa), f2 = FastConv::create(w2, m, a2, isa, false),
+         f3 = FastConv::create_transposed_pointwise(w3, a3, isa);
+    ASSERT_TRUE(f1.is_ok() && f2.is_ok() && f3.is_ok());
+    ASSERT_TRUE(f1->is_transposed_pointwise() && f3->is_transposed_pointwise());
+    auto chain = FastConvChain::create(std::move(*f1), std::move(*f2), std::move(*f3));
+    ASSERT_TRUE(chain.is_ok()) << chain.status().to_string();
+    Tensor got = testing::filled_f32(yd, NAN);
+    core::ThreadPool* pool = i % 3 == 0 ? nullptr : i % 3 == 1 ? &pool2 : &pool3;
+    Status st = chain->run({s, pt, pl}, x, bias ? &b1 : nullptr, bias ? &b2 : nullptr, bias ? &b3 : nullptr,
+                           residual ? &z : nullptr, got, pool);
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+    EXPECT_TRUE(close_f32(got, want, 2e-4));
+  }
+  // Transposed pointwise convs need both of them and a depthwise middle conv.
+  Tensor w1 = random_f32({32, 8, 1, 1}, rng), w2 = random_f32({32, 1, 3, 3}, rng), w3 = random_f32({8, 32, 1, 1}, rng);
+  Tensor wg = random_f32({32, 16, 3, 3}, rng);
+  auto t1 = [&] { return FastConv::create_transposed_pointwise(w1, {}, isa).value(); };
+  auto t3 = [&] { return FastConv::create_transposed_pointwise(w3, {}, isa).value(); };
+  EXPECT_EQ(FastConvChain::create(t1(), FastConv::create(w2, 32, {}, isa, false).value(),
+                                  FastConv::create(w3, 1, {}, isa, false).value())
+                .status()
+                .code(),
+            core::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FastConvChain::create(t1(), FastConv::create(w2, 32, {}, isa, false).value(), std::nullopt).status().code(),
+            core::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FastConvChain::create(t1(), FastConv::create(wg, 2, {}, isa, false).value(), t3()).status().code(),
+            core::StatusCode::kUnsupported);
+}
+
 TEST_P(FastConvChainTest, RejectsBadInput) {
   KESTREL_SKIP_IF_ISA_MISSING(GetParam());
   const Isa isa = GetParam();

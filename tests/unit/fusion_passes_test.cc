@@ -798,6 +798,19 @@ TEST(FusePointwiseDepthwise, LeavesSharedValuesDilationSmallPlanesStridedExpandA
     single(b, 13, 15, unfused);
   }
   {
+    // Small planes (FastConvChain::small_plane, at most 8 x 8 outputs): expand -> depthwise -> project fuses again.
+    SCOPED_TRACE("output 8 x 8, and 16 x 15 with stride 2; 9 x 8 stays");
+    single(b, 8, 8, {"kestrel.FusedPointwiseDepthwise"});
+    InvertedResidual s2 = b;
+    s2.stride = 2;
+    single(s2, 16, 15, {"kestrel.FusedPointwiseDepthwise"});
+    single(b, 9, 8, unfused);
+    InvertedResidual grouped = b;  // the small-plane path is depthwise only
+    grouped.m = 32;
+    grouped.group = 2;
+    single(grouped, 7, 7, unfused);
+  }
+  {
     SCOPED_TRACE("expand stride 2: depthwise + projection fuse on the 37 x 37 plane");
     InvertedResidual s = b;
     s.expand_stride = 2;

@@ -439,14 +439,23 @@ Result<std::optional<cpu::FastConvChain>> make_fast_chain(
   for (int64_t pad : window.pads)
     if (pad >= k) return None();
   const core::Isa isa = info.options.isa;
+  // Both pointwise convs around a depthwise one on a small static plane: the chain's pixel-major path.
+  const ir::ValueType* xt = info.input_types[0];
+  const bool small = w1 && w3 && g == m && xt && xt->shape.rank_known() && xt->shape.rank() == 4 &&
+                     xt->shape[2].known() && xt->shape[3].known() &&
+                     cpu::FastConvChain::small_plane(xt->shape[2].value, xt->shape[3].value, stride);
+  auto pointwise = [&](const Tensor& w, const cpu::FusedActivation& act) {
+    return small ? cpu::FastConv::create_transposed_pointwise(w, act, isa)
+                 : cpu::FastConv::create(w, 1, act, isa, false, 0);
+  };
   std::optional<cpu::FastConv> expansion, projection;
   if (w1) {
-    KESTREL_ASSIGN_OR_RETURN(cpu::FastConv c, cpu::FastConv::create(*w1, 1, *acts[0], isa, false, 0));
+    KESTREL_ASSIGN_OR_RETURN(cpu::FastConv c, pointwise(*w1, *acts[0]));
     expansion = std::move(c);
   }
   KESTREL_ASSIGN_OR_RETURN(cpu::FastConv depthwise, cpu::FastConv::create(*w2, g, *acts[1], isa, false, 0));
   if (w3) {
-    KESTREL_ASSIGN_OR_RETURN(cpu::FastConv c, cpu::FastConv::create(*w3, 1, *acts[2], isa, false, 0));
+    KESTREL_ASSIGN_OR_RETURN(cpu::FastConv c, pointwise(*w3, *acts[2]));
     projection = std::move(c);
   }
   Result<cpu::FastConvChain> chain =

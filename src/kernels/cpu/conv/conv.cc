@@ -614,6 +614,22 @@ void FastConv::direct_rows(conv_detail::DepthwiseBlockArgs a, int64_t oy0, int64
     for (int64_t oy = oy0; oy < oy1; oy += step) kernels.fn(a, block, oy, std::min(oy1, oy + step));
 }
 
+Result<FastConv> FastConv::create_transposed_pointwise(const Tensor& w, FusedActivation act, core::Isa isa) {
+  if (w.rank() != 4 || w.dim(2) != 1 || w.dim(3) != 1)
+    return core::unsupported(
+        str_cat("fast conv: transposed pointwise weights must be [M, C, 1, 1], are ", w.type_string()));
+  return create(w, 1, act, isa, false, 1);  // a one-pixel plane hint: only W^T is packed, on every ISA
+}
+
+void FastConv::depthwise_nhwc(conv_detail::DepthwiseNhwcArgs a, int64_t c0, int64_t c1) const {
+  a.k = static_cast<int>(kh_);
+  a.w = dw_packed_->data();
+  a.activation = act_.kind;
+  a.act_alpha = act_.alpha;
+  a.act_beta = act_.beta;
+  conv_detail::depthwise_blocked(isa_).nhwc(a, c0, c1);
+}
+
 Status FastConv::run_grouped(const Geometry& g, const float* x, const float* bias, const float* z, float* y,
                              core::ThreadPool* pool) const {
   const conv_detail::DepthwiseBlockFn fn = conv_detail::depthwise_blocked(isa_).grouped;

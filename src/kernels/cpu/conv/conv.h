@@ -100,6 +100,20 @@ class FastConv {
   // direct_rows_scratch_floats(oy1 - oy0, a.ow, a.stride) floats.
   bool has_direct_rows() const { return rank_ == 4 && (depthwise_shaped_ || gp_packed_ != nullptr); }
   void direct_rows(conv_detail::DepthwiseBlockArgs a, int64_t oy0, int64_t oy1, float* scratch) const;
+  // For FastConvChain's small planes (pixel-major between its convs): a 1x1 group-1 conv whose weights are packed
+  // only as the transposed GEMM's B (W^T, output channels in the vector lanes), for any plane size; its
+  // transposed_weights() and activation() are what the chain's GEMMs use.
+  static Result<FastConv> create_transposed_pointwise(const Tensor& w, FusedActivation act, core::Isa isa);
+  bool is_transposed_pointwise() const {
+    return group_ == 1 && rank_ == 4 && kh_ == 1 && kw_ == 1 && packed_.empty() && !pointwise_t_.empty();
+  }
+  const PackedB& transposed_weights() const { return pointwise_t_; }
+  const FusedActivation& activation() const { return act_; }
+  // A depthwise conv (one 3x3 / 5x5 filter per channel) over pixel-major rows, channels [c0, c1) (c0 a multiple
+  // of vector_width()): conv_detail::DepthwiseNhwcArgs with this conv's weights, kernel size and activation.
+  bool is_depthwise() const { return rank_ == 4 && depthwise_shaped_; }
+  int vector_width() const { return dw_width_; }
+  void depthwise_nhwc(conv_detail::DepthwiseNhwcArgs a, int64_t c0, int64_t c1) const;
   int64_t direct_rows_scratch_floats(int64_t rows, int64_t ow, int stride) const;
   int64_t out_channels() const { return m_; }
   int64_t in_channels() const { return cg_ * group_; }

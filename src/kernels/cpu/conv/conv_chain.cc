@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <numeric>
 #include <string>
 
 #include "core/str_util.h"
@@ -16,6 +17,7 @@ using core::str_cat;
 namespace {
 
 core::ScratchSlot g_chain_scratch;
+core::ScratchSlot g_chain_out_scratch;  // small planes: each task's depthwise strip, then its projection
 
 int64_t round_up16(int64_t n) {
   return (n + 15) / 16 * 16;
@@ -27,7 +29,13 @@ Result<FastConvChain> FastConvChain::create(std::optional<FastConv> expand, Fast
                                             std::optional<FastConv> project) {
   // Convs of other shapes: Unsupported (a caller then runs them another way); mismatched ones: InvalidArgument.
   if (!expand && !project) return core::invalid_argument("conv chain: needs an expansion, a projection or both");
-  if (expand && !expand->is_pointwise())
+  // Small planes: both pointwise convs made by create_transposed_pointwise, around a depthwise conv.
+  const bool small = expand && project && expand->is_transposed_pointwise() && project->is_transposed_pointwise();
+  if (small && !depthwise.is_depthwise())
+    return core::unsupported("conv chain: on small planes the middle conv must be depthwise");
+  if (!small && ((expand && expand->is_transposed_pointwise()) || (project && project->is_transposed_pointwise())))
+    return core::invalid_argument("conv chain: transposed pointwise convs need both an expansion and a projection");
+  if (expand && !small && !expand->is_pointwise())
     return core::unsupported("conv chain: the expansion must be a 1x1 conv, group 1");
   if (!depthwise.has_direct_rows())
     return core::unsupported(
@@ -37,7 +45,7 @@ Result<FastConvChain> FastConvChain::create(std::optional<FastConv> expand, Fast
     return core::invalid_argument(
         str_cat("conv chain: the middle conv maps ", depthwise.in_channels(), " to ", m, " channels",
                 expand ? str_cat(", the expansion gives ", expand->out_channels()) : std::string()));
-  if (project && !project->is_pointwise())
+  if (project && !small && !project->is_pointwise())
     return core::unsupported("conv chain: the projection must be a 1x1 conv, group 1");
   if (project && project->in_channels() != m)
     return core::invalid_argument(
@@ -48,6 +56,7 @@ Result<FastConvChain> FastConvChain::create(std::optional<FastConv> expand, Fast
   c.expand_ = std::move(expand);
   c.depthwise_ = std::move(depthwise);
   c.project_ = std::move(project);
+  c.small_ = small;
   return c;
 }
 
@@ -88,6 +97,7 @@ Status FastConvChain::run(const ConvChainParams& p, const Tensor& x, const Tenso
   if (z && (!project_ || z->dims() != y.dims()))
     return core::invalid_argument(str_cat("conv chain: residual must be ", y.type_string(), ", with a projection"));
   if (y.num_elements() == 0) return Status::ok();
+  if (small_) return run_small(p, x, b1, b2, b3, z, y, pool);
 
   // Strip height: the expanded rows of one strip ((rows - 1) * s + k rows of m channels) in kStripFloats. Without
   // the expansion the same rows of X are read in place. Each thread takes an equal share of the n * oh output rows
@@ -195,6 +205,104 @@ Status FastConvChain::run(const ConvChainParams& p, const Tensor& x, const Tenso
       }
     }
   });
+  if (failed.load()) return Status(core::StatusCode::kOutOfMemory, "conv chain: scratch or GEMM failed");
+  return Status::ok();
+}
+
+// Per image: E [h * w][m] = act1(X^T W1^T + b1) and D [oh * ow][m] = depthwise(E), both pixel-major in one
+// buffer, each thread through both for its own range of the m channels (the depthwise needs only its channels);
+// then, after all threads are done, Y^T [oh * ow][out_c] = D W3^T by ranges of output channels, each transposed to
+// NCHW with b3, the residual and the activation (as FastConv's transposed pointwise path).
+Status FastConvChain::run_small(const ConvChainParams& p, const Tensor& x, const Tensor* b1, const Tensor* b2,
+                                const Tensor* b3, const Tensor* z, Tensor& y, core::ThreadPool* pool) const {
+  const int64_t m = depthwise_.out_channels(), c = expand_->in_channels(), out_c = project_->out_channels();
+  const int64_t n = x.dim(0), h = x.dim(2), w = x.dim(3), oh = y.dim(2), ow = y.dim(3);
+  const int64_t hw = h * w, ohw = oh * ow;
+  const int threads = pool ? pool->num_threads() : 1;
+  const PackedB& w1t = expand_->transposed_weights();
+  const PackedB& w3t = project_->transposed_weights();
+  // Channel ranges in whole GEMM column slivers and depthwise vectors.
+  const int64_t unit1 = std::lcm<int64_t>(w1t.nr(), depthwise_.vector_width()), unit3 = w3t.nr();
+  const int64_t tasks1 = std::min<int64_t>(threads, (m + unit1 - 1) / unit1);
+  const int64_t tasks3 = std::min<int64_t>(threads, (out_c + unit3 - 1) / unit3);
+  const int64_t e_floats = round_up16(hw * m);
+  const int64_t dw_scratch = conv_detail::depthwise_nhwc_scratch_floats(
+      oh, ow, depthwise_.kernel_size(), static_cast<int>(p.stride), depthwise_.vector_width());
+  float* buf = g_chain_scratch.get_as<float>(static_cast<size_t>(e_floats + round_up16(ohw * m)));
+  if (!buf) return Status(core::StatusCode::kOutOfMemory, "conv chain: cannot allocate the small-plane scratch");
+  float* e = buf;
+  float* d = buf + e_floats;
+  const FusedActivation& a1 = expand_->activation();
+  const conv_detail::TransposeOutFn transpose = conv_detail::transpose_out_fn(depthwise_.isa());
+  const SgemmContext ctx{nullptr, depthwise_.isa()};
+  std::atomic<bool> failed{false};
+  for (int64_t img = 0; img < n && !failed.load(); ++img) {
+    const float* xn = x.data<float>() + img * c * hw;
+    core::parallel_for(pool, tasks1, 1, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t units = (m + unit1 - 1) / unit1;
+        const int64_t m0 = units * t / tasks1 * unit1, m1 = std::min(m, units * (t + 1) / tasks1 * unit1);
+        Result<PackedB> slice = w1t.slice_cols(m0, m1);
+        GemmEpilogue ep;
+        if (b1) {
+          ep.bias_kind = GemmBias::kPerColumn;
+          ep.bias = b1->data<float>() + m0;
+        }
+        ep.activation = a1.kind;
+        ep.act_alpha = a1.alpha;
+        ep.act_beta = a1.beta;
+        if (!slice.is_ok() ||
+            !sgemm(hw, m1 - m0, c, 1.f, SgemmA(xn, hw, true), SgemmB(*slice), 0.f, e + m0, m, ep, ctx).is_ok()) {
+          failed.store(true);
+          return;
+        }
+        conv_detail::DepthwiseNhwcArgs da;
+        da.scratch = g_chain_out_scratch.get_as<float>(static_cast<size_t>(dw_scratch));
+        if (!da.scratch) {
+          failed.store(true);
+          return;
+        }
+        da.x = e;
+        da.ldx = m;
+        da.ih = h;
+        da.iw = w;
+        da.y = d;
+        da.ldy = m;
+        da.oh = oh;
+        da.ow = ow;
+        da.stride = static_cast<int>(p.stride);
+        da.pad_top = p.pad_top;
+        da.pad_left = p.pad_left;
+        da.bias = b2 ? b2->data<float>() : nullptr;
+        depthwise_.depthwise_nhwc(da, m0, m1);
+      }
+    });
+    if (failed.load()) break;
+    core::parallel_for(pool, tasks3, 1, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t units = (out_c + unit3 - 1) / unit3;
+        const int64_t p0 = units * t / tasks3 * unit3, p1 = std::min(out_c, units * (t + 1) / tasks3 * unit3);
+        float* ct = g_chain_out_scratch.get_as<float>(static_cast<size_t>(ohw * (p1 - p0)));
+        Result<PackedB> slice = w3t.slice_cols(p0, p1);
+        if (!ct || !slice.is_ok() ||
+            !sgemm(ohw, p1 - p0, m, 1.f, SgemmA(d, m), SgemmB(*slice), 0.f, ct, p1 - p0, {}, ctx).is_ok()) {
+          failed.store(true);
+          return;
+        }
+        conv_detail::TransposeOutArgs ta;
+        ta.ct = ct;
+        ta.ldc = p1 - p0;
+        ta.pixels = ohw;
+        ta.bias = b3 ? b3->data<float>() : nullptr;
+        ta.residual = z ? z->data<float>() + img * out_c * ohw : nullptr;
+        ta.y = y.data<float>() + img * out_c * ohw;
+        ta.activation = project_->activation().kind;
+        ta.act_alpha = project_->activation().alpha;
+        ta.act_beta = project_->activation().beta;
+        transpose(ta, p0, p1);
+      }
+    });
+  }
   if (failed.load()) return Status(core::StatusCode::kOutOfMemory, "conv chain: scratch or GEMM failed");
   return Status::ok();
 }

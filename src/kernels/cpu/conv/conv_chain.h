@@ -5,7 +5,8 @@
 // depthwise rows from scratch too. Rows shared by two strips of one thread are carried over, not
 // recomputed. Without the expansion (the first block of MobileNet-V2 / V3 and MnasNet: depthwise ->
 // project) the depthwise reads its rows straight from X and only its output strip stays in scratch.
-// NCHW f32 in and out; the kernels are FastConv's (conv.h), so every ISA it has.
+// On small planes (the 7x7 stages, small_plane) the three convs run whole instead, pixel-major in between
+// (run_small). NCHW f32 in and out; the kernels are FastConv's (conv.h), so every ISA it has.
 #pragma once
 
 #include <optional>
@@ -29,8 +30,20 @@ class FastConvChain {
   // activation; all for the same ISA. A conv of another kind (middle conv not has_direct_rows(), say groups of 8
   // on AVX-512) gives Unsupported: the caller runs the convs another way; mismatched channel counts, or neither
   // pointwise conv, give InvalidArgument.
+  // On small planes (small_plane) the op makes expand and project with FastConv::create_transposed_pointwise around a
+  // depthwise conv: the chain then runs the three convs whole over pixel-major scratch (channels in the vector lanes:
+  // no transposes between them, one at the end) instead of strips of NCHW rows.
   static Result<FastConvChain> create(std::optional<FastConv> expand, FastConv depthwise,
                                       std::optional<FastConv> project);
+
+  // Whether a depthwise middle conv with this input plane and stride runs a chain of both pointwise convs on the
+  // small-plane path (output about ceil(h / s) x ceil(w / s) pixels, at most kSmallPlaneMaxPixels: the 7x7 stages).
+  // The fusion pass fuses such chains too (fuse_pointwise_depthwise.cc); strips of rows lost there.
+  static constexpr int64_t kSmallPlaneMaxPixels = 8 * 8;
+  static bool small_plane(int64_t h, int64_t w, int64_t stride) {
+    return h > 0 && w > 0 && stride > 0 &&
+           ((h + stride - 1) / stride) * ((w + stride - 1) / stride) <= kSmallPlaneMaxPixels;
+  }
 
   // x [N, C, H, W] (C = M without expansion); b1 [M] (only with the expansion), b2 [M], b3 [P] or null; z (the
   // projection's residual): y's shape or null, only with a projection; y [N, P (or M without projection), OH, OW].
@@ -46,9 +59,14 @@ class FastConvChain {
   static constexpr int64_t kStripFloats = int64_t{128} << 10;
 
  private:
+  // Small planes (create: both pointwise convs transposed): the three convs over pixel-major scratch, no strips.
+  Status run_small(const ConvChainParams& p, const Tensor& x, const Tensor* b1, const Tensor* b2, const Tensor* b3,
+                   const Tensor* z, Tensor& y, core::ThreadPool* pool) const;
+
   std::optional<FastConv> expand_;
   FastConv depthwise_;
   std::optional<FastConv> project_;
+  bool small_ = false;
 };
 
 }  // namespace kestrel::kernels::cpu

@@ -39,6 +39,29 @@ struct DepthwiseBlockArgs {
                              // packed [M / W][k * k][cg][W]
 };
 using DepthwiseBlockFn = void (*)(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, int64_t oy1);
+// Depthwise k x k (3 or 5, stride 1 or 2) over one pixel-major image (NHWC: pixel (iy, ix)'s channels at
+// x + (iy * iw + ix) * ldx), into pixel-major y (ldy floats per pixel), channels [c0, c1) (c0 a multiple of the
+// width): every vector is one pixel's W channels, so no transposes. Weights packed as for DepthwiseBlocked::fn
+// ([block][k * k][width]); bias [C] or null; the activation in the store; scratch depthwise_nhwc_scratch_floats.
+// FastConvChain's small planes (conv_chain.h).
+struct DepthwiseNhwcArgs {
+  const float* x = nullptr;
+  int64_t ldx = 0, ih = 0, iw = 0;
+  float* y = nullptr;
+  int64_t ldy = 0, oh = 0, ow = 0;
+  int k = 3, stride = 1;
+  int64_t pad_top = 0, pad_left = 0;
+  const float* w = nullptr;
+  const float* bias = nullptr;
+  GemmActivation activation = GemmActivation::kNone;
+  float act_alpha = 0.f, act_beta = 0.f;
+  float* scratch = nullptr;
+};
+// One block's zero-padded input strip and its output pixels.
+inline int64_t depthwise_nhwc_scratch_floats(int64_t oh, int64_t ow, int k, int stride, int width) {
+  return ((oh - 1) * stride + k) * ((ow - 1) * stride + k) * width + oh * ow * width;
+}
+using DepthwiseNhwcFn = void (*)(const DepthwiseNhwcArgs& a, int64_t c0, int64_t c1);
 struct DepthwiseBlocked {
   int width = 1;  // channels per block (the ISA's vector width)
   DepthwiseBlockFn fn = nullptr;
@@ -46,6 +69,7 @@ struct DepthwiseBlocked {
   // Dense 3x3 stride-2 conv over a.cg (<= kStemMaxInputChannels) input and a.mg output channels, weights
   // tap-major [C * 9][M] (stem_weights); (a, unused, oy0, oy1); scratch stem_scratch_floats(...).
   DepthwiseBlockFn stem = nullptr;
+  DepthwiseNhwcFn nhwc = nullptr;
 };
 // fn null when the ISA is not compiled into this binary.
 DepthwiseBlocked depthwise_blocked(core::Isa isa);

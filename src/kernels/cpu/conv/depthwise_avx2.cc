@@ -97,7 +97,8 @@ struct Avx2Ops {
 }  // namespace
 
 DepthwiseBlocked depthwise_blocked_avx2() {
-  return {Avx2Ops::kWidth, &depthwise_block<Avx2Ops>, &grouped_block<Avx2Ops>, &stem_block<Avx2Ops>};
+  return {Avx2Ops::kWidth, &depthwise_block<Avx2Ops>, &grouped_block<Avx2Ops>, &stem_block<Avx2Ops>,
+          &depthwise_nhwc<Avx2Ops>};
 }
 WinogradKernels winograd_kernels_avx2() {
   return {&winograd_input<Avx2Ops>, &winograd_output<Avx2Ops>};

@@ -98,7 +98,8 @@ struct Avx512Ops {
 }  // namespace
 
 DepthwiseBlocked depthwise_blocked_avx512() {
-  return {Avx512Ops::kWidth, &depthwise_block<Avx512Ops>, &grouped_block<Avx512Ops>, &stem_block<Avx512Ops>};
+  return {Avx512Ops::kWidth, &depthwise_block<Avx512Ops>, &grouped_block<Avx512Ops>, &stem_block<Avx512Ops>,
+          &depthwise_nhwc<Avx512Ops>};
 }
 WinogradKernels winograd_kernels_avx512() {
   return {&winograd_input<Avx512Ops>, &winograd_output<Avx512Ops>};

@@ -58,7 +58,8 @@ struct ScalarOps {
 }  // namespace
 
 DepthwiseBlocked depthwise_blocked_scalar() {
-  return {ScalarOps::kWidth, &depthwise_block<ScalarOps>, &grouped_block<ScalarOps>, &stem_block<ScalarOps>};
+  return {ScalarOps::kWidth, &depthwise_block<ScalarOps>, &grouped_block<ScalarOps>, &stem_block<ScalarOps>,
+          &depthwise_nhwc<ScalarOps>};
 }
 WinogradKernels winograd_kernels_scalar() {
   return {&winograd_input<ScalarOps>, &winograd_output<ScalarOps>};
