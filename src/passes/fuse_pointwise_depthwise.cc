@@ -134,7 +134,7 @@ ir::Node* sole_reader(const ir::Value* v) {
 bool small_depthwise(const ConvNode& d) {
   const ir::Shape& s = d.x->shape();
   if (d.group != d.wd[0] || !s.rank_known() || s.rank() != 4 || !s[2].known() || !s[3].known()) return false;
-  return kernels::cpu::FastConvChain::small_plane(s[2].value, s[3].value, d.window.strides[0]);
+  return kernels::cpu::FastConvChain::small_plane(s[2].value, s[3].value, d.window.strides[0], 0);  // any threads
 }
 
 // v has a static plane (H * W of [N, C, H, W]) of at least `min` pixels.

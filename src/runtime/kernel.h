@@ -86,6 +86,7 @@ std::unique_ptr<OpKernel> make_kernel(F f, const char* name = "reference") {
 struct KernelOptions {
   core::Isa isa = core::Isa::kScalar;
   bool reference_only = false;  // use reference kernels everywhere (tests, constant folding)
+  int threads = 1;              // the session's thread count (a kernel may pick its path by it)
 };
 
 // What a factory sees when it creates a kernel for a node.

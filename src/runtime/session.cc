@@ -95,6 +95,7 @@ Status Session::init_graph() {
   ExecutorOptions eo;
   eo.pool = pool_.get();
   eo.kernel.reference_only = opts_.reference_only;
+  eo.kernel.threads = opts_.num_threads;
   eo.kernel.isa = core::active_isa();
   if (!opts_.isa.empty()) {
     core::Isa want;

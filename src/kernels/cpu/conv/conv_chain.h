@@ -37,12 +37,16 @@ class FastConvChain {
                                       std::optional<FastConv> project);
 
   // Whether a depthwise middle conv with this input plane and stride runs a chain of both pointwise convs on the
-  // small-plane path (output about ceil(h / s) x ceil(w / s) pixels, at most kSmallPlaneMaxPixels: the 7x7 stages).
-  // The fusion pass fuses such chains too (fuse_pointwise_depthwise.cc); strips of rows lost there.
+  // small-plane path: output about ceil(h / s) x ceil(w / s) pixels, at most kSmallPlaneMaxPixels (the 7x7 stages),
+  // or with one thread kSmallPlaneMaxPixelsOneThread (also the 14x14 stages). The fusion pass fuses the first kind
+  // too (fuse_pointwise_depthwise.cc; strips of rows lost there), the second is fused anyway (kMinProjectedPlane).
+  // BM_Chain and the models on Zen 4 (docs/architecture.md, "7x7 stages pixel-major"): 14x14 blocks 0.92 at 1
+  // thread but 1.08-1.10 at 2 (strips split by rows, both threads independent), 28x28 1.12 at 1.
   static constexpr int64_t kSmallPlaneMaxPixels = 8 * 8;
-  static bool small_plane(int64_t h, int64_t w, int64_t stride) {
-    return h > 0 && w > 0 && stride > 0 &&
-           ((h + stride - 1) / stride) * ((w + stride - 1) / stride) <= kSmallPlaneMaxPixels;
+  static constexpr int64_t kSmallPlaneMaxPixelsOneThread = 14 * 14;
+  static bool small_plane(int64_t h, int64_t w, int64_t stride, int threads) {
+    const int64_t max = threads == 1 ? kSmallPlaneMaxPixelsOneThread : kSmallPlaneMaxPixels;
+    return h > 0 && w > 0 && stride > 0 && ((h + stride - 1) / stride) * ((w + stride - 1) / stride) <= max;
   }
 
   // x [N, C, H, W] (C = M without expansion); b1 [M] (only with the expansion), b2 [M], b3 [P] or null; z (the
