@@ -828,44 +828,43 @@ void depthwise_nhwc(const DepthwiseNhwcArgs& a, int64_t c0, int64_t c1) {
   using V = typename S::V;
   constexpr int W = S::kWidth;
   const int k = a.k, s = a.stride;
-  const int64_t lp = (a.ow - 1) * s + k, rows_in = (a.oh - 1) * s + k, taps = int64_t{k} * k;
+  const int64_t lp = (a.ow - 1) * s + k, rows_in = (a.oh - 1) * s + k, taps = int64_t{k} * k, pixels = a.oh * a.ow;
   float* strip = a.scratch;
   float* out = strip + rows_in * lp * W;
   DepthwiseBlockArgs da;  // what dw_block_compute reads: the output width
   da.ow = a.ow;
-  with_fused_activation<S>(a.activation, a.act_alpha, a.act_beta, [&](auto act) {
-    for (int64_t c = c0; c < c1; c += W) {
-      const int nc = static_cast<int>(std::min<int64_t>(W, c1 - c));
-      for (int64_t r = 0; r < rows_in; ++r) {
-        const int64_t iy = r - a.pad_top;
-        float* d = strip + r * lp * W;
-        const bool row_in = iy >= 0 && iy < a.ih;
-        const float* src = a.x + (row_in ? iy : 0) * a.iw * a.ldx + c;
-        for (int64_t j = 0; j < lp; ++j) {
-          const int64_t ix = j - a.pad_left;
-          V v = S::zero();
-          if (row_in && ix >= 0 && ix < a.iw) v = nc == W ? S::load(src + ix * a.ldx) : S::load_n(src + ix * a.ldx, nc);
-          S::store(d + j * W, v);
-        }
+  for (int64_t c = c0; c < c1; c += W) {
+    const int nc = static_cast<int>(std::min<int64_t>(W, c1 - c));
+    for (int64_t r = 0; r < rows_in; ++r) {
+      const int64_t iy = r - a.pad_top;
+      float* d = strip + r * lp * W;
+      const bool row_in = iy >= 0 && iy < a.ih;
+      const float* src = a.x + (row_in ? iy : 0) * a.iw * a.ldx + c;
+      for (int64_t j = 0; j < lp; ++j) {
+        const int64_t ix = j - a.pad_left;
+        V v = S::zero();
+        if (row_in && ix >= 0 && ix < a.iw) v = nc == W ? S::load(src + ix * a.ldx) : S::load_n(src + ix * a.ldx, nc);
+        S::store(d + j * W, v);
       }
-      const float* w = a.w + c / W * taps * W;
-      if (k == 3) {
-        s == 1 ? dw_block_compute<S, 3, 1>(da, a.oh, lp, strip, w, out)
-               : dw_block_compute<S, 3, 2>(da, a.oh, lp, strip, w, out);
-      } else {
-        s == 1 ? dw_block_compute<S, 5, 1>(da, a.oh, lp, strip, w, out)
-               : dw_block_compute<S, 5, 2>(da, a.oh, lp, strip, w, out);
-      }
-      const V bias = a.bias ? S::load_n(a.bias + c, nc) : S::zero();
-      const int64_t pixels = a.oh * a.ow;
-      float* y = a.y + c;
+    }
+    const float* w = a.w + c / W * taps * W;
+    if (k == 3) {
+      s == 1 ? dw_block_compute<S, 3, 1>(da, a.oh, lp, strip, w, out)
+             : dw_block_compute<S, 3, 2>(da, a.oh, lp, strip, w, out);
+    } else {
+      s == 1 ? dw_block_compute<S, 5, 1>(da, a.oh, lp, strip, w, out)
+             : dw_block_compute<S, 5, 2>(da, a.oh, lp, strip, w, out);
+    }
+    const V bias = a.bias ? S::load_n(a.bias + c, nc) : S::zero();
+    float* y = a.y + c;
+    with_fused_activation<S>(a.activation, a.act_alpha, a.act_beta, [&](auto act) {
       if (nc == W) {
         for (int64_t p = 0; p < pixels; ++p) S::store(y + p * a.ldy, act(S::add(S::load(out + p * W), bias)));
       } else {
         for (int64_t p = 0; p < pixels; ++p) S::store_n(y + p * a.ldy, act(S::add(S::load(out + p * W), bias)), nc);
       }
-    }
-  });
+    });
+  }
 }
 
 }  // namespace
