@@ -477,39 +477,44 @@ Status FastConv::run_pointwise(const Geometry& g, const float* x, const float* b
 // scratch (docs/architecture.md, "What a line costs"); each packs X^T itself.
 Status FastConv::run_pointwise_transposed(const Geometry& g, const float* x, const float* bias, const float* z,
                                           float* y, core::ThreadPool* pool) const {
-  const int64_t hw = g.oh * g.ow, unit = pointwise_t_.nr(), units = (m_ + unit - 1) / unit;
-  const int64_t tasks = std::min<int64_t>(pool ? pool->num_threads() : 1, units);
-  const conv_detail::TransposeOutFn out = conv_detail::transpose_out_fn(isa_);
+  const int64_t hw = g.oh * g.ow, unit = pointwise_t_.nr();
+  const int64_t tasks = std::min<int64_t>(pool ? pool->num_threads() : 1, (m_ + unit - 1) / unit);
   std::atomic<bool> failed{false};
   for (int64_t n = 0; n < g.n && !failed.load(); ++n) {
-    conv_detail::TransposeOutArgs a;
-    a.pixels = hw;
-    a.bias = bias;
-    a.residual = z ? z + n * m_ * hw : nullptr;
-    a.y = y + n * m_ * hw;
-    a.activation = act_.kind;
-    a.act_alpha = act_.alpha;
-    a.act_beta = act_.beta;
     core::parallel_for(pool, tasks, 1, [&](int64_t b, int64_t e) {
       for (int64_t t = b; t < e; ++t) {
-        const int64_t n0 = units * t / tasks * unit, n1 = std::min(m_, units * (t + 1) / tasks * unit);
-        float* ct = thread_scratch(hw * (n1 - n0), 1);
-        Result<PackedB> slice = pointwise_t_.slice_cols(n0, n1);
-        if (!ct || !slice.is_ok() ||
-            !sgemm(hw, n1 - n0, cg_, 1.f, SgemmA(x + n * cg_ * hw, hw, true), SgemmB(*slice), 0.f, ct, n1 - n0, {},
-                   SgemmContext{nullptr, isa_})
+        const auto [n0, n1] = unit_share(m_, unit, tasks, t);
+        if (!transposed_channels(SgemmA(x + n * cg_ * hw, hw, true), hw, n0, n1, bias, z ? z + n * m_ * hw : nullptr,
+                                 y + n * m_ * hw)
                  .is_ok()) {
           failed.store(true);
           return;
         }
-        conv_detail::TransposeOutArgs at = a;
-        at.ct = ct;
-        at.ldc = n1 - n0;
-        out(at, n0, n1);
       }
     });
   }
   if (failed.load()) return Status(core::StatusCode::kOutOfMemory, "conv: pointwise scratch or GEMM failed");
+  return Status::ok();
+}
+
+Status FastConv::transposed_channels(const SgemmA& a, int64_t pixels, int64_t n0, int64_t n1, const float* bias,
+                                     const float* z, float* y) const {
+  float* ct = thread_scratch(pixels * (n1 - n0), 1);
+  if (!ct) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate transposed pointwise scratch");
+  KESTREL_ASSIGN_OR_RETURN(PackedB slice, pointwise_t_.slice_cols(n0, n1));
+  KESTREL_RETURN_IF_ERROR(
+      sgemm(pixels, n1 - n0, cg_, 1.f, a, SgemmB(slice), 0.f, ct, n1 - n0, {}, SgemmContext{nullptr, isa_}));
+  conv_detail::TransposeOutArgs at;
+  at.ct = ct;
+  at.ldc = n1 - n0;
+  at.pixels = pixels;
+  at.bias = bias;
+  at.residual = z;
+  at.y = y;
+  at.activation = act_.kind;
+  at.act_alpha = act_.alpha;
+  at.act_beta = act_.beta;
+  conv_detail::transpose_out_fn(isa_)(at, n0, n1);
   return Status::ok();
 }
 

@@ -8,8 +8,10 @@
 // Bias, residual (fused ops' Z) and activation run in the GEMM / depthwise epilogue.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "core/cpu_features.h"
@@ -109,6 +111,17 @@ class FastConv {
   }
   const PackedB& transposed_weights() const { return pointwise_t_; }
   const FusedActivation& activation() const { return act_; }
+  // Output channels [n0, n1) (n0 a multiple of transposed_weights().nr()) of one image of a conv with transposed
+  // weights (is_transposed_pointwise, or pointwise_transposed on this plane): C^T = A W^T into per-thread scratch,
+  // A = X^T [pixels][C] (an NCHW image read transposed, or pixel-major rows), then transposed to y [M][pixels] with
+  // bias, residual z (y's layout, or null) and the activation. On the calling thread.
+  Status transposed_channels(const SgemmA& a, int64_t pixels, int64_t n0, int64_t n1, const float* bias, const float* z,
+                             float* y) const;
+  // Task t of `tasks`'s share [first, second) of `total` channels, in whole units (the last share ends at total).
+  static std::pair<int64_t, int64_t> unit_share(int64_t total, int64_t unit, int64_t tasks, int64_t t) {
+    const int64_t units = (total + unit - 1) / unit;
+    return {units * t / tasks * unit, std::min(total, units * (t + 1) / tasks * unit)};
+  }
   // A depthwise conv (one 3x3 / 5x5 filter per channel) over pixel-major rows, channels [c0, c1) (c0 a multiple
   // of vector_width()): conv_detail::DepthwiseNhwcArgs with this conv's weights, kernel size and activation.
   bool is_depthwise() const { return rank_ == 4 && depthwise_shaped_; }

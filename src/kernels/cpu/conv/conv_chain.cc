@@ -17,7 +17,7 @@ using core::str_cat;
 namespace {
 
 core::ScratchSlot g_chain_scratch;
-core::ScratchSlot g_chain_out_scratch;  // small planes: each task's depthwise strip, then its projection
+core::ScratchSlot g_chain_out_scratch;  // small planes: each task's depthwise strip
 
 int64_t round_up16(int64_t n) {
   return (n + 15) / 16 * 16;
@@ -239,15 +239,13 @@ Status FastConvChain::run_small(const ConvChainParams& p, const Tensor& x, const
   float* e = buf;
   float* d = buf + e_floats;
   const FusedActivation& a1 = expand_->activation();
-  const conv_detail::TransposeOutFn transpose = conv_detail::transpose_out_fn(depthwise_.isa());
   const SgemmContext ctx{nullptr, depthwise_.isa()};
   std::atomic<bool> failed{false};
   for (int64_t img = 0; img < n && !failed.load(); ++img) {
     const float* xn = x.data<float>() + img * c * hw;
     core::parallel_for(pool, tasks1, 1, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) {
-        const int64_t units = (m + unit1 - 1) / unit1;
-        const int64_t m0 = units * t / tasks1 * unit1, m1 = std::min(m, units * (t + 1) / tasks1 * unit1);
+        const auto [m0, m1] = FastConv::unit_share(m, unit1, tasks1, t);
         Result<PackedB> slice = w1t.slice_cols(m0, m1);
         GemmEpilogue ep;
         if (b1) {
@@ -286,26 +284,15 @@ Status FastConvChain::run_small(const ConvChainParams& p, const Tensor& x, const
     if (failed.load()) break;
     core::parallel_for(pool, tasks3, 1, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) {
-        const int64_t units = (out_c + unit3 - 1) / unit3;
-        const int64_t p0 = units * t / tasks3 * unit3, p1 = std::min(out_c, units * (t + 1) / tasks3 * unit3);
-        float* ct = g_chain_out_scratch.get_as<float>(static_cast<size_t>(ohw * (p1 - p0)));
-        Result<PackedB> slice = w3t.slice_cols(p0, p1);
-        if (!ct || !slice.is_ok() ||
-            !sgemm(ohw, p1 - p0, m, 1.f, SgemmA(d, m), SgemmB(*slice), 0.f, ct, p1 - p0, {}, ctx).is_ok()) {
+        const auto [p0, p1] = FastConv::unit_share(out_c, unit3, tasks3, t);
+        if (!project_
+                 ->transposed_channels(SgemmA(d, m), ohw, p0, p1, b3 ? b3->data<float>() : nullptr,
+                                       z ? z->data<float>() + img * out_c * ohw : nullptr,
+                                       y.data<float>() + img * out_c * ohw)
+                 .is_ok()) {
           failed.store(true);
           return;
         }
-        conv_detail::TransposeOutArgs ta;
-        ta.ct = ct;
-        ta.ldc = p1 - p0;
-        ta.pixels = ohw;
-        ta.bias = b3 ? b3->data<float>() : nullptr;
-        ta.residual = z ? z->data<float>() + img * out_c * ohw : nullptr;
-        ta.y = y.data<float>() + img * out_c * ohw;
-        ta.activation = project_->activation().kind;
-        ta.act_alpha = project_->activation().alpha;
-        ta.act_beta = project_->activation().beta;
-        transpose(ta, p0, p1);
       }
     });
   }
