@@ -8,7 +8,8 @@
 // S provides: V, kWidth, zero, set1, load, load_n, store, store_n, add, sub, mul, div,
 // fmadd (a*b+c), max, min, round (to nearest integral value), pow2i (2^n for integral n in
 // [-126, 127]), abs, copysign (magnitude of the first, sign of the second), sqrt, select_gt,
-// reduce_add, reduce_max, load_i8 / load_i8_n (int8 widened to float).
+// reduce_add, reduce_max, load_i8 / load_i8_n (int8 widened to float); optionally scale_pow2 (a * 2^n in one
+// instruction).
 #pragma once
 
 #include <cstdint>
@@ -27,7 +28,12 @@ inline typename S::V vrelu(typename S::V x) {
   return S::max(S::zero(), x);
 }
 
-// exp(x), relative error ~2 ulp on [-87, 88]; clamped outside (no inf, no denormals); NaN stays NaN.
+// exp(x), within 1 ulp on [-87, 88] (0.91 ulp at most against exp in double, every 7th float); clamped outside
+// (no inf); NaN stays NaN. The polynomial is the minimax fit of degree 6 to e^r on |r| <= ln2 / 2 with the first two
+// coefficients held at 1 (relative error 3.7e-9; Lawson's iteration): as accurate as the degree-7 Taylor polynomial
+// it replaced, one FMA shorter. Where S can scale by 2^n in one instruction (AVX-512 vscalefps) it does so instead of
+// building 2^n and multiplying. AMD Zen 4, Sigmoid over [1, 96, 56, 56] (kestrel_fast_ops_bench BM_Unary op:7):
+// 93-96 -> 88-90 us (three pairs, medians of 9); EfficientNet-B0 at 1 thread 0.989 of the time (8 interleaved rounds).
 template <class S>
 inline typename S::V vexp(typename S::V x) {
   using V = typename S::V;
@@ -36,16 +42,18 @@ inline typename S::V vexp(typename S::V x) {
   V n = S::round(S::mul(x, S::set1(1.44269504088896341f)));
   V r = S::fmadd(n, S::set1(-0.693145751953125f), x);
   r = S::fmadd(n, S::set1(-1.428606765330187045e-06f), r);
-  // Taylor polynomial of e^r to degree 7 (truncation < 2e-9 relative for |r| <= 0.347).
-  V p = S::set1(1.f / 5040.f);
-  p = S::fmadd(p, r, S::set1(1.f / 720.f));
-  p = S::fmadd(p, r, S::set1(1.f / 120.f));
-  p = S::fmadd(p, r, S::set1(1.f / 24.f));
-  p = S::fmadd(p, r, S::set1(1.f / 6.f));
-  p = S::fmadd(p, r, S::set1(0.5f));
+  V p = S::set1(1.387967961e-03f);
+  p = S::fmadd(p, r, S::set1(8.368714713e-03f));
+  p = S::fmadd(p, r, S::set1(4.166722670e-02f));
+  p = S::fmadd(p, r, S::set1(1.666652113e-01f));
+  p = S::fmadd(p, r, S::set1(4.999999702e-01f));
   p = S::fmadd(p, r, S::set1(1.f));
   p = S::fmadd(p, r, S::set1(1.f));
-  return S::mul(p, S::pow2i(n));
+  if constexpr (requires { S::scale_pow2(p, n); }) {
+    return S::scale_pow2(p, n);
+  } else {
+    return S::mul(p, S::pow2i(n));
+  }
 }
 
 // 1 / d: when S has a reciprocal estimate rcp (at least 12 bits), one Newton step with the residual from an FMA
