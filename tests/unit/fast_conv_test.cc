@@ -199,7 +199,7 @@ TEST_P(FastConvTest, FusedEpilogues) {
   // One case per path.
   const ConvCase cases[] = {kCases[2],  kCases[6],  kCases[8],  kCases[14], kCases[23], kCases[24], kCases[25],
                             kCases[28], kCases[31], kCases[32], kCases[34], kCases[37], kCases[42], kCases[44],
-                            kCases[47], kCases[49], kCases[50], kCases[51], kCases[53]};
+                            kCases[47], kCases[49], kCases[50], kCases[51], kCases[53], kCases[54]};
   int i = 0;
   for (const ConvCase& cc : cases)
     for (const FusedActivation& a : kAllActivations)

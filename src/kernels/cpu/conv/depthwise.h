@@ -88,17 +88,20 @@ int64_t depthwise_block_scratch_floats(int64_t rows_out, int64_t ow, int k, int 
 // the blocked time; 56-wide even with ReLU6 and 1.15x with SiLU, whose constants then compete with the accumulators
 // for registers). Stride 2 copied to scratch (even / odd columns) was slower, also with whole planes per task.
 // Stride 2 runs plane-direct on planes of at least kDirectStride2MinWidth outputs (the 112-wide inputs of the
-// MobileNets), read in place with in-lane shuffles (dw_s2_channel), unless the activation needs exp: measured
-// (kestrel_conv_bench, alternating runs) AVX-512 96 ch ReLU6 196-200 -> 156-161 us, 48 ch ReLU 99-101 -> 94-97;
-// AVX2 48 ch 120 -> 111, 96 ch 236 -> 232; SiLU 2-5% slower on both; 56-wide outputs 25-70% slower.
+// MobileNets), read in place with in-lane shuffles (dw_s2_channel), unless the activation is Sigmoid, GELU or Tanh:
+// measured (kestrel_conv_bench, alternating runs) AVX-512 96 ch ReLU6 196-200 -> 156-161 us, 48 ch ReLU 99-101 ->
+// 94-97; AVX2 48 ch 120 -> 111, 96 ch 236 -> 232; SiLU 2-5% slower on both; 56-wide outputs 25-70% slower.
 // Those were on Zen 5. On an AVX2-only host (Zen 2, 3 interleaved runs) the channel-blocked path is
 // the faster one: 48 ch ReLU 165 against 176 us, 96 ch ReLU6 311 against 356, cold (BM_ConvCold) 724
-// against 944; so stride 2 runs plane-direct only with 16-wide vectors.
+// against 944; so stride 2 runs plane-direct only with 16-wide vectors. SiLU joined the plane-direct path on
+// Zen 4 (AVX-512 on 256-bit units), where the blocked path's transposes cost more: 96 ch SiLU (EfficientNet-B0's
+// 112 -> 56 depthwise) 379-386 -> 268 us (two pairs), the model at 1 thread 0.979 of the time (8 interleaved
+// rounds), against the 2-5% it lost on Zen 5.
 constexpr int64_t kDirectStride2MinWidth = 48;
 constexpr bool depthwise_runs_direct(int stride, int64_t ow, int width, GemmActivation act) {
   if (width < 8) return false;
   if (stride == 1) return ow >= 6 * width;
-  return stride == 2 && width >= 16 && ow >= kDirectStride2MinWidth && act != GemmActivation::kSilu &&
+  return stride == 2 && width >= 16 && ow >= kDirectStride2MinWidth &&
          act != GemmActivation::kSigmoid && act != GemmActivation::kGelu && act != GemmActivation::kTanh;
 }
 // Plane-direct planes up to this size are copied zero-padded to scratch (dw_direct_channel); larger ones are read
