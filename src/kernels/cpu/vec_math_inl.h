@@ -6,10 +6,9 @@
 // copies compiled with different ISA flags never merge at link time.
 //
 // S provides: V, kWidth, zero, set1, load, load_n, store, store_n, add, sub, mul, div,
-// fmadd (a*b+c), max, min, round (to nearest integral value), pow2i (2^n for integral n in
-// [-126, 127]), abs, copysign (magnitude of the first, sign of the second), sqrt, select_gt,
-// reduce_add, reduce_max, load_i8 / load_i8_n (int8 widened to float); optionally scale_pow2 (a * 2^n in one
-// instruction).
+// fmadd (a*b+c), max, min, round (to nearest integral value), scale_pow2 (a * 2^n in one instruction) or else
+// pow2i (2^n for integral n in [-126, 127]), abs, copysign (magnitude of the first, sign of the second), sqrt,
+// select_gt, reduce_add, reduce_max, load_i8 / load_i8_n (int8 widened to float).
 #pragma once
 
 #include <cstdint>

@@ -87,7 +87,6 @@ struct Avx512Ops {
   static V max(V a, V b) { return _mm512_max_ps(a, b); }
   static V min(V a, V b) { return _mm512_min_ps(a, b); }
   static V round(V a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT); }
-  static V pow2i(V n) { return _mm512_scalef_ps(_mm512_set1_ps(1.f), n); }
   static V scale_pow2(V a, V n) { return _mm512_scalef_ps(a, n); }
   static V abs(V a) { return _mm512_abs_ps(a); }
   static V copysign(V mag, V sgn) {
