@@ -12,6 +12,11 @@ std::string Dim::to_string() const {
 
 Shape::Shape(const core::Dims& d) : dims(std::vector<Dim>(d.begin(), d.end())) {}
 
+std::optional<std::pair<int64_t, int64_t>> Shape::known_plane() const {
+  if (rank() != 4 || !(*this)[2].known() || !(*this)[3].known()) return std::nullopt;
+  return std::make_pair((*this)[2].value, (*this)[3].value);
+}
+
 bool Shape::fully_known() const {
   if (!dims) return false;
   for (const auto& d : *dims)

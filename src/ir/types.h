@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/dtype.h"
@@ -51,6 +52,8 @@ struct Shape {
   core::Dims concrete() const;
   // Product of dims if fully known, else -1.
   int64_t num_elements() const;
+  // The plane (H, W) of a rank-4 NCHW shape whose H and W are known, else nullopt.
+  std::optional<std::pair<int64_t, int64_t>> known_plane() const;
   std::string to_string() const;
   bool operator==(const Shape& o) const;
 };

@@ -132,16 +132,15 @@ ir::Node* sole_reader(const ir::Value* v) {
 // A depthwise (not grouped) d whose static input plane makes a projected chain take FastConvChain's small-plane
 // path (the 7x7 stages): fused although below kMinProjectedPlane.
 bool small_depthwise(const ConvNode& d) {
-  const ir::Shape& s = d.x->shape();
-  if (d.group != d.wd[0] || !s.rank_known() || s.rank() != 4 || !s[2].known() || !s[3].known()) return false;
-  return kernels::cpu::FastConvChain::small_plane(s[2].value, s[3].value, d.window.strides[0], 0);  // any threads
+  const auto plane = d.x->shape().known_plane();
+  return d.group == d.wd[0] && plane &&
+         kernels::cpu::FastConvChain::small_plane(plane->first, plane->second, d.window.strides[0], 0);  // any threads
 }
 
 // v has a static plane (H * W of [N, C, H, W]) of at least `min` pixels.
 bool plane_at_least(const ir::Value* v, int64_t min) {
-  const ir::Shape& s = v->shape();
-  if (!s.rank_known() || s.rank() != 4 || !s[2].known() || !s[3].known()) return false;
-  return static_cast<double>(s[2].value) * static_cast<double>(s[3].value) >= static_cast<double>(min);
+  const auto plane = v->shape().known_plane();
+  return plane && static_cast<double>(plane->first) * static_cast<double>(plane->second) >= static_cast<double>(min);
 }
 
 // The expand conv feeding the depthwise conv `d` (read by it alone), if the pair can fuse (the plane thresholds

@@ -56,6 +56,17 @@ std::vector<Tensor> all_dtypes(const Dims& dims) {
 
 // ---------------------------------------------------------------- Reshape
 
+// ir::Shape::known_plane: (H, W) of a rank-4 shape only when both are known.
+TEST(IrShape, KnownPlane) {
+  EXPECT_EQ(ir::Shape(Dims{1, 3, 7, 9}).known_plane(), std::make_pair(int64_t{7}, int64_t{9}));
+  EXPECT_EQ(ir::Shape({Dim::unknown(), Dim::unknown(), Dim(5), Dim(6)}).known_plane(),
+            std::make_pair(int64_t{5}, int64_t{6}));
+  EXPECT_FALSE(ir::Shape({Dim(1), Dim(3), Dim::unknown(), Dim(6)}).known_plane());
+  EXPECT_FALSE(ir::Shape({Dim(1), Dim(3), Dim(5), Dim::unknown()}).known_plane());
+  EXPECT_FALSE(ir::Shape(Dims{3, 7, 9}).known_plane());
+  EXPECT_FALSE(ir::Shape::unknown_rank().known_plane());
+}
+
 TEST(ShapeOps, ReshapeResolvesZeroAndMinusOne) {
   const Tensor x = iota<float>({2, 3, 4});
   struct Case {

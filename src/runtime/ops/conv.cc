@@ -441,10 +441,9 @@ Result<std::optional<cpu::FastConvChain>> make_fast_chain(
   const core::Isa isa = info.options.isa;
   // Both pointwise convs around a depthwise one on a small static plane: the chain's pixel-major path.
   const ir::ValueType* xt = info.input_types[0];
-  const bool small =
-      w1 && w3 && g == m && xt && xt->shape.rank_known() && xt->shape.rank() == 4 && xt->shape[2].known() &&
-      xt->shape[3].known() &&
-      cpu::FastConvChain::small_plane(xt->shape[2].value, xt->shape[3].value, stride, info.options.threads);
+  const auto plane = xt ? xt->shape.known_plane() : std::nullopt;
+  const bool small = w1 && w3 && g == m && plane &&
+                     cpu::FastConvChain::small_plane(plane->first, plane->second, stride, info.options.threads);
   auto pointwise = [&](const Tensor& w, const cpu::FusedActivation& act) {
     return small ? cpu::FastConv::create_transposed_pointwise(w, act, isa)
                  : cpu::FastConv::create(w, 1, act, isa, false, 0);
