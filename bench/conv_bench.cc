@@ -156,9 +156,11 @@ BENCHMARK(BM_Chain)
     // RegNet-X 400MF, groups of 16 channels
     CHAIN_G(32, 32, 32, 112, 3, 2, 1, 2) CHAIN_G(32, 64, 64, 56, 3, 2, 1, 4) CHAIN_G(64, 64, 64, 28, 3, 1, 1, 4)
     CHAIN_G(64, 160, 160, 28, 3, 2, 1, 10)
-    // 7x7 stages (MnasNet 192 -> 1152 -> 192 5x5 and 96 -> 576 -> 192 from 14x14, MobileNet-V2 160 -> 960 -> 160):
+    // 7x7 stages (MnasNet 192 -> 1152 -> 192 5x5 and 96 -> 576 -> 192 from 14x14, MobileNet-V2 160 -> 960 -> 160)
+    // and 14x14 ones (MnasNet 96 -> 576 -> 96 and 80 -> 480 -> 80 5x5, MobileNet-V2 64 -> 384 -> 64):
     // unfused, strips, small-plane path; 1 and 2 threads
-    CHAIN7(192, 1152, 192, 7, 5, 1) CHAIN7(96, 576, 192, 14, 5, 2) CHAIN7(160, 960, 160, 7, 3, 1)->UseRealTime();
+    CHAIN7(192, 1152, 192, 7, 5, 1) CHAIN7(96, 576, 192, 14, 5, 2) CHAIN7(160, 960, 160, 7, 3, 1)
+    CHAIN7(96, 576, 96, 14, 3, 1) CHAIN7(80, 480, 80, 14, 5, 1) CHAIN7(64, 384, 64, 14, 3, 1)->UseRealTime();
 // clang-format on
 
 // Depthwise (EfficientNet / MobileNet): {C, M, H, K, stride, group, act}; act 7 = SiLU, 2 = Clip.

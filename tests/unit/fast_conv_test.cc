@@ -4,14 +4,17 @@
 // with and without a 2-thread pool.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
+#include <tuple>
+#include <vector>
 
 #include "common/fast_kernel_util.h"
 #include "core/str_util.h"
 #include "core/thread_pool.h"
-#include "kernels/cpu/conv/conv.h"
 #include "ir/ops/window_geometry.h"
+#include "kernels/cpu/conv/conv.h"
 #include "kernels/reference/conv.h"
 #include "kernels/reference/pool.h"
 
@@ -233,6 +236,42 @@ TEST_P(FastConvTest, TransposedPointwise) {
         49);
   check({1, 24, 7, 7, 40, 1, 1, 1, 1, 0, 1, P::kPointwise}, GetParam(), kAllActivations[1], true, true, nullptr, rng,
         144);
+}
+
+// How threads share a transposed pointwise conv: every (pixel, channel) of the image exactly once, pixel ranges
+// starting on GEMM tiles and channel ranges on slivers; one share with one thread; pixels when the channels are too
+// few slivers to split evenly (a 7x7 plane into 160 channels: 5 slivers, 3 : 2; 4 tiles of pixels, 2 : 2), channels
+// when they split evenly (320: 10 slivers).
+TEST_P(FastConvTest, TransposedShares) {
+  KESTREL_SKIP_IF_ISA_MISSING(GetParam());
+  std::mt19937 rng(59);
+  const SgemmTileShape tile = sgemm_tile_shape(GetParam()).value();
+  for (const auto& [m, plane, threads] : std::vector<std::tuple<int64_t, int64_t, int>>{
+           {160, 49, 2}, {320, 49, 2}, {96, 196, 2}, {160, 49, 1}, {7, 13, 3}, {70, 64, 3}, {1, 1, 2}, {300, 30, 2}}) {
+    SCOPED_TRACE(core::str_cat("m ", m, " plane ", plane, " threads ", threads));
+    auto fc = FastConv::create_transposed_pointwise(random_f32({m, 8, 1, 1}, rng), {}, GetParam());
+    ASSERT_TRUE(fc.is_ok());
+    const int64_t nr = fc->transposed_weights().nr(), tasks = fc->transposed_tasks(plane, threads);
+    ASSERT_GE(tasks, 1);
+    ASSERT_LE(tasks, threads);
+    std::vector<int> seen(static_cast<size_t>(m * plane), 0);
+    bool by_pixels = false;
+    for (int64_t t = 0; t < tasks; ++t) {
+      const FastConv::TransposedShare s = fc->transposed_share(plane, tasks, t);
+      EXPECT_EQ(s.p0 % tile.mr, 0);
+      EXPECT_EQ(s.n0 % nr, 0);
+      by_pixels |= s.p1 - s.p0 < plane;
+      for (int64_t p = s.p0; p < s.p1; ++p)
+        for (int64_t n = s.n0; n < s.n1; ++n) ++seen[static_cast<size_t>(n * plane + p)];
+    }
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), m * plane);
+    if (threads == 1) {
+      EXPECT_EQ(tasks, 1);
+    }
+    if (GetParam() == Isa::kAvx512 && plane == 49 && threads == 2) {
+      EXPECT_EQ(by_pixels, m == 160);
+    }
+  }
 }
 
 // The direct grouped path on random shapes: group widths of 16 / 32 / 48 input and 16 / 32 output channels (whole

@@ -477,15 +477,14 @@ Status FastConv::run_pointwise(const Geometry& g, const float* x, const float* b
 // scratch (docs/architecture.md, "What a line costs"); each packs X^T itself.
 Status FastConv::run_pointwise_transposed(const Geometry& g, const float* x, const float* bias, const float* z,
                                           float* y, core::ThreadPool* pool) const {
-  const int64_t hw = g.oh * g.ow, unit = pointwise_t_.nr();
-  const int64_t tasks = std::min<int64_t>(pool ? pool->num_threads() : 1, (m_ + unit - 1) / unit);
+  const int64_t hw = g.oh * g.ow;
+  const int64_t tasks = transposed_tasks(hw, pool ? pool->num_threads() : 1);
   std::atomic<bool> failed{false};
   for (int64_t n = 0; n < g.n && !failed.load(); ++n) {
     core::parallel_for(pool, tasks, 1, [&](int64_t b, int64_t e) {
       for (int64_t t = b; t < e; ++t) {
-        const auto [n0, n1] = unit_share(m_, unit, tasks, t);
-        if (!transposed_channels(SgemmA(x + n * cg_ * hw, hw, true), hw, n0, n1, bias, z ? z + n * m_ * hw : nullptr,
-                                 y + n * m_ * hw)
+        if (!transposed_part(SgemmA(x + n * cg_ * hw, hw, true), hw, transposed_share(hw, tasks, t), bias,
+                             z ? z + n * m_ * hw : nullptr, y + n * m_ * hw)
                  .is_ok()) {
           failed.store(true);
           return;
@@ -497,24 +496,63 @@ Status FastConv::run_pointwise_transposed(const Geometry& g, const float* x, con
   return Status::ok();
 }
 
-Status FastConv::transposed_channels(const SgemmA& a, int64_t pixels, int64_t n0, int64_t n1, const float* bias,
-                                     const float* z, float* y) const {
-  float* ct = thread_scratch(pixels * (n1 - n0), 1);
+namespace {
+
+// Column slivers and pixel tiles of a transposed pointwise conv, and whether tasks split its pixels.
+struct TransposedUnits {
+  int64_t nr, mr, cols, rows;
+  bool by_pixels(int64_t tasks) const {
+    const auto busiest = [&](int64_t units) { return (units + tasks - 1) / tasks; };
+    return busiest(rows) * cols < busiest(cols) * rows;
+  }
+};
+
+TransposedUnits transposed_units(const PackedB& w, core::Isa isa, int64_t plane) {
+  const Result<SgemmTileShape> tile = sgemm_tile_shape(isa);
+  const int64_t nr = w.nr(), mr = tile.is_ok() ? tile->mr : 1;
+  return {nr, mr, (w.n() + nr - 1) / nr, (plane + mr - 1) / mr};
+}
+
+}  // namespace
+
+int64_t FastConv::transposed_tasks(int64_t plane, int threads) const {
+  const TransposedUnits u = transposed_units(pointwise_t_, isa_, plane);
+  const int64_t t = std::max(threads, 1);
+  return std::max<int64_t>(1, std::min(t, u.by_pixels(t) ? u.rows : u.cols));
+}
+
+FastConv::TransposedShare FastConv::transposed_share(int64_t plane, int64_t tasks, int64_t t) const {
+  const TransposedUnits u = transposed_units(pointwise_t_, isa_, plane);
+  if (u.by_pixels(tasks)) {
+    const auto [p0, p1] = unit_share(plane, u.mr, tasks, t);
+    return {p0, p1, 0, m_};
+  }
+  const auto [n0, n1] = unit_share(m_, u.nr, tasks, t);
+  return {0, plane, n0, n1};
+}
+
+Status FastConv::transposed_part(const SgemmA& a, int64_t plane, const TransposedShare& share, const float* bias,
+                                 const float* z, float* y) const {
+  const int64_t pixels = share.p1 - share.p0, cols = share.n1 - share.n0;
+  if (pixels <= 0 || cols <= 0) return Status::ok();
+  float* ct = thread_scratch(pixels * cols, 1);
   if (!ct) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate transposed pointwise scratch");
-  KESTREL_ASSIGN_OR_RETURN(PackedB slice, pointwise_t_.slice_cols(n0, n1));
+  KESTREL_ASSIGN_OR_RETURN(PackedB slice, pointwise_t_.slice_cols(share.n0, share.n1));
+  const SgemmA rows = a.trans ? SgemmA(a.data + share.p0, a.ld, true) : SgemmA(a.data + share.p0 * a.ld, a.ld);
   KESTREL_RETURN_IF_ERROR(
-      sgemm(pixels, n1 - n0, cg_, 1.f, a, SgemmB(slice), 0.f, ct, n1 - n0, {}, SgemmContext{nullptr, isa_}));
+      sgemm(pixels, cols, cg_, 1.f, rows, SgemmB(slice), 0.f, ct, cols, {}, SgemmContext{nullptr, isa_}));
   conv_detail::TransposeOutArgs at;
   at.ct = ct;
-  at.ldc = n1 - n0;
+  at.ldc = cols;
   at.pixels = pixels;
+  at.plane = plane;
   at.bias = bias;
-  at.residual = z;
-  at.y = y;
+  at.residual = z ? z + share.p0 : nullptr;
+  at.y = y + share.p0;
   at.activation = act_.kind;
   at.act_alpha = act_.alpha;
   at.act_beta = act_.beta;
-  conv_detail::transpose_out_fn(isa_)(at, n0, n1);
+  conv_detail::transpose_out_fn(isa_)(at, share.n0, share.n1);
   return Status::ok();
 }
 

@@ -111,12 +111,22 @@ class FastConv {
   }
   const PackedB& transposed_weights() const { return pointwise_t_; }
   const FusedActivation& activation() const { return act_; }
-  // Output channels [n0, n1) (n0 a multiple of transposed_weights().nr()) of one image of a conv with transposed
-  // weights (is_transposed_pointwise, or pointwise_transposed on this plane): C^T = A W^T into per-thread scratch,
-  // A = X^T [pixels][C] (an NCHW image read transposed, or pixel-major rows), then transposed to y [M][pixels] with
-  // bias, residual z (y's layout, or null) and the activation. On the calling thread.
-  Status transposed_channels(const SgemmA& a, int64_t pixels, int64_t n0, int64_t n1, const float* bias, const float* z,
-                             float* y) const;
+  // How tasks share one image of a conv with transposed weights (is_transposed_pointwise, or pointwise_transposed
+  // on this plane): output channels [n0, n1) (n0 a multiple of transposed_weights().nr()) of pixels [p0, p1) (p0 a
+  // multiple of the GEMM's tile height).
+  struct TransposedShare {
+    int64_t p0 = 0, p1 = 0, n0 = 0, n1 = 0;
+  };
+  // Tasks for `threads` on a plane of this many pixels, and task t's share: ranges of output channels, or of
+  // pixels when that leaves the busiest task fewer GEMM tiles (a 96- or 160-channel projection is 3 or 5 column
+  // slivers, 2 : 1 or 3 : 2 between two threads; 14x14 and 7x7 planes are 14 and 4 tiles of pixels).
+  int64_t transposed_tasks(int64_t plane, int threads) const;
+  TransposedShare transposed_share(int64_t plane, int64_t tasks, int64_t t) const;
+  // One share: C^T = A W^T into per-thread scratch, A = X^T [plane][C] (an NCHW image read transposed, or
+  // pixel-major rows; every pixel of the plane, the share's rows are picked here), then transposed into
+  // y [M][plane] with bias, residual z (y's layout, or null) and the activation. On the calling thread.
+  Status transposed_part(const SgemmA& a, int64_t plane, const TransposedShare& share, const float* bias,
+                         const float* z, float* y) const;
   // Task t of `tasks`'s share [first, second) of `total` channels, in whole units (the last share ends at total).
   static std::pair<int64_t, int64_t> unit_share(int64_t total, int64_t unit, int64_t tasks, int64_t t) {
     const int64_t units = (total + unit - 1) / unit;

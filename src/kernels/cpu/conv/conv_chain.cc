@@ -217,7 +217,8 @@ Status FastConvChain::run(const ConvChainParams& p, const Tensor& x, const Tenso
 
 // Per image: E [h * w][m] = act1(X^T W1^T + b1) and D [oh * ow][m] = depthwise(E), both pixel-major in one
 // buffer, each thread through both for its own range of the m channels (the depthwise needs only its channels);
-// then, after all threads are done, Y^T [oh * ow][out_c] = D W3^T by ranges of output channels, each transposed to
+// then, after all threads are done, Y^T [oh * ow][out_c] = D W3^T by ranges of output channels or of pixels
+// (FastConv::transposed_share), each transposed to
 // NCHW with b3, the residual and the activation (as FastConv's transposed pointwise path).
 Status FastConvChain::run_small(const ConvChainParams& p, const Tensor& x, const Tensor* b1, const Tensor* b2,
                                 const Tensor* b3, const Tensor* z, Tensor& y, core::ThreadPool* pool) const {
@@ -226,11 +227,10 @@ Status FastConvChain::run_small(const ConvChainParams& p, const Tensor& x, const
   const int64_t hw = h * w, ohw = oh * ow;
   const int threads = pool ? pool->num_threads() : 1;
   const PackedB& w1t = expand_->transposed_weights();
-  const PackedB& w3t = project_->transposed_weights();
   // Channel ranges in whole GEMM column slivers and depthwise vectors.
-  const int64_t unit1 = std::lcm<int64_t>(w1t.nr(), depthwise_.vector_width()), unit3 = w3t.nr();
+  const int64_t unit1 = std::lcm<int64_t>(w1t.nr(), depthwise_.vector_width());
   const int64_t tasks1 = std::min<int64_t>(threads, (m + unit1 - 1) / unit1);
-  const int64_t tasks3 = std::min<int64_t>(threads, (out_c + unit3 - 1) / unit3);
+  const int64_t tasks3 = project_->transposed_tasks(ohw, threads);
   const int64_t e_floats = round_up16(hw * m);
   const int64_t dw_scratch = conv_detail::depthwise_nhwc_scratch_floats(
       oh, ow, depthwise_.kernel_size(), static_cast<int>(p.stride), depthwise_.vector_width());
@@ -284,11 +284,10 @@ Status FastConvChain::run_small(const ConvChainParams& p, const Tensor& x, const
     if (failed.load()) break;
     core::parallel_for(pool, tasks3, 1, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) {
-        const auto [p0, p1] = FastConv::unit_share(out_c, unit3, tasks3, t);
         if (!project_
-                 ->transposed_channels(SgemmA(d, m), ohw, p0, p1, b3 ? b3->data<float>() : nullptr,
-                                       z ? z->data<float>() + img * out_c * ohw : nullptr,
-                                       y.data<float>() + img * out_c * ohw)
+                 ->transposed_part(SgemmA(d, m), ohw, project_->transposed_share(ohw, tasks3, t),
+                                   b3 ? b3->data<float>() : nullptr, z ? z->data<float>() + img * out_c * ohw : nullptr,
+                                   y.data<float>() + img * out_c * ohw)
                  .is_ok()) {
           failed.store(true);
           return;

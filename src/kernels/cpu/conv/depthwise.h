@@ -166,9 +166,10 @@ Im2colFn im2col_fn_avx512();
 struct TransposeOutArgs {
   const float* ct = nullptr;  // [pixels, ldc], channels from c0
   int64_t ldc = 0, pixels = 0;
+  int64_t plane = 0;                // channel stride of y and residual (0: pixels; more: a range of a plane's pixels)
   const float* bias = nullptr;      // [C] or null
-  const float* residual = nullptr;  // [C, pixels] or null
-  float* y = nullptr;               // [C, pixels]
+  const float* residual = nullptr;  // [C, plane] or null
+  float* y = nullptr;               // [C, plane]
   GemmActivation activation = GemmActivation::kNone;
   float act_alpha = 0.f, act_beta = 0.f;
 };

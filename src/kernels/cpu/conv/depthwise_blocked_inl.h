@@ -195,6 +195,7 @@ template <class S>
 void transpose_out(const TransposeOutArgs& a, int64_t c0, int64_t c1) {
   using V = typename S::V;
   constexpr int W = S::kWidth;
+  const int64_t plane = a.plane ? a.plane : a.pixels;
   with_activation<S>(a.activation, a.act_alpha, a.act_beta, [&](auto act) {
     V v[W];
     for (int64_t cb = c0; cb < c1; cb += W) {
@@ -206,7 +207,7 @@ void transpose_out(const TransposeOutArgs& a, int64_t c0, int64_t c1) {
           v[q] = q >= n ? S::zero() : nc == W ? S::load(src + q * a.ldc) : S::load_n(src + q * a.ldc, nc);
         S::transpose(v);
         for (int l = 0; l < nc; ++l) {
-          const int64_t at = (cb + l) * a.pixels + p;
+          const int64_t at = (cb + l) * plane + p;
           V r = a.bias ? S::add(v[l], S::set1(a.bias[cb + l])) : v[l];
           if (n == W) {
             if (a.residual) r = S::add(r, S::load(a.residual + at));
