@@ -239,15 +239,22 @@ TEST_P(FastConvTest, TransposedPointwise) {
 }
 
 // How threads share a transposed pointwise conv: every (pixel, channel) of the image exactly once, pixel ranges
-// starting on GEMM tiles and channel ranges on slivers; one share with one thread; pixels when the channels are too
-// few slivers to split evenly (a 7x7 plane into 160 channels: 5 slivers, 3 : 2; 4 tiles of pixels, 2 : 2), channels
-// when they split evenly (320: 10 slivers).
+// starting on GEMM tiles and channel ranges on slivers; one share with one thread; on AVX-512 (14-row tiles, 32-wide
+// slivers) a 7x7 plane into 160 channels by pixels (5 slivers split 3 : 2; 28 + 21 rows), into 320 by channels
+// (10 slivers, 5 : 5), into 400 by channels (13 slivers, 7 : 6: 7 x 49 rows against 13 x 28).
 TEST_P(FastConvTest, TransposedShares) {
   KESTREL_SKIP_IF_ISA_MISSING(GetParam());
   std::mt19937 rng(59);
   const SgemmTileShape tile = sgemm_tile_shape(GetParam()).value();
-  for (const auto& [m, plane, threads] : std::vector<std::tuple<int64_t, int64_t, int>>{
-           {160, 49, 2}, {320, 49, 2}, {96, 196, 2}, {160, 49, 1}, {7, 13, 3}, {70, 64, 3}, {1, 1, 2}, {300, 30, 2}}) {
+  for (const auto& [m, plane, threads] : std::vector<std::tuple<int64_t, int64_t, int>>{{160, 49, 2},
+                                                                                        {320, 49, 2},
+                                                                                        {400, 49, 2},
+                                                                                        {96, 196, 2},
+                                                                                        {160, 49, 1},
+                                                                                        {7, 13, 3},
+                                                                                        {70, 64, 3},
+                                                                                        {1, 1, 2},
+                                                                                        {300, 30, 2}}) {
     SCOPED_TRACE(core::str_cat("m ", m, " plane ", plane, " threads ", threads));
     auto fc = FastConv::create_transposed_pointwise(random_f32({m, 8, 1, 1}, rng), {}, GetParam());
     ASSERT_TRUE(fc.is_ok());
