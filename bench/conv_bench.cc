@@ -165,9 +165,14 @@ BENCHMARK(BM_Chain)
 
 // Depthwise (EfficientNet / MobileNet): {C, M, H, K, stride, group, act}; act 7 = SiLU, 2 = Clip.
 #define DW(C, H, K, S) ->Args({C, C, H, K, S, C, 7})
-BENCHMARK(BM_Conv) DW(144, 56, 3, 2) DW(96, 112, 3, 2) DW(144, 56, 3, 1) DW(144, 56, 5, 2) DW(240, 28, 5, 1) DW(240, 28, 3, 2)
-    DW(480, 14, 3, 1) DW(672, 14, 5, 1) DW(672, 14, 5, 2) DW(1152, 7, 5, 1) DW(1152, 7, 3, 1);
-// The same with ReLU6 (Clip; MobileNet-V2) to separate the convolution from the SiLU epilogue.
+    BENCHMARK(BM_Conv)
+        ->Args({672, 672, 14, 3, 1, 672, 6})
+        ->Args({672, 672, 14, 3, 1, 672, 1})
+        ->Args({480, 480, 14, 5, 1, 480, 7})
+        ->Args({576, 576, 14, 3, 1, 576, 2}) DW(144, 56, 3, 2) DW(96, 112, 3, 2) DW(144, 56, 3, 1) DW(144, 56, 5, 2)
+            DW(240, 28, 5, 1) DW(240, 28, 3, 2) DW(480, 14, 3, 1) DW(672, 14, 5, 1) DW(672, 14, 5, 2) DW(1152, 7, 5, 1)
+                DW(1152, 7, 3, 1);
+    // The same with ReLU6 (Clip; MobileNet-V2) to separate the convolution from the SiLU epilogue.
 #define DWC(C, H, K, S) ->Args({C, C, H, K, S, C, 2})
 BENCHMARK(BM_Conv) DWC(144, 56, 3, 2) DWC(96, 112, 3, 2) DWC(144, 56, 3, 1) DWC(32, 112, 3, 1) DWC(192, 28, 3, 1)
     DWC(240, 28, 5, 1) DWC(480, 14, 3, 1);

@@ -707,11 +707,113 @@ void stem_block(const DepthwiseBlockArgs& a, int64_t, int64_t oy0, int64_t oy1) 
   if (a.stream) S::stream_fence();
 }
 
+// NR output rows of NX vectors (the whole row: ow <= NX * W) from the input rows rows[0 .. NR - 1 + K) (null: a
+// padding row), every load masked to the plane's columns (mk[kx][i]: the lanes of tap column kx, vector i). Each input
+// row is loaded once for the up to K output rows that read it; NR * NX accumulators.
+template <class S, int K, int NR, int NX, class F>
+inline void dw_narrow_tile(const float* const* rows, const typename S::M (&mk)[K][NX], int64_t pl, const float* wk,
+                           float bias, int64_t ow, const float* res, float* y, F act) {
+  using V = typename S::V;
+  constexpr int W = S::kWidth;
+  V acc[NR][NX];
+#pragma GCC unroll 16
+  for (int r = 0; r < NR; ++r)
+#pragma GCC unroll 2
+    for (int i = 0; i < NX; ++i) acc[r][i] = S::set1(bias);
+#pragma GCC unroll 20
+  for (int ri = 0; ri < NR - 1 + K; ++ri) {
+    const float* xr = rows[ri];
+    if (!xr) continue;
+#pragma GCC unroll 5
+    for (int kx = 0; kx < K; ++kx) {
+      V in[NX];
+#pragma GCC unroll 2
+      for (int i = 0; i < NX; ++i) in[i] = S::load_masked(xr + i * W + kx - pl, mk[kx][i]);
+#pragma GCC unroll 16
+      for (int r = 0; r < NR; ++r) {
+        const int ky = ri - r;
+        if (ky < 0 || ky >= K) continue;
+        const V wv = S::set1(wk[ky * K + kx]);
+#pragma GCC unroll 2
+        for (int i = 0; i < NX; ++i) acc[r][i] = S::fmadd(wv, in[i], acc[r][i]);
+      }
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < NR; ++r)
+#pragma GCC unroll 2
+    for (int i = 0; i < NX; ++i) {
+      const int64_t at = r * ow + i * W;
+      const int n = static_cast<int>(std::min<int64_t>(W, ow - i * W));
+      V v = acc[r][i];
+      if (res) v = S::add(v, S::load_n(res + at, n));
+      S::store_n(y + at, act(v), n);
+    }
+}
+
+// A narrow stride-1 plane (depthwise_runs_narrow), output rows [oy0, oy1) of channel ch: NR rows at a time (14 rows
+// of one vector or 7 of two: 14 accumulators of the 32 registers), then pairs and a single row.
+template <class S, int K, int NX, class F>
+void dw_narrow_channel(const DepthwiseBlockArgs& a, int64_t ch, const float* wk, int64_t oy0, int64_t oy1, F act) {
+  using M = typename S::M;
+  constexpr int W = S::kWidth, NR = 14 / NX;
+  const float bias = a.bias ? a.bias[ch] : 0.f;
+  const int64_t ohw = a.oh * a.ow, ow = a.ow, ih = a.ih, iw = a.iw, pl = a.pad_left;
+  const float* xc = a.x + ch * a.in_plane();
+  const float* res = a.residual ? a.residual + ch * ohw : nullptr;
+  float* y = a.y + ch * ohw;
+  M mk[K][NX];
+  for (int kx = 0; kx < K; ++kx)
+    for (int i = 0; i < NX; ++i) mk[kx][i] = padded_lanes<S>(iw, i * W + kx - pl);
+  const float* rows[NR - 1 + K];
+  auto at_row = [&](int64_t oy, int n) {
+    for (int ri = 0; ri < n - 1 + K; ++ri) {
+      const int64_t iy = oy - a.pad_top + ri;
+      rows[ri] = iy >= 0 && iy < ih ? xc + iy * iw : nullptr;
+    }
+    return oy * ow;
+  };
+  int64_t oy = oy0;
+  for (; oy + NR <= oy1; oy += NR) {
+    const int64_t at = at_row(oy, NR);
+    dw_narrow_tile<S, K, NR, NX>(rows, mk, pl, wk, bias, ow, res ? res + at : nullptr, y + at, act);
+  }
+  for (; oy + 2 <= oy1; oy += 2) {
+    const int64_t at = at_row(oy, 2);
+    dw_narrow_tile<S, K, 2, NX>(rows, mk, pl, wk, bias, ow, res ? res + at : nullptr, y + at, act);
+  }
+  if (oy < oy1) {
+    const int64_t at = at_row(oy, 1);
+    dw_narrow_tile<S, K, 1, NX>(rows, mk, pl, wk, bias, ow, res ? res + at : nullptr, y + at, act);
+  }
+}
+
+template <class S>
+void depthwise_narrow(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, int64_t oy1) {
+  constexpr int W = S::kWidth;
+  const int k = a.k, taps = k * k;
+  const int64_t c0 = block * W, nc = std::min<int64_t>(W, a.c - c0);
+  with_fused_activation<S>(a.activation, a.act_alpha, a.act_beta, [&](auto act) {
+    for (int64_t l = 0; l < nc; ++l) {
+      float wk[25];
+      for (int t = 0; t < taps; ++t) wk[t] = a.w[(block * taps + t) * W + l];
+      if (a.ow <= W) {
+        k == 3 ? dw_narrow_channel<S, 3, 1>(a, c0 + l, wk, oy0, oy1, act)
+               : dw_narrow_channel<S, 5, 1>(a, c0 + l, wk, oy0, oy1, act);
+      } else {
+        k == 3 ? dw_narrow_channel<S, 3, 2>(a, c0 + l, wk, oy0, oy1, act)
+               : dw_narrow_channel<S, 5, 2>(a, c0 + l, wk, oy0, oy1, act);
+      }
+    }
+  });
+}
+
 template <class S>
 void depthwise_block(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, int64_t oy1) {
   constexpr int W = S::kWidth;
   // Wide stride-1 planes run plane-direct (depthwise.h; scratch depthwise_direct_scratch_floats).
   if (depthwise_runs_direct(a.stride, a.ow, W, a.activation)) return depthwise_direct<S>(a, block, oy0, oy1);
+  if (depthwise_runs_narrow(a.stride, a.ow, W)) return depthwise_narrow<S>(a, block, oy0, oy1);
   const int k = a.k, s = a.stride;
   const int64_t c0 = block * W, nc = std::min<int64_t>(W, a.c - c0);
   const int64_t lp = (a.ow - 1) * s + k, rows_out = oy1 - oy0, rows_in = (rows_out - 1) * s + k;
