@@ -281,8 +281,9 @@ TEST_P(FastConvTest, TransposedShares) {
   }
 }
 
-// Narrow stride-1 depthwise planes (depthwise_runs_narrow: on AVX-512 output rows of 13-16 and 26-32 columns, one or
-// two vectors, run plane-direct 14 or 7 rows at a time, then pairs and a single row): random heights 1-45 (every
+// Narrow stride-1 depthwise planes (depthwise_runs_narrow: on AVX-512 output rows of 1 to 4 vectors with at most 1/8
+// of the lanes idle, run plane-direct 14, 7, 4 or 3 rows at a time, then pairs and a single row): rows of 12-16,
+// 26-32, 42-48 and 56-64 outputs (some just outside the rule, on the blocked path), random heights 1-45 (every
 // mix of full tiles, pairs and a last row), 3x3 and 5x5, pads 0 to k - 1, channels across blocks, batches, every
 // activation, residual (with NaNs) and bias or none, 1 and 2 threads, against the reference; other ISAs take their
 // usual paths on the same shapes.
@@ -291,14 +292,16 @@ TEST_P(FastConvTest, NarrowDepthwisePlanes) {
   std::mt19937 rng(67);
   core::ThreadPool pool(2);
   auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
-  for (int i = 0; i < 48; ++i) {
-    const int64_t k = i % 2 ? 5 : 3, pad = pick(0, k - 1), ow = i % 3 == 0 ? pick(26, 32) : pick(12, 16);
+  for (int i = 0; i < 64; ++i) {
+    const int64_t k = i / 4 % 2 ? 5 : 3, pad = pick(0, k - 1);
+    const int64_t ow = i % 4 == 0 ? pick(12, 16) : i % 4 == 1 ? pick(26, 32) : i % 4 == 2 ? pick(42, 48) : pick(56, 64);
     const int64_t w = ow + k - 1 - 2 * pad, h = pick(1, 45) + k - 1 - 2 * pad, c = pick(1, 40);
     if (w < 1 || h < 1) continue;
     const ConvCase cc{pick(1, 2), c, h, w, c, c, k, k, 1, pad, 1, P::kDepthwise};
     SCOPED_TRACE(core::str_cat("case ", i, ": n ", cc.n, " c ", c, " h ", h, " w ", w, " k ", k, " pad ", pad));
-    check(cc, GetParam(), kAllActivations[i % 10], i % 4 < 2, i % 5 != 0, i % 3 == 1 ? &pool : nullptr, rng, 0, false,
-          i % 4 == 1);
+    const bool residual = i / 8 % 2 == 0;
+    check(cc, GetParam(), kAllActivations[i % 10], residual, i % 5 != 0, i / 2 % 2 ? &pool : nullptr, rng, 0, false,
+          residual && i / 16 % 2 == 1);
   }
 }
 

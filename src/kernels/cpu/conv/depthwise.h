@@ -104,15 +104,15 @@ constexpr bool depthwise_runs_direct(int stride, int64_t ow, int width, GemmActi
   return stride == 2 && width >= 16 && ow >= kDirectStride2MinWidth &&
          act != GemmActivation::kSigmoid && act != GemmActivation::kGelu && act != GemmActivation::kTanh;
 }
-// Narrow stride-1 planes on AVX-512 (one or two 16-wide vectors a row with at most 1/8 of the lanes idle: 14x14,
-// 28x28) also run plane-direct, many rows at a time read straight from the input (dw_narrow_channel,
+// Narrow stride-1 planes on AVX-512 (rows of 1 to 4 16-wide vectors with at most 1/8 of the lanes idle: 14x14,
+// 28x28, 56x56) also run plane-direct, several rows at a time read straight from the input (dw_narrow_channel,
 // depthwise_blocked_inl.h): the channel-blocked path's 16 x 16 transposes cost more than the idle lanes. Zen 4,
 // kestrel_conv_bench BM_Conv, two rounds: 672 ch 3x3 14x14 HardSwish 85 -> 58 us, 576 ch ReLU6 71 -> 52, 480 ch
-// 5x5 SiLU 116 -> 94; 240 ch 5x5 28x28 SiLU 189 -> 178; BM_Chain 32 -> 192 -> 32 at 28x28 294 -> 266. With 8-wide
-// vectors (AVX2 forced on the same host; 8 x 8 transposes) 14x14 was slower: 80 -> 110, 134 -> 172, 68 -> 89.
+// 5x5 SiLU 116 -> 94; 240 ch 5x5 28x28 SiLU 189 -> 178; 72 ch 3x3 56x56 ReLU 143 -> 85, 144 ch SiLU 339 -> 291.
+// With 8-wide vectors (AVX2 forced on the same host; 8 x 8 transposes) 14x14 was slower: 80 -> 110, 134 -> 172.
 constexpr bool depthwise_runs_narrow(int stride, int64_t ow, int width) {
   const int64_t lanes = (ow + width - 1) / width * width;
-  return stride == 1 && width >= 16 && ow <= 2 * width && ow * 8 >= lanes * 7;
+  return stride == 1 && width >= 16 && ow <= 4 * width && ow * 8 >= lanes * 7;
 }
 // Plane-direct planes up to this size are copied zero-padded to scratch (dw_direct_channel); larger ones are read
 // straight from the input with masked loads at the edges (dw_s1_channel): a copy that does not fit L1 goes through

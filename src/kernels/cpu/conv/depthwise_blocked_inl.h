@@ -718,7 +718,7 @@ inline void dw_narrow_tile(const float* const* rows, const typename S::M (&mk)[K
   V acc[NR][NX];
 #pragma GCC unroll 16
   for (int r = 0; r < NR; ++r)
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int i = 0; i < NX; ++i) acc[r][i] = S::set1(bias);
 #pragma GCC unroll 20
   for (int ri = 0; ri < NR - 1 + K; ++ri) {
@@ -727,21 +727,21 @@ inline void dw_narrow_tile(const float* const* rows, const typename S::M (&mk)[K
 #pragma GCC unroll 5
     for (int kx = 0; kx < K; ++kx) {
       V in[NX];
-#pragma GCC unroll 2
+#pragma GCC unroll 4
       for (int i = 0; i < NX; ++i) in[i] = S::load_masked(xr + i * W + kx - pl, mk[kx][i]);
 #pragma GCC unroll 16
       for (int r = 0; r < NR; ++r) {
         const int ky = ri - r;
         if (ky < 0 || ky >= K) continue;
         const V wv = S::set1(wk[ky * K + kx]);
-#pragma GCC unroll 2
+#pragma GCC unroll 4
         for (int i = 0; i < NX; ++i) acc[r][i] = S::fmadd(wv, in[i], acc[r][i]);
       }
     }
   }
 #pragma GCC unroll 16
   for (int r = 0; r < NR; ++r)
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int i = 0; i < NX; ++i) {
       const int64_t at = r * ow + i * W;
       const int n = static_cast<int>(std::min<int64_t>(W, ow - i * W));
@@ -752,7 +752,8 @@ inline void dw_narrow_tile(const float* const* rows, const typename S::M (&mk)[K
 }
 
 // A narrow stride-1 plane (depthwise_runs_narrow), output rows [oy0, oy1) of channel ch: NR rows at a time (14 rows
-// of one vector or 7 of two: 14 accumulators of the 32 registers), then pairs and a single row.
+// of one vector, 7 of two, 4 of three, 3 of four: 12-14 accumulators of the 32 registers), then pairs and a single
+// row.
 template <class S, int K, int NX, class F>
 void dw_narrow_channel(const DepthwiseBlockArgs& a, int64_t ch, const float* wk, int64_t oy0, int64_t oy1, F act) {
   using M = typename S::M;
@@ -800,9 +801,15 @@ void depthwise_narrow(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, i
       if (a.ow <= W) {
         k == 3 ? dw_narrow_channel<S, 3, 1>(a, c0 + l, wk, oy0, oy1, act)
                : dw_narrow_channel<S, 5, 1>(a, c0 + l, wk, oy0, oy1, act);
-      } else {
+      } else if (a.ow <= 2 * W) {
         k == 3 ? dw_narrow_channel<S, 3, 2>(a, c0 + l, wk, oy0, oy1, act)
                : dw_narrow_channel<S, 5, 2>(a, c0 + l, wk, oy0, oy1, act);
+      } else if (a.ow <= 3 * W) {
+        k == 3 ? dw_narrow_channel<S, 3, 3>(a, c0 + l, wk, oy0, oy1, act)
+               : dw_narrow_channel<S, 5, 3>(a, c0 + l, wk, oy0, oy1, act);
+      } else {
+        k == 3 ? dw_narrow_channel<S, 3, 4>(a, c0 + l, wk, oy0, oy1, act)
+               : dw_narrow_channel<S, 5, 4>(a, c0 + l, wk, oy0, oy1, act);
       }
     }
   });
