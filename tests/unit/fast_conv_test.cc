@@ -50,7 +50,7 @@ const FusedActivation kAllActivations[] = {
 // which every activation must pass on as NaN (activation_ref), on every path.
 void check(const ConvCase& cc, Isa isa, const FusedActivation& act, bool residual, bool with_bias,
            core::ThreadPool* pool, std::mt19937& rng, int64_t plane_hint = 0, bool split_columns = false,
-           bool nan_residual = false) {
+           bool nan_residual = false, bool stem_rows_per_thread = false) {
   const int64_t oh = cc.one_d ? 1 : out_size(cc.h, cc.kh, cc.stride, cc.pad, cc.dilation);
   const int64_t ow = out_size(cc.w, cc.kw, cc.stride, cc.pad, cc.dilation);
   const Dims xd = cc.one_d ? Dims{cc.n, cc.c, cc.w} : Dims{cc.n, cc.c, cc.h, cc.w};
@@ -75,6 +75,7 @@ void check(const ConvCase& cc, Isa isa, const FusedActivation& act, bool residua
   auto fc = FastConv::create(w, cc.group, act, isa, true, plane_hint);
   ASSERT_TRUE(fc.is_ok()) << fc.status().to_string();
   fc->set_split_columns(split_columns);
+  fc->set_stem_rows_per_thread(stem_rows_per_thread);
   const int64_t plane = oh * ow, tmax = FastConv::pointwise_transposed_max_plane(isa);
   EXPECT_EQ(fc->pointwise_transposed(plane), cc.path == FastConv::Path::kPointwise && cc.group == 1 && plane_hint > 0 &&
                                                  plane_hint <= tmax && plane <= tmax);
@@ -302,6 +303,23 @@ TEST_P(FastConvTest, NarrowDepthwisePlanes) {
     const bool residual = i / 8 % 2 == 0;
     check(cc, GetParam(), kAllActivations[i % 10], residual, i % 5 != 0, i / 2 % 2 ? &pool : nullptr, rng, 0, false,
           residual && i / 16 % 2 == 1);
+  }
+}
+
+// The stem with one contiguous range of rows per thread (FastConv::set_stem_rows_per_thread, ordinary stores): 2 and
+// 3 threads, batches of 1-3 (shares that cross images), heights from 1 output row up, every activation, residual and
+// bias or none, against the reference.
+TEST_P(FastConvTest, StemRowsPerThread) {
+  KESTREL_SKIP_IF_ISA_MISSING(GetParam());
+  std::mt19937 rng(73);
+  core::ThreadPool pool2(2), pool3(3);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int i = 0; i < 30; ++i) {
+    const int64_t c = pick(1, FastConv::kStemMaxChannels), m = pick(1, 40), pad = pick(0, 1);
+    const ConvCase cc{pick(1, 3), c, pick(3, i % 5 == 0 ? 120 : 30), pick(3, 70), m, 1, 3, 3, 2, pad, 1, P::kStem};
+    SCOPED_TRACE(core::str_cat("case ", i, ": n ", cc.n, " c ", c, " h ", cc.h, " w ", cc.w, " m ", m, " pad ", pad));
+    check(cc, GetParam(), kAllActivations[i % 10], i % 3 == 0, i % 4 != 0, i % 2 ? &pool2 : &pool3, rng, 0, false,
+          false, true);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <array>
 #include <optional>
 
+#include "ir/op_schema.h"
 #include "ir/ops/window_geometry.h"
 #include "kernels/cpu/conv/conv.h"
 #include "kernels/cpu/conv/conv_chain.h"
@@ -139,6 +140,17 @@ bool read_by_channel_groups(const ir::Value& v, int depth = 0) {
   return false;
 }
 
+// Whether every reader of v is a kestrel.FusedPointwiseDepthwise reading it as X: with threads those share their
+// output rows (strips) the way FastConv::set_stem_rows_per_thread shares the stem's (the first inverted residual
+// block of MobileNet-V2 / -V3 and MnasNet after the stem).
+bool read_only_by_chains(const ir::Value& v) {
+  if (v.is_graph_output() || v.uses().empty()) return false;
+  for (const ir::Use& u : v.uses())
+    if (u.node->op_type() != "FusedPointwiseDepthwise" || u.node->domain() != ir::kKestrelDomain || u.input_index != 0)
+      return false;
+  return true;
+}
+
 // The fast kernel applies to f32 Conv with constant 1-D / 2-D weights; null when it does not.
 Result<std::optional<cpu::FastConv>> make_fast_conv(const KernelCreateInfo& info, const ConvBinding& b,
                                                     cpu::FusedActivation act) {
@@ -162,6 +174,7 @@ Result<std::optional<cpu::FastConv>> make_fast_conv(const KernelCreateInfo& info
   KESTREL_ASSIGN_OR_RETURN(cpu::FastConv c,
                            cpu::FastConv::create(*w, b.group, act, info.options.isa, /*allow_winograd=*/true, plane));
   c.set_split_columns(info.node.num_outputs() == 1 && !read_by_channel_groups(*info.node.output(0)));
+  c.set_stem_rows_per_thread(info.node.num_outputs() == 1 && read_only_by_chains(*info.node.output(0)));
   return std::optional<cpu::FastConv>(std::move(c));
 }
 

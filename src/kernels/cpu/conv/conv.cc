@@ -721,25 +721,42 @@ Status FastConv::run_stem(const Geometry& g, const float* x, const float* bias, 
   const int64_t rows_per_strip = std::clamp<int64_t>(16384 / std::max<int64_t>(row_floats, 1), 1, g.oh);
   const int64_t strips = (g.oh + rows_per_strip - 1) / rows_per_strip, tasks = g.n * strips;
   const int64_t scratch = conv_detail::stem_scratch_floats(cg_, rows_per_strip, g.ow, dw.width);
+  const int threads = pool ? pool->num_threads() : 1;
+  const bool by_thread = stem_rows_per_thread_ && threads > 1;
+  const bool stream = threads > 1 && !by_thread && g.n * m_ * g.oh * g.ow * int64_t{4} >= kStreamOutputBytes;
   std::atomic<bool> oom{false};
-  auto task = [&](int64_t i) {
+  // Output rows [oy0, oy1) of image n, in strips.
+  auto rows = [&](int64_t n, int64_t oy0, int64_t oy1) {
     float* buf = thread_scratch(scratch);
     if (!buf) {
       oom.store(true);
       return;
     }
-    const int64_t strip = i % strips, n = i / strips;
     conv_detail::DepthwiseBlockArgs a = g.block_args(n, m_, 3, 2, x, bias, z, y, act_);
-    a.stream = pool && pool->num_threads() > 1 &&
-               g.n * m_ * g.oh * g.ow * int64_t{4} >= kStreamOutputBytes;
+    a.stream = stream;
     a.w = stem_w_->data();
     a.scratch = buf;
     a.cg = cg_;
     a.mg = m_;
-    const int64_t oy0 = strip * rows_per_strip;
-    dw.stem(a, 0, oy0, std::min(g.oh, oy0 + rows_per_strip));
+    for (int64_t r = oy0; r < oy1; r += rows_per_strip) dw.stem(a, 0, r, std::min(oy1, r + rows_per_strip));
   };
-  core::run_tasks(pool, tasks, task);
+  if (by_thread) {
+    // Thread t's share of the n * oh rows (image-major), as FastConvChain::run shares its output rows.
+    const int64_t total = g.n * g.oh;
+    core::parallel_for(pool, threads, 1, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t)
+        for (int64_t q = total * t / threads, q1 = total * (t + 1) / threads; q < q1;) {
+          const int64_t n = q / g.oh, oy0 = q % g.oh, oy1 = std::min(g.oh, oy0 + (q1 - q));
+          rows(n, oy0, oy1);
+          q += oy1 - oy0;
+        }
+    });
+  } else {
+    core::run_tasks(pool, tasks, [&](int64_t i) {
+      const int64_t oy0 = i % strips * rows_per_strip;
+      rows(i / strips, oy0, std::min(g.oh, oy0 + rows_per_strip));
+    });
+  }
   if (oom.load()) return Status(core::StatusCode::kOutOfMemory, "conv: cannot allocate stem scratch");
   return Status::ok();
 }
