@@ -333,7 +333,7 @@ void dw_direct_channel(const DepthwiseBlockArgs& a, int64_t ch, const float* wk,
 
 // Stride-1 plane-direct rows read straight from the input plane (no scratch copy): NR output rows x NX vectors at
 // column ox0; tap (ky, kx) of output row r reads input row rows[r + ky] (null: a padding row) at columns
-// ox0 + kx - pad_left + i. kInside: every column read is inside the plane (plain loads), else masked ones.
+// ox0 + kx - pad_left + i.
 template <class S>
 inline typename S::V load_padded(const float* xr, int64_t iw, int64_t col) {
   constexpr int W = S::kWidth;
@@ -350,15 +350,21 @@ inline typename S::M padded_lanes(int64_t iw, int64_t col) {
                   static_cast<int>(std::clamp<int64_t>(iw - col, 0, W)));
 }
 
-template <class S, int K, int NR, int NX, bool kInside, class F>
+// kInside: every column read is inside the plane (plain loads); else kMasks: the lanes of each load from mk
+// ([K][NX]: tap column kx, vector i; computed once by the caller for tiles that start at the same column), or
+// load_padded's own mask per load.
+template <class S, int K, int NR, int NX, bool kInside, class F, bool kMasks = false>
 inline void dw_s1_tile(const float* const* rows, int64_t iw, int64_t pl, const float* wk, float bias, int64_t ox0,
-                       int64_t ow, const float* res, float* y, StreamIf stream, F act) {
+                       int64_t ow, const float* res, float* y, StreamIf stream, F act,
+                       const typename S::M* mk = nullptr) {
   using V = typename S::V;
   constexpr int W = S::kWidth;
   V acc[NR][NX];
+#pragma GCC unroll 16
   for (int r = 0; r < NR; ++r)
+#pragma GCC unroll 4
     for (int i = 0; i < NX; ++i) acc[r][i] = S::set1(bias);
-#pragma GCC unroll 6
+#pragma GCC unroll 20
   for (int ri = 0; ri < NR - 1 + K; ++ri) {
     const float* xr = rows[ri];
     if (!xr) continue;
@@ -368,9 +374,15 @@ inline void dw_s1_tile(const float* const* rows, int64_t iw, int64_t pl, const f
 #pragma GCC unroll 4
       for (int i = 0; i < NX; ++i) {
         const int64_t col = ox0 + i * W + kx - pl;
-        in[i] = kInside ? S::load(xr + col) : load_padded<S>(xr, iw, col);
+        if constexpr (kInside) {
+          in[i] = S::load(xr + col);
+        } else if constexpr (kMasks) {
+          in[i] = S::load_masked(xr + col, mk[kx * NX + i]);
+        } else {
+          in[i] = load_padded<S>(xr, iw, col);
+        }
       }
-#pragma GCC unroll 2
+#pragma GCC unroll 16
       for (int r = 0; r < NR; ++r) {
         const int ky = ri - r;
         if (ky < 0 || ky >= K) continue;
@@ -380,7 +392,9 @@ inline void dw_s1_tile(const float* const* rows, int64_t iw, int64_t pl, const f
       }
     }
   }
+#pragma GCC unroll 16
   for (int r = 0; r < NR; ++r)
+#pragma GCC unroll 4
     for (int i = 0; i < NX; ++i) {
       const int64_t ox = ox0 + i * W, at = r * ow + ox;
       V v = acc[r][i];
@@ -707,53 +721,10 @@ void stem_block(const DepthwiseBlockArgs& a, int64_t, int64_t oy0, int64_t oy1) 
   if (a.stream) S::stream_fence();
 }
 
-// NR output rows of NX vectors (the whole row: ow <= NX * W) from the input rows rows[0 .. NR - 1 + K) (null: a
-// padding row), every load masked to the plane's columns (mk[kx][i]: the lanes of tap column kx, vector i). Each input
-// row is loaded once for the up to K output rows that read it; NR * NX accumulators.
-template <class S, int K, int NR, int NX, class F>
-inline void dw_narrow_tile(const float* const* rows, const typename S::M (&mk)[K][NX], int64_t pl, const float* wk,
-                           float bias, int64_t ow, const float* res, float* y, F act) {
-  using V = typename S::V;
-  constexpr int W = S::kWidth;
-  V acc[NR][NX];
-#pragma GCC unroll 16
-  for (int r = 0; r < NR; ++r)
-#pragma GCC unroll 4
-    for (int i = 0; i < NX; ++i) acc[r][i] = S::set1(bias);
-#pragma GCC unroll 20
-  for (int ri = 0; ri < NR - 1 + K; ++ri) {
-    const float* xr = rows[ri];
-    if (!xr) continue;
-#pragma GCC unroll 5
-    for (int kx = 0; kx < K; ++kx) {
-      V in[NX];
-#pragma GCC unroll 4
-      for (int i = 0; i < NX; ++i) in[i] = S::load_masked(xr + i * W + kx - pl, mk[kx][i]);
-#pragma GCC unroll 16
-      for (int r = 0; r < NR; ++r) {
-        const int ky = ri - r;
-        if (ky < 0 || ky >= K) continue;
-        const V wv = S::set1(wk[ky * K + kx]);
-#pragma GCC unroll 4
-        for (int i = 0; i < NX; ++i) acc[r][i] = S::fmadd(wv, in[i], acc[r][i]);
-      }
-    }
-  }
-#pragma GCC unroll 16
-  for (int r = 0; r < NR; ++r)
-#pragma GCC unroll 4
-    for (int i = 0; i < NX; ++i) {
-      const int64_t at = r * ow + i * W;
-      const int n = static_cast<int>(std::min<int64_t>(W, ow - i * W));
-      V v = acc[r][i];
-      if (res) v = S::add(v, S::load_n(res + at, n));
-      S::store_n(y + at, act(v), n);
-    }
-}
-
-// A narrow stride-1 plane (depthwise_runs_narrow), output rows [oy0, oy1) of channel ch: NR rows at a time (14 rows
-// of one vector, 7 of two, 4 of three, 3 of four: 12-14 accumulators of the 32 registers), then pairs and a single
-// row.
+// A narrow stride-1 plane (depthwise_runs_narrow), output rows [oy0, oy1) of channel ch as dw_s1_tile tiles of
+// whole rows, each input row loaded once for the up to K output rows that read it, masked to the plane with masks
+// computed once here: NR rows at a time (14 rows of one vector, 7 of two, 4 of three, 3 of four: 12-14 accumulators
+// of the 32 registers), then pairs and a single row.
 template <class S, int K, int NX, class F>
 void dw_narrow_channel(const DepthwiseBlockArgs& a, int64_t ch, const float* wk, int64_t oy0, int64_t oy1, F act) {
   using M = typename S::M;
@@ -777,15 +748,18 @@ void dw_narrow_channel(const DepthwiseBlockArgs& a, int64_t ch, const float* wk,
   int64_t oy = oy0;
   for (; oy + NR <= oy1; oy += NR) {
     const int64_t at = at_row(oy, NR);
-    dw_narrow_tile<S, K, NR, NX>(rows, mk, pl, wk, bias, ow, res ? res + at : nullptr, y + at, act);
+    dw_s1_tile<S, K, NR, NX, false, F, true>(rows, iw, pl, wk, bias, 0, ow, res ? res + at : nullptr, y + at,
+                                             StreamIf{false}, act, &mk[0][0]);
   }
   for (; oy + 2 <= oy1; oy += 2) {
     const int64_t at = at_row(oy, 2);
-    dw_narrow_tile<S, K, 2, NX>(rows, mk, pl, wk, bias, ow, res ? res + at : nullptr, y + at, act);
+    dw_s1_tile<S, K, 2, NX, false, F, true>(rows, iw, pl, wk, bias, 0, ow, res ? res + at : nullptr, y + at,
+                                            StreamIf{false}, act, &mk[0][0]);
   }
   if (oy < oy1) {
     const int64_t at = at_row(oy, 1);
-    dw_narrow_tile<S, K, 1, NX>(rows, mk, pl, wk, bias, ow, res ? res + at : nullptr, y + at, act);
+    dw_s1_tile<S, K, 1, NX, false, F, true>(rows, iw, pl, wk, bias, 0, ow, res ? res + at : nullptr, y + at,
+                                            StreamIf{false}, act, &mk[0][0]);
   }
 }
 
