@@ -123,8 +123,8 @@ class FastConv {
     int64_t p0 = 0, p1 = 0, n0 = 0, n1 = 0;
   };
   // Tasks for `threads` on a plane of this many pixels, and task t's share: ranges of output channels, or of
-  // pixels when that leaves the busiest task fewer GEMM tiles (a 96- or 160-channel projection is 3 or 5 column
-  // slivers, 2 : 1 or 3 : 2 between two threads; 14x14 and 7x7 planes are 14 and 4 tiles of pixels).
+  // pixels when that leaves the busiest task fewer pixel rows x column slivers (a 96- or 160-channel projection is
+  // 3 or 5 slivers, 2 : 1 or 3 : 2 between two threads; 14x14 and 7x7 planes are 14 and 4 tiles of 14 rows).
   int64_t transposed_tasks(int64_t plane, int threads) const;
   TransposedShare transposed_share(int64_t plane, int64_t tasks, int64_t t) const;
   // One share: C^T = A W^T into per-thread scratch, A = X^T [plane][C] (an NCHW image read transposed, or

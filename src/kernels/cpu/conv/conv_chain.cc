@@ -218,8 +218,8 @@ Status FastConvChain::run(const ConvChainParams& p, const Tensor& x, const Tenso
 // Per image: E [h * w][m] = act1(X^T W1^T + b1) and D [oh * ow][m] = depthwise(E), both pixel-major in one
 // buffer, each thread through both for its own range of the m channels (the depthwise needs only its channels);
 // then, after all threads are done, Y^T [oh * ow][out_c] = D W3^T by ranges of output channels or of pixels
-// (FastConv::transposed_share), each transposed to
-// NCHW with b3, the residual and the activation (as FastConv's transposed pointwise path).
+// (FastConv::transposed_share), each transposed to NCHW with b3, the residual and the activation (as FastConv's
+// transposed pointwise path).
 Status FastConvChain::run_small(const ConvChainParams& p, const Tensor& x, const Tensor* b1, const Tensor* b2,
                                 const Tensor* b3, const Tensor* z, Tensor& y, core::ThreadPool* pool) const {
   const int64_t m = depthwise_.out_channels(), c = expand_->in_channels(), out_c = project_->out_channels();
