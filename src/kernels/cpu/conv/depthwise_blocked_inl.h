@@ -531,39 +531,6 @@ void dw_s2_channel(const DepthwiseBlockArgs& a, int64_t ch, const float* wk, int
   if (oy < oy1) dw_s2_rows<S, K, 1>(a, xc, wk, bias, oy, res ? res + oy * a.ow : nullptr, y + oy * a.ow, st, act);
 }
 
-template <class S>
-void depthwise_direct(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, int64_t oy1) {
-  constexpr int W = S::kWidth;
-  const int k = a.k, taps = k * k;
-  const int64_t c0 = block * W, nc = std::min<int64_t>(W, a.c - c0);
-  const bool from_input = a.ih * a.iw * int64_t{sizeof(float)} > kDirectCopyMaxPlaneBytes;
-  const StreamIf st{a.stream};
-  with_fused_activation<S>(a.activation, a.act_alpha, a.act_beta, [&](auto act) {
-    for (int64_t l = 0; l < nc; ++l) {
-      float wk[25];
-      for (int t = 0; t < taps; ++t) wk[t] = a.w[(block * taps + t) * W + l];
-      if (a.stride == 2) {
-        if (k == 3) {
-          dw_s2_channel<S, 3>(a, c0 + l, wk, oy0, oy1, st, act);
-        } else {
-          dw_s2_channel<S, 5>(a, c0 + l, wk, oy0, oy1, st, act);
-        }
-      } else if (from_input) {
-        if (k == 3) {
-          dw_s1_channel<S, 3>(a, c0 + l, wk, oy0, oy1, st, act);
-        } else {
-          dw_s1_channel<S, 5>(a, c0 + l, wk, oy0, oy1, st, act);
-        }
-      } else if (k == 3) {
-        dw_direct_channel<S, 3>(a, c0 + l, wk, oy0, oy1, st, act);
-      } else {
-        dw_direct_channel<S, 5>(a, c0 + l, wk, oy0, oy1, st, act);
-      }
-    }
-  });
-  if (a.stream) S::stream_fence();
-}
-
 // Stem: dense 3x3 stride-2 convolution over a.cg (few) input channels into a.mg output channels, output rows
 // [oy0, oy1). Each input channel's rows are split into even and odd columns as in the stride-2 direct depthwise
 // layout, so a tap of W consecutive outputs is one load; one load then feeds MB output channels (weights tap-major
@@ -763,38 +730,60 @@ void dw_narrow_channel(const DepthwiseBlockArgs& a, int64_t ch, const float* wk,
   }
 }
 
+// dw_narrow_channel with as many vectors a row (NX, 1 to 4) as the plane's rows take.
+template <class S, int K, class F>
+void dw_narrow_any(const DepthwiseBlockArgs& a, int64_t ch, const float* wk, int64_t oy0, int64_t oy1, F act) {
+  constexpr int W = S::kWidth;
+  if (a.ow <= W) return dw_narrow_channel<S, K, 1>(a, ch, wk, oy0, oy1, act);
+  if (a.ow <= 2 * W) return dw_narrow_channel<S, K, 2>(a, ch, wk, oy0, oy1, act);
+  if (a.ow <= 3 * W) return dw_narrow_channel<S, K, 3>(a, ch, wk, oy0, oy1, act);
+  dw_narrow_channel<S, K, 4>(a, ch, wk, oy0, oy1, act);
+}
+
+// Plane-direct depthwise (depthwise_runs_direct / depthwise_runs_narrow): one channel of the block at a time.
 template <class S>
-void depthwise_narrow(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, int64_t oy1) {
+void depthwise_direct(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, int64_t oy1) {
   constexpr int W = S::kWidth;
   const int k = a.k, taps = k * k;
   const int64_t c0 = block * W, nc = std::min<int64_t>(W, a.c - c0);
+  const bool from_input = a.ih * a.iw * int64_t{sizeof(float)} > kDirectCopyMaxPlaneBytes;
+  const bool narrow = depthwise_runs_narrow(a.stride, a.ow, W);
+  const StreamIf st{a.stream};
   with_fused_activation<S>(a.activation, a.act_alpha, a.act_beta, [&](auto act) {
     for (int64_t l = 0; l < nc; ++l) {
       float wk[25];
       for (int t = 0; t < taps; ++t) wk[t] = a.w[(block * taps + t) * W + l];
-      if (a.ow <= W) {
-        k == 3 ? dw_narrow_channel<S, 3, 1>(a, c0 + l, wk, oy0, oy1, act)
-               : dw_narrow_channel<S, 5, 1>(a, c0 + l, wk, oy0, oy1, act);
-      } else if (a.ow <= 2 * W) {
-        k == 3 ? dw_narrow_channel<S, 3, 2>(a, c0 + l, wk, oy0, oy1, act)
-               : dw_narrow_channel<S, 5, 2>(a, c0 + l, wk, oy0, oy1, act);
-      } else if (a.ow <= 3 * W) {
-        k == 3 ? dw_narrow_channel<S, 3, 3>(a, c0 + l, wk, oy0, oy1, act)
-               : dw_narrow_channel<S, 5, 3>(a, c0 + l, wk, oy0, oy1, act);
+      if (narrow) {
+        k == 3 ? dw_narrow_any<S, 3>(a, c0 + l, wk, oy0, oy1, act) : dw_narrow_any<S, 5>(a, c0 + l, wk, oy0, oy1, act);
+      } else if (a.stride == 2) {
+        if (k == 3) {
+          dw_s2_channel<S, 3>(a, c0 + l, wk, oy0, oy1, st, act);
+        } else {
+          dw_s2_channel<S, 5>(a, c0 + l, wk, oy0, oy1, st, act);
+        }
+      } else if (from_input) {
+        if (k == 3) {
+          dw_s1_channel<S, 3>(a, c0 + l, wk, oy0, oy1, st, act);
+        } else {
+          dw_s1_channel<S, 5>(a, c0 + l, wk, oy0, oy1, st, act);
+        }
+      } else if (k == 3) {
+        dw_direct_channel<S, 3>(a, c0 + l, wk, oy0, oy1, st, act);
       } else {
-        k == 3 ? dw_narrow_channel<S, 3, 4>(a, c0 + l, wk, oy0, oy1, act)
-               : dw_narrow_channel<S, 5, 4>(a, c0 + l, wk, oy0, oy1, act);
+        dw_direct_channel<S, 5>(a, c0 + l, wk, oy0, oy1, st, act);
       }
     }
   });
+  if (a.stream) S::stream_fence();
 }
 
 template <class S>
 void depthwise_block(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, int64_t oy1) {
   constexpr int W = S::kWidth;
-  // Wide stride-1 planes run plane-direct (depthwise.h; scratch depthwise_direct_scratch_floats).
-  if (depthwise_runs_direct(a.stride, a.ow, W, a.activation)) return depthwise_direct<S>(a, block, oy0, oy1);
-  if (depthwise_runs_narrow(a.stride, a.ow, W)) return depthwise_narrow<S>(a, block, oy0, oy1);
+  // Wide stride-1 planes, and narrow ones on AVX-512, run plane-direct (depthwise.h; scratch
+  // depthwise_direct_scratch_floats for the wide ones, none for the narrow ones).
+  if (depthwise_runs_direct(a.stride, a.ow, W, a.activation) || depthwise_runs_narrow(a.stride, a.ow, W))
+    return depthwise_direct<S>(a, block, oy0, oy1);
   const int k = a.k, s = a.stride;
   const int64_t c0 = block * W, nc = std::min<int64_t>(W, a.c - c0);
   const int64_t lp = (a.ow - 1) * s + k, rows_out = oy1 - oy0, rows_in = (rows_out - 1) * s + k;
