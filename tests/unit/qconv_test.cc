@@ -225,26 +225,29 @@ TEST_P(QConvTest, DepthwiseRandomShapes) {
   EXPECT_EQ(ran, 120);
 }
 
-// Stride 1 on planes the row tiles take (dw_int_rows_s1: at least 4 / 7 rows and 3/4 of a vector
-// wide): heights around the tile (the last tile overlapping the one before), widths around one and
-// two vectors (masked column tails), 3x3 and 5x5, every output kind.
+// Planes the row tiles take (dw_int_rows: at least 4 / 7 output rows and 3/4 of a vector wide):
+// heights around the tile (the last tile overlapping the one before), widths around one and two
+// vectors (masked column tails), 3x3 and 5x5, strides 1 and 2, every output kind.
 TEST_P(QConvTest, DepthwiseRowTiles) {
   const Level& lv = kLevels[GetParam()];
   uint32_t seed = 500;
   const int64_t heights[] = {4, 5, 7, 8, 9, 13, 14, 15, 22};
   const int64_t widths[] = {6, 7, 8, 9, 12, 14, 15, 16, 17, 28, 31, 33};
   int ran = 0;
-  for (int64_t k : {3, 5})
-    for (int64_t oh : heights)
-      for (int64_t ow : widths) {
-        const int64_t pad = (seed % 2) ? k / 2 : 0;
-        const Case c{1, 3, oh + k - 1 - 2 * pad, ow + k - 1 - 2 * pad, 3, k, k, 3, 1, 1, 1, 1, pad, pad, pad, pad};
-        run_case(c, lv, seed % 5 == 0 ? QOut::kI32 : QOut::kU8, seed % 3 != 0, seed, nullptr, seed % 7 == 0);
-        ++seed;
-        ++ran;
-        if (HasFailure()) return;
-      }
-  EXPECT_EQ(ran, 216);
+  for (int64_t st : {1, 2})
+    for (int64_t k : {3, 5})
+      for (int64_t oh : heights)
+        for (int64_t ow : widths) {
+          const int64_t pad = (seed % 2) ? k / 2 : 0;
+          const Case c{
+              1,   3,  (oh - 1) * st + k - 2 * pad, (ow - 1) * st + k - 2 * pad, 3, k, k, 3, st, st, 1, 1, pad, pad,
+              pad, pad};
+          run_case(c, lv, seed % 5 == 0 ? QOut::kI32 : QOut::kU8, seed % 3 != 0, seed, nullptr, seed % 7 == 0);
+          ++seed;
+          ++ran;
+          if (HasFailure()) return;
+        }
+  EXPECT_EQ(ran, 432);
 }
 
 TEST_P(QConvTest, DepthwiseExtremeValues) {

@@ -3,9 +3,9 @@
 // lane p holds the 4 bytes x[p * s + 0..3] (a 32-bit-lane permute, then an in-lane byte shuffle),
 // and one u8 x s8 dot product of 4 (vpdpbusd, or two vpmaddwd without VNNI: never saturates) adds
 // 4 taps of all L outputs. Other windows fall back to the float kernel of qconv_dw_inl.h. Included
-// by the x86 per-ISA units only; the vector traits at the end match the unit's flags. At stride 1
-// on planes at least 3/4 of a vector wide, tiles of several output rows share each gathered row
-// (dw_int_rows_s1).
+// by the x86 per-ISA units only; the vector traits at the end match the unit's flags. On planes
+// at least 3/4 of a vector wide, tiles of several output rows share each gathered row
+// (dw_int_rows).
 #pragma once
 
 // GCC 12 reports -Wmaybe-uninitialized inside its own AVX-512 headers (the self-initialized
@@ -134,23 +134,24 @@ void dw_int_compute(const QDwPlane& p, const uint8_t* buf, uint8_t* tmp) {
   }
 }
 
-// Stride 1 on planes of at least kDwRows rows and kDwMinWidth columns: tiles of R = kDwRows output
-// rows x one block of L columns, written straight to y (masked past ow). Each input row a tile
-// reads is gathered and shuffled once and feeds every output row it is a window row of (R + K - 1
+// Planes of at least kDwRows output rows and kDwMinWidth columns: tiles of R = kDwRows output rows
+// x one block of L columns, written straight to y (masked past ow). Each input row a tile reads is
+// gathered and shuffled once and feeds every output row it is a window row of ((R - 1) * S + K
 // gathers for R x K dot products, where the flat path gathers once per dot product); the last tile
 // of a column starts at oh - R, recomputing rows of the one before rather than reading past the
-// plane. On Zen 4 (BM_QConvDw, VNNI) 0.65-0.80x the flat path's time, 5x5 0.6-0.7x; 7-wide planes
-// keep the flat path on 16-lane vectors (7 of 16 lanes used here, 49 of 64 there).
+// plane. On Zen 4 (BM_QConvDw, VNNI) stride 1 takes 0.65-0.80x the flat path's time, 5x5
+// 0.6-0.7x; 7-wide planes keep the flat path on 16-lane vectors (7 of 16 lanes used here, 49 of 64
+// there).
 template <class V>
 constexpr int kDwRows = V::kLanes == 16 ? 7 : 4;
 template <class V>
 constexpr int64_t kDwMinWidth = V::kLanes * 3 / 4;
 
-template <class V, int K>
-void dw_int_rows_s1(const QDwPlane& p, const uint8_t* buf) {
+template <class V, int K, int S>
+void dw_int_rows(const QDwPlane& p, const uint8_t* buf) {
   constexpr int kQuads = (K + 3) / 4, L = V::kLanes, R = kDwRows<V>;
-  const int64_t pw = p.ow + K - 1, ow = p.ow, oh = p.oh;
-  const DwIdx& idx = kDwIdx[0];
+  const int64_t pw = (p.ow - 1) * S + K, ow = p.ow, oh = p.oh;
+  const DwIdx& idx = kDwIdx[S - 1];
   const typename V::Vec perm = V::load(idx.perm);
   typename V::Vec shuf[kQuads];
   for (int q = 0; q < kQuads; ++q) shuf[q] = V::load(idx.shuf[q]);
@@ -165,18 +166,18 @@ void dw_int_rows_s1(const QDwPlane& p, const uint8_t* buf) {
     const int n = static_cast<int>(std::min<int64_t>(L, ow - ox0));
     for (int64_t oy0 = 0; oy0 < oh; oy0 += R) {
       if (oy0 + R > oh) oy0 = oh - R;
-      const uint8_t* src = buf + oy0 * pw + ox0;
+      const uint8_t* src = buf + (oy0 * pw + ox0) * S;
       typename V::Vec acc[R];
       for (auto& a : acc) a = vbias;
-#pragma GCC unroll 12
-      for (int r = 0; r < R + K - 1; ++r) {
+#pragma GCC unroll 20
+      for (int r = 0; r < (R - 1) * S + K; ++r) {
         const typename V::Vec g = V::gather_words(src + r * pw, perm);
 #pragma GCC unroll 2
         for (int q = 0; q < kQuads; ++q) {
           const typename V::Vec x = V::shuffle(g, shuf[q]);
-#pragma GCC unroll 5
-          for (int ky = 0; ky < K; ++ky)
-            if (r - ky >= 0 && r - ky < R) acc[r - ky] = V::dot(acc[r - ky], x, w[ky][q]);
+#pragma GCC unroll 7
+          for (int i = 0; i < R; ++i)  // input row r is window row r - S * i of output row i
+            if (r - S * i >= 0 && r - S * i < K) acc[i] = V::dot(acc[i], x, w[r - S * i][q]);
         }
       }
 #pragma GCC unroll 8
@@ -214,10 +215,10 @@ void dw_int_planes(const QDwPlane* ps, int n) {
   const auto tmp = [&](int i) { return base + (i & 1) * slot; };
   const auto buf = [&](int i) { return base + (i & 1) * slot + tmp_bytes; };
   V::fill(ps[0], ph, pw, buf(0));
-  if (S == 1 && p0.oh >= kDwRows<V> && p0.ow >= kDwMinWidth<V>) {
+  if (p0.oh >= kDwRows<V> && p0.ow >= kDwMinWidth<V>) {
     for (int i = 0; i < n; ++i) {
       if (i + 1 < n) V::fill(ps[i + 1], ph, pw, buf(i + 1));
-      dw_int_rows_s1<V, K>(ps[i], buf(i));
+      dw_int_rows<V, K, S>(ps[i], buf(i));
     }
     return;
   }
