@@ -265,6 +265,51 @@ void BM_QConvDw(benchmark::State& st) {
 #define QDW(C, H, K, S) ->Args({C, H, K, S, 0})->Args({C, H, K, S, 1})->Args({C, H, K, S, 2})->Args({C, H, K, S, 3})
 BENCHMARK(BM_QConvDw) QDW(96, 112, 3, 2) QDW(144, 56, 3, 1) QDW(144, 56, 3, 2) QDW(32, 112, 3, 1) QDW(192, 28, 3, 1)
     QDW(384, 14, 3, 1) QDW(960, 7, 3, 1) QDW(144, 56, 5, 2) QDW(240, 28, 5, 1) QDW(672, 14, 5, 1) QDW(1152, 7, 5, 1);
+// Int8 QConv through the GEMM path (u8 output, Relu-like clamp): {C, M, H, K, stride, group}.
+void BM_QConv(benchmark::State& st) {
+  const int64_t c = st.range(0), m = st.range(1), h = st.range(2), k = st.range(3), s = st.range(4), g = st.range(5);
+  const int64_t pad = k / 2, oh = (h + 2 * pad - k) / s + 1;
+  std::mt19937 rng(1);
+  std::vector<uint8_t> x(static_cast<size_t>(c * h * h)), y(static_cast<size_t>(m * oh * oh));
+  std::vector<int8_t> w(static_cast<size_t>(m * (c / g) * k * k));
+  for (auto& v : x) v = static_cast<uint8_t>(rng());
+  for (auto& v : w) v = static_cast<int8_t>(rng());
+  cpu::QConvSpec sp;
+  sp.m = m;
+  sp.group = g;
+  sp.c_per_group = c / g;
+  sp.kh = sp.kw = k;
+  sp.w = w.data();
+  sp.scale.assign(static_cast<size_t>(m), 1e-4f);
+  sp.bias.assign(static_cast<size_t>(m), 100);
+  sp.x_zp = 3;
+  sp.out_min = 0;
+  sp.out_max = 255;
+  sp.isa = core::active_isa();
+  auto conv = cpu::QConv::create(sp);
+  if (!conv.is_ok()) {
+    st.SkipWithError(conv.status().to_string().c_str());
+    return;
+  }
+  cpu::QConvShape shape{1, c, h, h, oh, oh, s, s, 1, 1, pad, pad};
+  for (auto _ : st) {
+    benchmark::DoNotOptimize((*conv)->run(shape, x.data(), y.data(), nullptr));
+    benchmark::ClobberMemory();
+  }
+  const double ops = 2.0 * m * oh * oh * (c / g) * k * k;
+  st.counters["GOP/s"] =
+      benchmark::Counter(ops * 1e-9 * static_cast<double>(st.iterations()), benchmark::Counter::kIsRate);
+  st.SetLabel((*conv)->impl_name());
+}
+// RegNet-X 400MF's grouped 3x3 (16 channels per group), and 1x1 / stem shapes for scale.
+BENCHMARK(BM_QConv)
+    ->Args({64, 64, 56, 3, 2, 4})
+    ->Args({64, 64, 28, 3, 1, 4})
+    ->Args({160, 160, 14, 3, 1, 10})
+    ->Args({400, 400, 7, 3, 1, 25})
+    ->Args({32, 32, 112, 3, 2, 2})
+    ->Args({96, 576, 14, 1, 1, 1})
+    ->Args({3, 32, 224, 3, 2, 1});
 // The float depthwise kernel on the same shapes with Clip (as in MobileNet-V2), for the ratio.
 #define DWC(C, H, K, S) ->Args({C, C, H, K, S, C, 2})
 BENCHMARK(BM_Conv) DWC(96, 112, 3, 2) DWC(144, 56, 3, 1) DWC(144, 56, 3, 2) DWC(32, 112, 3, 1) DWC(192, 28, 3, 1)

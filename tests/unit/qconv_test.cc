@@ -250,6 +250,46 @@ TEST_P(QConvTest, DepthwiseRowTiles) {
   EXPECT_EQ(ran, 432);
 }
 
+// Groups of 16 output channels over channel quads (the direct grouped kernel on AVX-512 VNNI, the
+// GEMM path elsewhere): 4-32 channels per group, windows 1-7, strides 1 / 2 (and 3, dilation 2:
+// the GEMM fallback), planes from 1 x 1 and rows past one vector, pads, batches, every output kind,
+// 1 and 2 threads.
+TEST_P(QConvTest, GroupedSixteenRandomShapes) {
+  const Level& lv = kLevels[GetParam()];
+  std::mt19937 rng(777);
+  core::ThreadPool pool(2);
+  const int64_t cgs[] = {4, 8, 16, 32}, ks[] = {1, 3, 3, 5, 7}, sizes[] = {1, 2, 5, 7, 9, 14, 17, 28, 33, 56};
+  const auto pick = [&](const auto& arr) { return arr[rng() % std::size(arr)]; };
+  int ran = 0;
+  for (int it = 0; ran < 60 && it < 1000; ++it) {
+    Case cs{};
+    cs.n = 1 + static_cast<int64_t>(rng() % 5 == 0);
+    cs.group = 2 + static_cast<int64_t>(rng() % 4);
+    cs.c = pick(cgs) * cs.group;
+    cs.m = 16 * cs.group;
+    cs.kh = cs.kw = pick(ks);
+    cs.sh = cs.sw = 1 + static_cast<int64_t>(rng() % 2);
+    cs.dh = cs.dw = 1;
+    if (rng() % 10 == 0) cs.sh = cs.sw = 3;
+    if (rng() % 10 == 0) cs.dh = cs.dw = 2;
+    cs.ih = pick(sizes);
+    cs.iw = pick(sizes);
+    cs.pt = static_cast<int64_t>(rng() % static_cast<uint32_t>(cs.kh));
+    cs.pb = static_cast<int64_t>(rng() % static_cast<uint32_t>(cs.kh));
+    cs.pl = static_cast<int64_t>(rng() % static_cast<uint32_t>(cs.kw));
+    cs.pr = static_cast<int64_t>(rng() % static_cast<uint32_t>(cs.kw));
+    if (out_size(cs.ih, cs.kh, cs.sh, cs.dh, cs.pt, cs.pb) < 1 ||
+        out_size(cs.iw, cs.kw, cs.sw, cs.dw, cs.pl, cs.pr) < 1)
+      continue;
+    const uint32_t seed = 2000 + static_cast<uint32_t>(it);
+    run_case(cs, lv, rng() % 4 == 0 ? QOut::kI32 : QOut::kU8, rng() % 3 != 0, seed, rng() % 2 ? &pool : nullptr,
+             rng() % 6 == 0);
+    if (HasFailure()) return;
+    ++ran;
+  }
+  EXPECT_EQ(ran, 60);
+}
+
 TEST_P(QConvTest, DepthwiseExtremeValues) {
   const Level& lv = kLevels[GetParam()];
   const Case cases[] = {

@@ -82,8 +82,10 @@ int64_t ceil_div(int64_t a, int64_t d) {  // d > 0, a of any sign
 
 // Rows of at most this many bytes are built in one byte loop: three library calls (memset, copy,
 // memset) per row of 7-14 bytes made the phase planes cost more than the multiply-adds of
-// RegNet's stride-2 grouped convs (400 channels x 15 rows x 2 phases for a 7x7 output).
-constexpr int64_t kShortPhaseRow = 32;
+// RegNet's stride-2 grouped convs (400 channels x 15 rows x 2 phases for a 7x7 output). Longer
+// rows copy with the library or 16 bytes at a time: the byte loop on rows of 29-30 (28x28 and
+// 56x56 inputs) took 2/3 of `BM_QConv/64/64/56/3/2/4` (170 -> 141 us with the vector copy).
+constexpr int64_t kShortPhaseRow = 15;
 
 // One channel's phase planes for QcIm2col: rows [0, ph) of the window's reach, padded column q
 // of phase j at dst[(j * ph + r) * pws + q] = input (r - pad_top, q * sw + j - pad_left), or the
@@ -126,7 +128,9 @@ void phase_planes_u8(const uint8_t* x, const uint8_t* x_end, const QConvShape& s
 #if defined(__SSE2__)
       if (sw == 2) {  // even bytes of 32 at a time (past the row end, but not past the input's)
         const __m128i low = _mm_set1_epi16(0x00ff);
-        for (; q + 16 <= n && src + 2 * q + 32 <= x_end; q += 16) {
+        // The last 16 overlap the ones before (rows of 16-31 bytes: no byte loop for the tail).
+        for (; n >= 16 && q < n && src + 2 * std::min(q, n - 16) + 32 <= x_end; q += 16) {
+          q = std::min(q, n - 16);
           const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * q));
           const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * q + 16));
           _mm_storeu_si128(reinterpret_cast<__m128i*>(d + lo + q),
@@ -145,6 +149,7 @@ core::ScratchSlot g_panel;     // packed activation panel per thread
 core::ScratchSlot g_flat_out;  // flattened-plane GEMM output per thread
 
 core::ScratchSlot g_dw_scratch;  // depthwise plane scratch per thread
+core::ScratchSlot g_grouped;     // direct grouped conv planes and outputs per thread
 
 }  // namespace
 
@@ -218,6 +223,21 @@ core::Result<std::unique_ptr<QConv>> QConv::create(const QConvSpec& spec) {
     conv->offset_[static_cast<size_t>(m)] =
         static_cast<int32_t>(b - static_cast<uint32_t>(spec.x_zp) * static_cast<uint32_t>(ws));
   }
+#if defined(__x86_64__) || defined(_M_X64)
+  // Groups of 16 output channels over channel quads on AVX-512 VNNI: the direct grouped kernel
+  // (the GEMM path stays for strides and dilations it does not take).
+  if (qisa == QgemmIsa::kAvx512Vnni && spec.group > 1 &&
+      qconv_detail::qgrouped_fits(spec.c_per_group, mg, spec.kh, spec.kw)) {
+    const int64_t per_group = spec.c_per_group / 4 * spec.kh * spec.kw * qconv_detail::kQgOutChannels;
+    conv->grouped_w_.resize(static_cast<size_t>(per_group * spec.group));
+    for (int64_t g = 0; g < spec.group; ++g)
+      qconv_detail::qgrouped_pack_weights(spec.w + g * mg * k, spec.c_per_group, static_cast<int>(spec.kh),
+                                          conv->grouped_w_.data() + g * per_group);
+    conv->grouped_fn_ = qconv_detail::qgrouped_fn_avx512vnni();
+    conv->impl_name_ = "qconv.grouped.avx512vnni";
+    return conv;
+  }
+#endif
   conv->impl_name_ = qisa == QgemmIsa::kAvx512Vnni ? "qconv.gemm.avx512vnni"
                      : qisa == QgemmIsa::kAvxVnni  ? "qconv.gemm.avxvnni"
                      : qisa == QgemmIsa::kAvx2     ? "qconv.gemm.avx2"
@@ -286,6 +306,45 @@ Status QConv::run(const QConvShape& s, const uint8_t* x, void* y, core::ThreadPo
     const int64_t tasks = (planes + kBatch - 1) / kBatch;
     core::run_tasks(pool, tasks, task);
     if (no_memory.load()) return Status(core::StatusCode::kOutOfMemory, "qconv: cannot allocate depthwise scratch");
+    return Status::ok();
+  }
+  if (grouped_fn_ && s.sh == s.sw && (s.sh == 1 || s.sh == 2) && s.dh == 1 && s.dw == 1) {
+    const int64_t cg = sp.c_per_group, mg = qconv_detail::kQgOutChannels;
+    const int64_t bytes =
+        qconv_detail::qgrouped_scratch_bytes(cg, s.oh, s.ow, static_cast<int>(sp.kh), static_cast<int>(s.sh));
+    const int64_t per_group = cg / 4 * sp.kh * sp.kw * mg;
+    std::atomic<bool> no_memory{false};
+    core::run_tasks(pool, s.n * sp.group, [&](int64_t task) {
+      uint8_t* scratch = g_grouped.get_as<uint8_t>(static_cast<size_t>(bytes));
+      if (!scratch) {
+        no_memory.store(true);
+        return;
+      }
+      const int64_t n = task / sp.group, g = task % sp.group;
+      qconv_detail::QGroupedPlane q;
+      q.x = x + (n * s.c + g * cg) * s.ih * s.iw;
+      q.cg = cg;
+      q.ih = s.ih;
+      q.iw = s.iw;
+      q.oh = s.oh;
+      q.ow = s.ow;
+      q.k = static_cast<int>(sp.kh);
+      q.s = static_cast<int>(s.sh);
+      q.pad_top = s.pad_top;
+      q.pad_left = s.pad_left;
+      q.w = grouped_w_.data() + g * per_group;
+      q.offset = offset_.data() + g * mg;
+      q.scale = sp.out == QOut::kU8 ? sp.scale.data() + g * mg : nullptr;
+      q.x_zp = sp.x_zp;
+      q.y_zp = sp.y_zp;
+      q.lo = std::max(sp.out_min, 0);
+      q.hi = std::min(sp.out_max, 255);
+      q.out = sp.out;
+      q.y = static_cast<uint8_t*>(y) + static_cast<size_t>((n * sp.m + g * mg) * p) * esize;
+      q.scratch = scratch;
+      grouped_fn_(q);
+    });
+    if (no_memory.load()) return Status(core::StatusCode::kOutOfMemory, "qconv: cannot allocate grouped conv scratch");
     return Status::ok();
   }
   const qconv_detail::QcTable& t = *qc_;

@@ -14,6 +14,7 @@
 #include "core/thread_pool.h"
 #include "kernels/cpu/qconv/qconv_dw.h"
 #include "kernels/cpu/qconv/qconv_gemm.h"
+#include "kernels/cpu/qconv/qconv_grouped.h"
 #include "kernels/cpu/qgemm/qgemm.h"
 
 namespace kestrel::kernels::cpu {
@@ -55,6 +56,8 @@ class QConv {
   bool depthwise_ = false;
   const qconv_detail::QcTable* qc_ = nullptr;  // gemm path kernels
   std::vector<uint8_t> w_packed_;               // packed weights, w_group_bytes_ per group
+  qconv_detail::QGroupedFn grouped_fn_ = nullptr;  // direct grouped kernel (qconv_grouped.h), or null
+  std::vector<int32_t> grouped_w_;                 // its weights, per group
   int64_t w_group_bytes_ = 0;
   std::vector<int32_t> offset_;                 // [M] bias - x_zp * sum_k w
   std::vector<uint8_t> planes_;                 // padded phase planes of one image (windows)
