@@ -228,46 +228,10 @@ BENCHMARK(BM_Conv) D3(16, 64, 55) D3(32, 128, 27) D3(48, 192, 13) D3(64, 256, 13
 BENCHMARK(BM_ConvNoWinograd) D3(16, 64, 55) D3(32, 128, 27) D3(48, 192, 13) D3(64, 256, 13) D3(64, 64, 56)
     D3(128, 128, 28) D3(256, 256, 14);
 
-// Int8 depthwise QConv (u8 output, Relu6-like clamp): {C, H, K, stride, path}; path 0 = the active
-// ISA with its VNNI, 1 = the active ISA without VNNI, 2 = avx2, 3 = avx2 + avx_vnni, 4 = scalar.
-void BM_QConvDw(benchmark::State& st) {
-  const int64_t c = st.range(0), h = st.range(1), k = st.range(2), s = st.range(3), path = st.range(4);
-  const int64_t pad = k / 2, oh = (h + 2 * pad - k) / s + 1;
-  std::mt19937 rng(1);
-  std::vector<uint8_t> x(static_cast<size_t>(c * h * h)), y(static_cast<size_t>(c * oh * oh));
-  std::vector<int8_t> w(static_cast<size_t>(c * k * k));
-  for (auto& v : x) v = static_cast<uint8_t>(rng());
-  for (auto& v : w) v = static_cast<int8_t>(rng());
-  cpu::QConvSpec sp;
-  sp.m = sp.group = c;
-  sp.c_per_group = 1;
-  sp.kh = sp.kw = k;
-  sp.w = w.data();
-  sp.scale.assign(static_cast<size_t>(c), 1e-3f);
-  sp.bias.assign(static_cast<size_t>(c), 100);
-  sp.x_zp = 3;
-  sp.y_zp = 0;
-  sp.out_max = 200;
-  sp.isa = path <= 1 ? core::active_isa() : path <= 3 ? core::Isa::kAvx2 : core::Isa::kScalar;
-  sp.dw_vnni = path == 0 || path == 3;
-  auto conv = cpu::QConv::create(sp);
-  if (!conv.is_ok()) {
-    st.SkipWithError(conv.status().to_string().c_str());
-    return;
-  }
-  cpu::QConvShape shape{1, c, h, h, oh, oh, s, s, 1, 1, pad, pad};
-  for (auto _ : st) {
-    benchmark::DoNotOptimize((*conv)->run(shape, x.data(), y.data(), nullptr));
-    benchmark::ClobberMemory();
-  }
-  st.SetLabel((*conv)->impl_name());
-}
-#define QDW(C, H, K, S) ->Args({C, H, K, S, 0})->Args({C, H, K, S, 1})->Args({C, H, K, S, 2})->Args({C, H, K, S, 3})
-BENCHMARK(BM_QConvDw) QDW(96, 112, 3, 2) QDW(144, 56, 3, 1) QDW(144, 56, 3, 2) QDW(32, 112, 3, 1) QDW(192, 28, 3, 1)
-    QDW(384, 14, 3, 1) QDW(960, 7, 3, 1) QDW(144, 56, 5, 2) QDW(240, 28, 5, 1) QDW(672, 14, 5, 1) QDW(1152, 7, 5, 1);
-// Int8 QConv through the GEMM path (u8 output, Relu-like clamp): {C, M, H, K, stride, group}.
-void BM_QConv(benchmark::State& st) {
-  const int64_t c = st.range(0), m = st.range(1), h = st.range(2), k = st.range(3), s = st.range(4), g = st.range(5);
+// One int8 QConv (u8 output, clamped) on random data: C -> M channels, H x H input, K x K window,
+// stride s, g groups, on isa (depthwise: with its VNNI if dw_vnni); reports GOP/s.
+void run_qconv(benchmark::State& st, int64_t c, int64_t m, int64_t h, int64_t k, int64_t s, int64_t g, core::Isa isa,
+               bool dw_vnni) {
   const int64_t pad = k / 2, oh = (h + 2 * pad - k) / s + 1;
   std::mt19937 rng(1);
   std::vector<uint8_t> x(static_cast<size_t>(c * h * h)), y(static_cast<size_t>(m * oh * oh));
@@ -283,9 +247,10 @@ void BM_QConv(benchmark::State& st) {
   sp.scale.assign(static_cast<size_t>(m), 1e-4f);
   sp.bias.assign(static_cast<size_t>(m), 100);
   sp.x_zp = 3;
-  sp.out_min = 0;
-  sp.out_max = 255;
-  sp.isa = core::active_isa();
+  sp.y_zp = 0;
+  sp.out_max = 200;
+  sp.isa = isa;
+  sp.dw_vnni = dw_vnni;
   auto conv = cpu::QConv::create(sp);
   if (!conv.is_ok()) {
     st.SkipWithError(conv.status().to_string().c_str());
@@ -300,6 +265,25 @@ void BM_QConv(benchmark::State& st) {
   st.counters["GOP/s"] =
       benchmark::Counter(ops * 1e-9 * static_cast<double>(st.iterations()), benchmark::Counter::kIsRate);
   st.SetLabel((*conv)->impl_name());
+}
+
+// Int8 depthwise QConv: {C, H, K, stride, path}; path 0 = the active ISA with its VNNI, 1 = the
+// active ISA without VNNI, 2 = avx2, 3 = avx2 + avx_vnni, 4 = scalar.
+void BM_QConvDw(benchmark::State& st) {
+  const int64_t c = st.range(0), path = st.range(4);
+  run_qconv(st, c, c, st.range(1), st.range(2), st.range(3), c,
+            path <= 1   ? core::active_isa()
+            : path <= 3 ? core::Isa::kAvx2
+                        : core::Isa::kScalar,
+            path == 0 || path == 3);
+}
+#define QDW(C, H, K, S) ->Args({C, H, K, S, 0})->Args({C, H, K, S, 1})->Args({C, H, K, S, 2})->Args({C, H, K, S, 3})
+BENCHMARK(BM_QConvDw)
+QDW(96, 112, 3, 2) QDW(144, 56, 3, 1) QDW(144, 56, 3, 2) QDW(32, 112, 3, 1) QDW(192, 28, 3, 1) QDW(384, 14, 3, 1)
+    QDW(960, 7, 3, 1) QDW(144, 56, 5, 2) QDW(240, 28, 5, 1) QDW(672, 14, 5, 1) QDW(1152, 7, 5, 1);
+// Int8 QConv through the GEMM path or the direct grouped kernel: {C, M, H, K, stride, group}.
+void BM_QConv(benchmark::State& st) {
+  run_qconv(st, st.range(0), st.range(1), st.range(2), st.range(3), st.range(4), st.range(5), core::active_isa(), true);
 }
 // RegNet-X 400MF's grouped 3x3 (16 channels per group), and 1x1 / stem shapes for scale.
 BENCHMARK(BM_QConv)

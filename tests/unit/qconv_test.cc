@@ -187,6 +187,16 @@ TEST_P(QConvTest, TwoThreads) {
   for (const Case& c : kCases) run_case(c, lv, QOut::kU8, true, seed++, &pool);
 }
 
+// Random begin / end pads below the window size; false when the output would be empty.
+bool random_pads(Case& cs, std::mt19937& rng) {
+  cs.pt = static_cast<int64_t>(rng() % static_cast<uint32_t>(cs.kh));
+  cs.pb = static_cast<int64_t>(rng() % static_cast<uint32_t>(cs.kh));
+  cs.pl = static_cast<int64_t>(rng() % static_cast<uint32_t>(cs.kw));
+  cs.pr = static_cast<int64_t>(rng() % static_cast<uint32_t>(cs.kw));
+  return out_size(cs.ih, cs.kh, cs.sh, cs.dh, cs.pt, cs.pb) >= 1 &&
+         out_size(cs.iw, cs.kw, cs.sw, cs.dw, cs.pl, cs.pr) >= 1;
+}
+
 // Random depthwise shapes: channel counts around the vector widths, planes from 1 x 1, 3x3 and 5x5
 // windows (the integer kernels) and a few others (the float fallback), strides 1 / 2 / 3, every
 // begin / end pad combination, dilation, u8 (three clamps) and int32 outputs, with and without bias.
@@ -209,13 +219,7 @@ TEST_P(QConvTest, DepthwiseRandomShapes) {
     cs.dh = cs.dw = rng() % 8 == 0 ? 2 : 1;
     cs.ih = pick(sizes);
     cs.iw = pick(sizes);
-    cs.pt = static_cast<int64_t>(rng() % static_cast<uint32_t>(cs.kh));
-    cs.pb = static_cast<int64_t>(rng() % static_cast<uint32_t>(cs.kh));
-    cs.pl = static_cast<int64_t>(rng() % static_cast<uint32_t>(cs.kw));
-    cs.pr = static_cast<int64_t>(rng() % static_cast<uint32_t>(cs.kw));
-    if (out_size(cs.ih, cs.kh, cs.sh, cs.dh, cs.pt, cs.pb) < 1 ||
-        out_size(cs.iw, cs.kw, cs.sw, cs.dw, cs.pl, cs.pr) < 1)
-      continue;
+    if (!random_pads(cs, rng)) continue;
     const uint32_t seed = 1000 + static_cast<uint32_t>(it);
     const bool i32 = rng() % 4 == 0;
     run_case(cs, lv, i32 ? QOut::kI32 : QOut::kU8, rng() % 3 != 0, seed, nullptr, rng() % 6 == 0);
@@ -274,13 +278,7 @@ TEST_P(QConvTest, GroupedSixteenRandomShapes) {
     if (rng() % 10 == 0) cs.dh = cs.dw = 2;
     cs.ih = pick(sizes);
     cs.iw = pick(sizes);
-    cs.pt = static_cast<int64_t>(rng() % static_cast<uint32_t>(cs.kh));
-    cs.pb = static_cast<int64_t>(rng() % static_cast<uint32_t>(cs.kh));
-    cs.pl = static_cast<int64_t>(rng() % static_cast<uint32_t>(cs.kw));
-    cs.pr = static_cast<int64_t>(rng() % static_cast<uint32_t>(cs.kw));
-    if (out_size(cs.ih, cs.kh, cs.sh, cs.dh, cs.pt, cs.pb) < 1 ||
-        out_size(cs.iw, cs.kw, cs.sw, cs.dw, cs.pl, cs.pr) < 1)
-      continue;
+    if (!random_pads(cs, rng)) continue;
     const uint32_t seed = 2000 + static_cast<uint32_t>(it);
     run_case(cs, lv, rng() % 4 == 0 ? QOut::kI32 : QOut::kU8, rng() % 3 != 0, seed, rng() % 2 ? &pool : nullptr,
              rng() % 6 == 0);

@@ -84,27 +84,40 @@ constexpr DwIdx dw_idx(int s) {
 }
 alignas(64) inline constexpr DwIdx kDwIdx[2] = {dw_idx(1), dw_idx(2)};
 
+// What every block of one plane shares: the gather indices, the taps and the folded bias.
+template <class V, int K, int S>
+struct DwSetup {
+  static constexpr int kQuads = (K + 3) / 4;
+  typename V::Vec perm, shuf[kQuads], vbias;
+  typename V::W w[K][kQuads];
+  DwOut out;
+  explicit DwSetup(const QDwPlane& p) : out(dw_out_params(p)) {
+    // Lane k of 128 bits holds outputs 4k..4k+3, which read bytes from 4k * S: 32-bit words
+    // k * S + 0..3 of the load, then in-lane bytes j * S + b (+ 4 for the second quad).
+    const DwIdx& idx = kDwIdx[S - 1];
+    perm = V::load(idx.perm);
+    for (int q = 0; q < kQuads; ++q) shuf[q] = V::load(idx.shuf[q]);
+    for (int ky = 0; ky < K; ++ky)
+      for (int q = 0; q < kQuads; ++q) w[ky][q] = V::weight(p.wq[ky * 2 + q]);
+    // sum((x - x_zp) * w) + bias = sum(x * w) + (bias - x_zp * sum(w)); wrapping arithmetic, as the
+    // sum itself wraps only when the true result does not fit int32.
+    vbias = V::set1(static_cast<int32_t>(static_cast<uint32_t>(p.bias) -
+                                         static_cast<uint32_t>(p.x_zp) * static_cast<uint32_t>(p.wsum)));
+  }
+};
+
 // V: the vector traits (kLanes int32 outputs per block). K: window size, S: stride.
 template <class V, int K, int S>
 void dw_int_compute(const QDwPlane& p, const uint8_t* buf, uint8_t* tmp) {
   constexpr int kQuads = (K + 3) / 4;
   constexpr int L = V::kLanes;
   const int64_t pw = (p.ow - 1) * S + K;
-  // Lane k of 128 bits holds outputs 4k..4k+3, which read bytes from 4k * S: 32-bit words
-  // k * S + 0..3 of the load, then in-lane bytes j * S + b (+ 4 for the second quad).
-  const DwIdx& idx = kDwIdx[S - 1];
-  const typename V::Vec perm = V::load(idx.perm);
-  typename V::Vec shuf[kQuads];
-  for (int q = 0; q < kQuads; ++q) shuf[q] = V::load(idx.shuf[q]);
-  typename V::W w[K][kQuads];
-  for (int ky = 0; ky < K; ++ky)
-    for (int q = 0; q < kQuads; ++q) w[ky][q] = V::weight(p.wq[ky * 2 + q]);
-  // sum((x - x_zp) * w) + bias = sum(x * w) + (bias - x_zp * sum(w)); wrapping arithmetic, as the
-  // sum itself wraps only when the true result does not fit int32.
-  const int32_t bias = static_cast<int32_t>(static_cast<uint32_t>(p.bias) -
-                                            static_cast<uint32_t>(p.x_zp) * static_cast<uint32_t>(p.wsum));
-  const typename V::Vec vbias = V::set1(bias);
-  const DwOut out = dw_out_params(p);
+  const DwSetup<V, K, S> su(p);
+  const auto& perm = su.perm;
+  const auto& shuf = su.shuf;
+  const auto& w = su.w;
+  const auto& vbias = su.vbias;
+  const DwOut& out = su.out;
   const int64_t ow = p.ow, oh = p.oh;
   // L outputs whose window rows start at src (output i reads src[i * S + ky * pw + kx]).
   const auto block = [&](const uint8_t* src) {
@@ -151,17 +164,12 @@ template <class V, int K, int S>
 void dw_int_rows(const QDwPlane& p, const uint8_t* buf) {
   constexpr int kQuads = (K + 3) / 4, L = V::kLanes, R = kDwRows<V>;
   const int64_t pw = (p.ow - 1) * S + K, ow = p.ow, oh = p.oh;
-  const DwIdx& idx = kDwIdx[S - 1];
-  const typename V::Vec perm = V::load(idx.perm);
-  typename V::Vec shuf[kQuads];
-  for (int q = 0; q < kQuads; ++q) shuf[q] = V::load(idx.shuf[q]);
-  typename V::W w[K][kQuads];
-  for (int ky = 0; ky < K; ++ky)
-    for (int q = 0; q < kQuads; ++q) w[ky][q] = V::weight(p.wq[ky * 2 + q]);
-  const int32_t bias = static_cast<int32_t>(static_cast<uint32_t>(p.bias) -
-                                            static_cast<uint32_t>(p.x_zp) * static_cast<uint32_t>(p.wsum));
-  const typename V::Vec vbias = V::set1(bias);
-  const DwOut out = dw_out_params(p);
+  const DwSetup<V, K, S> su(p);
+  const auto& perm = su.perm;
+  const auto& shuf = su.shuf;
+  const auto& w = su.w;
+  const auto& vbias = su.vbias;
+  const DwOut& out = su.out;
   for (int64_t ox0 = 0; ox0 < ow; ox0 += L) {
     const int n = static_cast<int>(std::min<int64_t>(L, ow - ox0));
     for (int64_t oy0 = 0; oy0 < oh; oy0 += R) {
