@@ -113,20 +113,16 @@ void dw_int_compute(const QDwPlane& p, const uint8_t* buf, uint8_t* tmp) {
   constexpr int L = V::kLanes;
   const int64_t pw = (p.ow - 1) * S + K;
   const DwSetup<V, K, S> su(p);
-  const auto& perm = su.perm;
-  const auto& shuf = su.shuf;
-  const auto& w = su.w;
-  const auto& vbias = su.vbias;
   const DwOut& out = su.out;
   const int64_t ow = p.ow, oh = p.oh;
   // L outputs whose window rows start at src (output i reads src[i * S + ky * pw + kx]).
   const auto block = [&](const uint8_t* src) {
-    typename V::Vec acc = vbias;
+    typename V::Vec acc = su.vbias;
 #pragma GCC unroll 5
     for (int ky = 0; ky < K; ++ky) {
-      const typename V::Vec g = V::gather_words(src + ky * pw, perm);
+      const typename V::Vec g = V::gather_words(src + ky * pw, su.perm);
 #pragma GCC unroll 2
-      for (int q = 0; q < kQuads; ++q) acc = V::dot(acc, V::shuffle(g, shuf[q]), w[ky][q]);
+      for (int q = 0; q < kQuads; ++q) acc = V::dot(acc, V::shuffle(g, su.shuf[q]), su.w[ky][q]);
     }
     return V::finish(acc, out);
   };
@@ -165,10 +161,6 @@ void dw_int_rows(const QDwPlane& p, const uint8_t* buf) {
   constexpr int kQuads = (K + 3) / 4, L = V::kLanes, R = kDwRows<V>;
   const int64_t pw = (p.ow - 1) * S + K, ow = p.ow, oh = p.oh;
   const DwSetup<V, K, S> su(p);
-  const auto& perm = su.perm;
-  const auto& shuf = su.shuf;
-  const auto& w = su.w;
-  const auto& vbias = su.vbias;
   const DwOut& out = su.out;
   for (int64_t ox0 = 0; ox0 < ow; ox0 += L) {
     const int n = static_cast<int>(std::min<int64_t>(L, ow - ox0));
@@ -176,16 +168,16 @@ void dw_int_rows(const QDwPlane& p, const uint8_t* buf) {
       if (oy0 + R > oh) oy0 = oh - R;
       const uint8_t* src = buf + (oy0 * pw + ox0) * S;
       typename V::Vec acc[R];
-      for (auto& a : acc) a = vbias;
+      for (auto& a : acc) a = su.vbias;
 #pragma GCC unroll 20
       for (int r = 0; r < (R - 1) * S + K; ++r) {
-        const typename V::Vec g = V::gather_words(src + r * pw, perm);
+        const typename V::Vec g = V::gather_words(src + r * pw, su.perm);
 #pragma GCC unroll 2
         for (int q = 0; q < kQuads; ++q) {
-          const typename V::Vec x = V::shuffle(g, shuf[q]);
+          const typename V::Vec x = V::shuffle(g, su.shuf[q]);
 #pragma GCC unroll 7
           for (int i = 0; i < R; ++i)  // input row r is window row r - S * i of output row i
-            if (r - S * i >= 0 && r - S * i < K) acc[i] = V::dot(acc[i], x, w[r - S * i][q]);
+            if (r - S * i >= 0 && r - S * i < K) acc[i] = V::dot(acc[i], x, su.w[r - S * i][q]);
         }
       }
 #pragma GCC unroll 8
