@@ -214,6 +214,8 @@ BENCHMARK(BM_Conv)
     ->Args({32, 32, 112, 3, 2, 2, 1})
     ->Args({64, 64, 56, 3, 2, 4, 1})
     ->Args({400, 400, 7, 3, 1, 25, 1});
+// 1x1 stride 1 around RegNet's first grouped conv (32 -> 32 on 112x112 before it, on 56x56 after).
+BENCHMARK(BM_Conv)->Args({32, 32, 112, 1, 1, 1, 1})->Args({32, 32, 56, 1, 1, 1, 0});
 // 1x1 stride 2 (RegNet's projection shortcuts, the first block of each stage).
 BENCHMARK(BM_Conv)
     ->Args({32, 32, 112, 1, 2, 1, 0})
