@@ -22,14 +22,13 @@ namespace {
 // at word (oy + ky / s) * pws + ox + kx / s: the flat output f = oy * pws + ox plus a constant.
 struct Geometry {
   int64_t phr, pws, nflat, ntmp, plane_words, tmp_bytes;
-  Geometry(int64_t cg, int64_t oh, int64_t ow, int k, int s, int64_t esize) {
+  Geometry(int64_t oh, int64_t ow, int k, int s, int64_t esize) {
     phr = ((oh - 1) * s + k + s - 1) / s;
     pws = ((ow - 1) * s + k + s - 1) / s;
     nflat = (oh - 1) * pws + ow;
     ntmp = (nflat + 15) / 16 * 16;
     plane_words = phr * pws;
     tmp_bytes = (kQgOutChannels * ntmp * esize + 63) / 64 * 64;
-    (void)cg;
   }
   // Words of all phase planes plus 16 of slack (the last block's loads run past the last plane).
   int64_t words(int64_t cg, int s) const { return s * s * (cg / 4) * plane_words + 16; }
@@ -101,7 +100,7 @@ void qgrouped(const QGroupedPlane& p) {
   const int s = p.s, k = p.k;
   const bool i32 = p.out == QOut::kI32;
   const int64_t esize = i32 ? 4 : 1, cq = p.cg / 4;
-  const Geometry g(p.cg, p.oh, p.ow, k, s, esize);
+  const Geometry g(p.oh, p.ow, k, s, esize);
   uint32_t* planes = reinterpret_cast<uint32_t*>(p.scratch);
   uint8_t* tmp = p.scratch + g.words(p.cg, s) * 4;
   build_planes(p, g, planes);
@@ -148,7 +147,7 @@ void qgrouped(const QGroupedPlane& p) {
 }  // namespace
 
 int64_t qgrouped_scratch_bytes(int64_t cg, int64_t oh, int64_t ow, int k, int s) {
-  const Geometry g(cg, oh, ow, k, s, 4);
+  const Geometry g(oh, ow, k, s, 4);
   return g.words(cg, s) * 4 + g.tmp_bytes;
 }
 
