@@ -280,9 +280,10 @@ void BM_QConvDw(benchmark::State& st) {
             path == 0 || path == 3);
 }
 #define QDW(C, H, K, S) ->Args({C, H, K, S, 0})->Args({C, H, K, S, 1})->Args({C, H, K, S, 2})->Args({C, H, K, S, 3})
-BENCHMARK(BM_QConvDw)
-QDW(96, 112, 3, 2) QDW(144, 56, 3, 1) QDW(144, 56, 3, 2) QDW(32, 112, 3, 1) QDW(192, 28, 3, 1) QDW(384, 14, 3, 1)
-    QDW(960, 7, 3, 1) QDW(144, 56, 5, 2) QDW(240, 28, 5, 1) QDW(672, 14, 5, 1) QDW(1152, 7, 5, 1);
+// clang-format off
+BENCHMARK(BM_QConvDw) QDW(96, 112, 3, 2) QDW(144, 56, 3, 1) QDW(144, 56, 3, 2) QDW(32, 112, 3, 1) QDW(192, 28, 3, 1)
+    QDW(384, 14, 3, 1) QDW(960, 7, 3, 1) QDW(144, 56, 5, 2) QDW(240, 28, 5, 1) QDW(672, 14, 5, 1) QDW(1152, 7, 5, 1);
+// clang-format on
 // Int8 QConv through the GEMM path or the direct grouped kernel: {C, M, H, K, stride, group}.
 void BM_QConv(benchmark::State& st) {
   run_qconv(st, st.range(0), st.range(1), st.range(2), st.range(3), st.range(4), st.range(5), core::active_isa(), true);
