@@ -13,6 +13,8 @@
 
 #include <cstdint>
 
+#include "kernels/cpu/lane_masks.h"
+
 #define KESTREL_VEC_INLINE inline __attribute__((always_inline))
 
 namespace kestrel::kernels::cpu {
@@ -21,9 +23,7 @@ namespace {
 struct VecOps {
   using V = __m512;
   static constexpr int kWidth = 16;
-  static KESTREL_VEC_INLINE __mmask16 mask(int n) {
-    return n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1u);
-  }
+  static KESTREL_VEC_INLINE __mmask16 mask(int n) { return static_cast<__mmask16>(first_lanes(n)); }
   // (a, b)[0, 2, 4, ...]: the even elements of two consecutive vectors.
   static KESTREL_VEC_INLINE V even(V a, V b) {
     return _mm512_permutex2var_ps(a, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), b);

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/cpu/lane_masks.h"
 #include "kernels/cpu/qconv/qconv_dw.h"
 #include "kernels/cpu/qconv/qconv_dw_inl.h"
 
@@ -214,20 +215,19 @@ void dw_int_planes(const QDwPlane* ps, int n) {
   uint8_t* base = reinterpret_cast<uint8_t*>(p0.scratch);
   const auto tmp = [&](int i) { return base + (i & 1) * slot; };
   const auto buf = [&](int i) { return base + (i & 1) * slot + tmp_bytes; };
+  // The row tiles store straight to y; the flat path at stride 1 through tmp, copied out a plane later.
+  const bool rows = p0.oh >= kDwRows<V> && p0.ow >= kDwMinWidth<V>, copy_out = S == 1 && !rows;
   V::fill(ps[0], ph, pw, buf(0));
-  if (p0.oh >= kDwRows<V> && p0.ow >= kDwMinWidth<V>) {
-    for (int i = 0; i < n; ++i) {
-      if (i + 1 < n) V::fill(ps[i + 1], ph, pw, buf(i + 1));
-      dw_int_rows<V, K, S>(ps[i], buf(i));
-    }
-    return;
-  }
   for (int i = 0; i < n; ++i) {
     if (i + 1 < n) V::fill(ps[i + 1], ph, pw, buf(i + 1));
+    if (rows) {
+      dw_int_rows<V, K, S>(ps[i], buf(i));
+      continue;
+    }
     dw_int_compute<V, K, S>(ps[i], buf(i), tmp(i));
-    if (S == 1 && i > 0) dw_int_copy_out<V>(ps[i - 1], pw, tmp(i - 1));
+    if (copy_out && i > 0) dw_int_copy_out<V>(ps[i - 1], pw, tmp(i - 1));
   }
-  if (S == 1) dw_int_copy_out<V>(ps[n - 1], pw, tmp(n - 1));
+  if (copy_out) dw_int_copy_out<V>(ps[n - 1], pw, tmp(n - 1));
 }
 
 // The int kernel when it applies (packed weights present, square 3x3 / 5x5, stride 1 or 2 in
@@ -258,18 +258,17 @@ struct V512 {
   };
   static Vec set1(int32_t v) { return _mm512_set1_epi32(v); }
   static Vec load(const void* aligned) { return _mm512_load_si512(aligned); }
-  static __mmask64 first_bytes(int64_t n) { return n >= 64 ? ~__mmask64{0} : _cvtu64_mask64((uint64_t{1} << n) - 1); }
   // rows of n bytes, src pitch sp -> dst pitch dp.
   static void copy_rows(uint8_t* dst, int64_t dp, const uint8_t* src, int64_t sp, int64_t n, int64_t rows) {
     if (n <= 64) {  // the small planes, where per-row overhead matters
-      const __mmask64 m = first_bytes(n);
+      const __mmask64 m = first_lanes(n);
       for (int64_t r = 0; r < rows; ++r)
         _mm512_mask_storeu_epi8(dst + r * dp, m, _mm512_maskz_loadu_epi8(m, src + r * sp));
       return;
     }
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < n; j += 64) {
-        const __mmask64 m = first_bytes(n - j);
+        const __mmask64 m = first_lanes(n - j);
         _mm512_mask_storeu_epi8(dst + r * dp + j, m, _mm512_maskz_loadu_epi8(m, src + r * sp + j));
       }
   }
@@ -311,7 +310,7 @@ struct V512 {
   static void store_range(Vec q, const DwOut& o, void* y, int64_t at, int lo, int hi) {
     if (lo > 0) q = _mm512_maskz_compress_epi32(static_cast<__mmask16>(0xffffu << lo), q);
     const int n = hi - lo;
-    const __mmask16 m = n == 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
+    const __mmask16 m = static_cast<__mmask16>(first_lanes(n));
     if (o.i32)
       _mm512_mask_storeu_epi32(static_cast<int32_t*>(y) + at, m, q);
     else
@@ -325,7 +324,7 @@ struct V512 {
     const int64_t c1 = std::max<int64_t>(std::min<int64_t>(p.pad_left + p.iw, pw), c0);
     const int64_t n = c1 - c0;
     if (pw <= 64) {  // one store per row
-      const __mmask64 m = first_bytes(n);
+      const __mmask64 m = first_lanes(n);
       const int64_t r0 = std::clamp<int64_t>(p.pad_top, 0, ph), r1 = std::clamp<int64_t>(p.pad_top + p.ih, r0, ph);
       for (int64_t r = 0; r < r0; ++r) _mm512_storeu_si512(buf + r * pw, z);
       const uint8_t* src = p.x + (r0 - p.pad_top) * p.iw + (c0 - p.pad_left);
@@ -359,7 +358,7 @@ struct V512 {
         if (rem >= 64)
           v = _mm512_loadu_si512(src + j);
         else if (rem > 0)
-          v = _mm512_mask_loadu_epi8(z, first_bytes(rem), src + j);
+          v = _mm512_mask_loadu_epi8(z, first_lanes(rem), src + j);
         _mm512_storeu_si512(row + c0 + j, v);
       }
     }

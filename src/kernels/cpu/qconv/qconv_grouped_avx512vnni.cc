@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "kernels/cpu/lane_masks.h"
 #include "kernels/cpu/qconv/qconv_grouped.h"
 
 namespace kestrel::kernels::cpu::qconv_detail {
@@ -34,16 +35,6 @@ struct Geometry {
   int64_t words(int64_t cg, int s) const { return s * s * (cg / 4) * plane_words + 16; }
 };
 
-inline __mmask16 first16(int64_t n) {
-  return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << std::max<int64_t>(n, 0)) - 1);
-}
-inline __mmask32 first32(int64_t n) {
-  return n >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((uint32_t{1} << std::max<int64_t>(n, 0)) - 1);
-}
-inline __mmask64 first64(int64_t n) {
-  return n >= 64 ? ~__mmask64{0} : static_cast<__mmask64>((uint64_t{1} << std::max<int64_t>(n, 0)) - 1);
-}
-
 // 16 bytes of input row `row` (iw bytes) at columns ix0 + t * s (t < 16), the zero point outside
 // the row. Lane t of the load reads row[ix0 + t]; masked-off lanes (outside the row, possibly
 // before its start) are never accessed (AVX-512 masked loads do not fault on them).
@@ -53,10 +44,10 @@ inline __m128i row_bytes(const uint8_t* row, int64_t iw, int64_t ix0, int s, __m
     const int64_t lo = std::clamp<int64_t>(-ix0, 0, 16), hi = std::clamp<int64_t>(iw - ix0, 0, 16);
     const __m128i z = _mm256_castsi256_si128(zp);
     if (lo >= hi) return z;
-    return _mm_mask_loadu_epi8(z, static_cast<__mmask16>(first16(hi) & ~first16(lo)), at);
+    return _mm_mask_loadu_epi8(z, static_cast<__mmask16>(lanes_between(lo, hi)), at);
   }
   const int64_t lo = std::clamp<int64_t>(-ix0, 0, 32), hi = std::clamp<int64_t>(iw - ix0, 0, 32);
-  const __m256i v = lo >= hi ? zp : _mm256_mask_loadu_epi8(zp, first32(hi) & ~first32(lo), at);
+  const __m256i v = lo >= hi ? zp : _mm256_mask_loadu_epi8(zp, static_cast<__mmask32>(lanes_between(lo, hi)), at);
   return _mm256_cvtepi16_epi8(_mm256_and_si256(v, _mm256_set1_epi16(0x00ff)));  // bytes 0, 2, ..., 30
 }
 
@@ -75,7 +66,8 @@ void build_planes(const QGroupedPlane& p, const Geometry& g, uint32_t* planes) {
         for (int64_t rr = 0; rr < g.phr; ++rr, dst += g.pws) {
           const int64_t iy = rr * s + jy - p.pad_top;
           if (iy < 0 || iy >= p.ih) {
-            for (int64_t c0 = 0; c0 < g.pws; c0 += 16) _mm512_mask_storeu_epi32(dst + c0, first16(g.pws - c0), zpw);
+            for (int64_t c0 = 0; c0 < g.pws; c0 += 16)
+              _mm512_mask_storeu_epi32(dst + c0, static_cast<__mmask16>(first_lanes(g.pws - c0)), zpw);
             continue;
           }
           const uint8_t* r0 = x0 + iy * p.iw;
@@ -90,7 +82,7 @@ void build_planes(const QGroupedPlane& p, const Geometry& g, uint32_t* planes) {
             w = _mm512_inserti32x4(w, _mm_unpackhi_epi16(ab0, cd0), 1);
             w = _mm512_inserti32x4(w, _mm_unpacklo_epi16(ab1, cd1), 2);
             w = _mm512_inserti32x4(w, _mm_unpackhi_epi16(ab1, cd1), 3);
-            _mm512_mask_storeu_epi32(dst + c0, first16(g.pws - c0), w);
+            _mm512_mask_storeu_epi32(dst + c0, static_cast<__mmask16>(first_lanes(g.pws - c0)), w);
           }
         }
       }
@@ -138,7 +130,7 @@ void qgrouped(const QGroupedPlane& p) {
       const uint8_t* src = tmp + (m * g.ntmp + oy * g.pws) * esize;
       uint8_t* dst = y + (m * p.oh + oy) * row_bytes_out;
       for (int64_t j = 0; j < row_bytes_out; j += 64) {
-        const __mmask64 mk = first64(row_bytes_out - j);
+        const __mmask64 mk = first_lanes(row_bytes_out - j);
         _mm512_mask_storeu_epi8(dst + j, mk, _mm512_maskz_loadu_epi8(mk, src + j));
       }
     }
