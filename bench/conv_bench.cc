@@ -233,7 +233,7 @@ BENCHMARK(BM_ConvNoWinograd) D3(16, 64, 55) D3(32, 128, 27) D3(48, 192, 13) D3(6
 // One int8 QConv (u8 output, clamped) on random data: C -> M channels, H x H input, K x K window,
 // stride s, g groups, on isa (depthwise: with its VNNI if dw_vnni); reports GOP/s.
 void run_qconv(benchmark::State& st, int64_t c, int64_t m, int64_t h, int64_t k, int64_t s, int64_t g, core::Isa isa,
-               bool dw_vnni) {
+               bool dw_vnni, bool dw_blocked = true) {
   const int64_t pad = k / 2, oh = (h + 2 * pad - k) / s + 1;
   std::mt19937 rng(1);
   std::vector<uint8_t> x(static_cast<size_t>(c * h * h)), y(static_cast<size_t>(m * oh * oh));
@@ -253,6 +253,7 @@ void run_qconv(benchmark::State& st, int64_t c, int64_t m, int64_t h, int64_t k,
   sp.out_max = 200;
   sp.isa = isa;
   sp.dw_vnni = dw_vnni;
+  sp.dw_blocked = dw_blocked;
   auto conv = cpu::QConv::create(sp);
   if (!conv.is_ok()) {
     st.SkipWithError(conv.status().to_string().c_str());
@@ -270,20 +271,26 @@ void run_qconv(benchmark::State& st, int64_t c, int64_t m, int64_t h, int64_t k,
 }
 
 // Int8 depthwise QConv: {C, H, K, stride, path}; path 0 = the active ISA with its VNNI, 1 = the
-// active ISA without VNNI, 2 = avx2, 3 = avx2 + avx_vnni, 4 = scalar.
+// active ISA without VNNI, 2 = avx2, 3 = avx2 + avx_vnni, 4 = scalar, 5 = path 0 without the
+// blocked small-plane kernel (qconv_dw_blocked.h).
 void BM_QConvDw(benchmark::State& st) {
   const int64_t c = st.range(0), path = st.range(4);
   run_qconv(st, c, c, st.range(1), st.range(2), st.range(3), c,
-            path <= 1   ? core::active_isa()
-            : path <= 3 ? core::Isa::kAvx2
-                        : core::Isa::kScalar,
-            path == 0 || path == 3);
+            path <= 1 || path == 5 ? core::active_isa()
+            : path <= 3            ? core::Isa::kAvx2
+                                   : core::Isa::kScalar,
+            path == 0 || path == 3 || path == 5, path != 5);
 }
 #define QDW(C, H, K, S) ->Args({C, H, K, S, 0})->Args({C, H, K, S, 1})->Args({C, H, K, S, 2})->Args({C, H, K, S, 3})
 // clang-format off
 BENCHMARK(BM_QConvDw) QDW(96, 112, 3, 2) QDW(144, 56, 3, 1) QDW(144, 56, 3, 2) QDW(32, 112, 3, 1) QDW(192, 28, 3, 1)
     QDW(384, 14, 3, 1) QDW(960, 7, 3, 1) QDW(144, 56, 5, 2) QDW(240, 28, 5, 1) QDW(672, 14, 5, 1) QDW(1152, 7, 5, 1);
 // clang-format on
+// 7x7 outputs (MobileNet-V2 / -V3, MnasNet, EfficientNet-B0): the blocked kernel against the per-plane one.
+#define QDWB(C, H, K, S) ->Args({C, H, K, S, 0})->Args({C, H, K, S, 5})
+BENCHMARK(BM_QConvDw)
+QDWB(960, 7, 3, 1)
+QDWB(1152, 7, 5, 1) QDWB(1152, 7, 3, 1) QDWB(576, 14, 3, 2) QDWB(576, 14, 5, 2) QDWB(672, 14, 5, 2) QDWB(576, 7, 5, 1);
 // Int8 QConv through the GEMM path or the direct grouped kernel: {C, M, H, K, stride, group}.
 void BM_QConv(benchmark::State& st) {
   run_qconv(st, st.range(0), st.range(1), st.range(2), st.range(3), st.range(4), st.range(5), core::active_isa(), true);

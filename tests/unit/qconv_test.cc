@@ -229,6 +229,66 @@ TEST_P(QConvTest, DepthwiseRandomShapes) {
   EXPECT_EQ(ran, 120);
 }
 
+// Small output planes (oh * ow <= 64: 7x7, 4x16, 1x64 ...), which the blocked kernel takes on
+// AVX-512 (16 channels per block: channel counts around one and two blocks), any window (non-square, 1x1 to 7x7),
+// strides 1-3, dilation 2, pads, input rows and columns the window never reaches, batches, 1-2 threads, u8 output
+// (int32 keeps the per-plane kernels, checked too).
+TEST_P(QConvTest, DepthwiseBlockedSmallPlanes) {
+  const Level& lv = kLevels[GetParam()];
+  std::mt19937 rng(9090);
+  core::ThreadPool pool(2);
+  const int64_t chans[] = {1, 5, 15, 16, 17, 31, 32, 33, 40};
+  const auto pick = [&](const auto& arr) { return arr[rng() % std::size(arr)]; };
+  int ran = 0, blocked = 0;
+  for (int it = 0; ran < 150 && it < 2000; ++it) {
+    Case cs{};
+    cs.n = 1 + static_cast<int64_t>(rng() % 4 == 0);
+    cs.c = cs.m = cs.group = pick(chans);
+    const int64_t ks[] = {1, 2, 3, 3, 3, 5, 5, 5, 7};
+    cs.kh = pick(ks);
+    cs.kw = rng() % 6 == 0 ? pick(ks) : cs.kh;
+    cs.sh = 1 + static_cast<int64_t>(rng() % 2);
+    cs.sw = rng() % 8 == 0 ? 3 : cs.sh;
+    cs.dh = cs.dw = rng() % 8 == 0 ? 2 : 1;
+    const int64_t oh = 1 + static_cast<int64_t>(rng() % 17), ow = 1 + static_cast<int64_t>(rng() % 17);
+    if (oh * ow > 64) continue;
+    cs.pt = static_cast<int64_t>(rng() % static_cast<uint32_t>(cs.kh));
+    cs.pl = static_cast<int64_t>(rng() % static_cast<uint32_t>(cs.kw));
+    // The input the window needs, minus the begin pad, plus rows / columns it may leave unread.
+    cs.ih = std::max<int64_t>(1, (oh - 1) * cs.sh + (cs.kh - 1) * cs.dh + 1 - cs.pt + static_cast<int64_t>(rng() % 3));
+    cs.iw = std::max<int64_t>(1, (ow - 1) * cs.sw + (cs.kw - 1) * cs.dw + 1 - cs.pl + static_cast<int64_t>(rng() % 3));
+    cs.pb = std::max<int64_t>(0, (oh - 1) * cs.sh + (cs.kh - 1) * cs.dh + 1 - cs.pt - cs.ih);
+    cs.pr = std::max<int64_t>(0, (ow - 1) * cs.sw + (cs.kw - 1) * cs.dw + 1 - cs.pl - cs.iw);
+    if (cs.pb >= cs.kh || cs.pr >= cs.kw) continue;
+    const bool i32 = rng() % 8 == 0;
+    const uint32_t seed = 3000 + static_cast<uint32_t>(it);
+    QConvSpec probe;
+    probe.m = cs.m;
+    probe.c_per_group = 1;
+    probe.group = cs.group;
+    probe.kh = cs.kh;
+    probe.kw = cs.kw;
+    const std::vector<int8_t> w0(static_cast<size_t>(cs.m * cs.kh * cs.kw), 1);
+    probe.w = w0.data();
+    probe.scale.assign(static_cast<size_t>(cs.m), 1e-3f);
+    probe.out = i32 ? QOut::kI32 : QOut::kU8;
+    probe.isa = lv.isa;
+    probe.qgemm_isa = lv.qisa;
+    auto conv = QConv::create(probe);
+    ASSERT_TRUE(conv.is_ok());
+    const QConvShape shape{cs.n, cs.c, cs.ih, cs.iw, oh, ow, cs.sh, cs.sw, cs.dh, cs.dw, cs.pt, cs.pl};
+    blocked += (*conv)->uses_dw_blocks(shape);
+    run_case(cs, lv, i32 ? QOut::kI32 : QOut::kU8, rng() % 4 != 0, seed, rng() % 2 ? &pool : nullptr, rng() % 5 == 0);
+    if (HasFailure()) return;
+    ++ran;
+  }
+  EXPECT_EQ(ran, 150);
+  if (lv.isa == core::Isa::kAvx512)
+    EXPECT_GT(blocked, 100);  // the u8 cases
+  else
+    EXPECT_EQ(blocked, 0);
+}
+
 // Planes the row tiles take (dw_int_rows: at least 4 / 7 output rows and 3/4 of a vector wide):
 // heights around the tile (the last tile overlapping the one before), widths around one and two
 // vectors (masked column tails), 3x3 and 5x5, strides 1 and 2, every output kind.

@@ -153,6 +153,51 @@ core::ScratchSlot g_grouped;     // direct grouped conv planes and outputs per t
 
 }  // namespace
 
+Status QConv::run_dw_blocks(const QConvShape& s, const uint8_t* x, uint8_t* y, core::ThreadPool* pool) {
+  const QConvSpec& sp = spec_;
+  constexpr int64_t kB = qconv_detail::kQDwBlockChannels;
+  const int kh = static_cast<int>(sp.kh), kw = static_cast<int>(sp.kw), sh = static_cast<int>(s.sh),
+            sw = static_cast<int>(s.sw), dh = static_cast<int>(s.dh), dw = static_cast<int>(s.dw);
+  const int64_t need = qconv_detail::QDwBlockGeometry(s.oh, s.ow, kh, kw, sh, sw, dh, dw).scratch_floats();
+  const int64_t blocks = (sp.m + kB - 1) / kB, taps = sp.kh * sp.kw;
+  std::atomic<bool> no_memory{false};
+  core::run_tasks(pool, s.n * blocks, [&](int64_t task) {
+    float* scratch = g_dw_scratch.get_as<float>(static_cast<size_t>(need));
+    if (!scratch) {
+      no_memory.store(true);
+      return;
+    }
+    const int64_t n = task / blocks, c0 = task % blocks * kB;
+    qconv_detail::QDwBlock b;
+    b.x = x + (n * sp.m + c0) * s.ih * s.iw;
+    b.ih = s.ih;
+    b.iw = s.iw;
+    b.oh = s.oh;
+    b.ow = s.ow;
+    b.kh = kh;
+    b.kw = kw;
+    b.sh = sh;
+    b.sw = sw;
+    b.dh = dh;
+    b.dw = dw;
+    b.pad_top = s.pad_top;
+    b.pad_left = s.pad_left;
+    b.channels = static_cast<int>(std::min(kB, sp.m - c0));
+    b.w = dw_block_w_.data() + c0 * taps;
+    b.bias = dw_block_bias_.data() + c0;
+    b.scale = dw_block_scale_.data() + c0;
+    b.x_zp = sp.x_zp;
+    b.y_zp = sp.y_zp;
+    b.lo = std::max(sp.out_min, 0);
+    b.hi = std::min(sp.out_max, 255);
+    b.y = y + (n * sp.m + c0) * s.oh * s.ow;
+    b.scratch = scratch;
+    dw_block_fn_(b);
+  });
+  if (no_memory.load()) return Status(core::StatusCode::kOutOfMemory, "qconv: cannot allocate depthwise scratch");
+  return Status::ok();
+}
+
 core::Result<std::unique_ptr<QConv>> QConv::create(const QConvSpec& spec) {
   if (spec.m < 1 || spec.c_per_group < 1 || spec.kh < 1 || spec.kw < 1 || spec.group < 1 || spec.m % spec.group != 0)
     return core::invalid_argument(core::str_cat("qconv: bad sizes M=", spec.m, " C/group=", spec.c_per_group,
@@ -192,6 +237,23 @@ core::Result<std::unique_ptr<QConv>> QConv::create(const QConvSpec& spec) {
             word |= b << (8 * (kx % 4));
           }
     }
+#if defined(__x86_64__) || defined(_M_X64)
+    if (spec.dw_blocked && spec.isa == core::Isa::kAvx512 && spec.out == QOut::kU8) {
+      constexpr int64_t kB = qconv_detail::kQDwBlockChannels;
+      const int64_t blocks = (spec.m + kB - 1) / kB;
+      conv->dw_block_w_.assign(static_cast<size_t>(blocks * taps * kB), 0.f);
+      conv->dw_block_bias_.assign(static_cast<size_t>(blocks * kB), 0);
+      conv->dw_block_scale_.assign(static_cast<size_t>(blocks * kB), 0.f);
+      for (int64_t c = 0; c < spec.m; ++c) {
+        for (int64_t t = 0; t < taps; ++t)
+          conv->dw_block_w_[static_cast<size_t>(((c / kB) * taps + t) * kB + c % kB)] =
+              static_cast<float>(spec.w[c * taps + t]);
+        conv->dw_block_bias_[static_cast<size_t>(c)] = spec.bias.empty() ? 0 : spec.bias[static_cast<size_t>(c)];
+        conv->dw_block_scale_[static_cast<size_t>(c)] = spec.scale[static_cast<size_t>(c)];
+      }
+      conv->dw_block_fn_ = qconv_detail::qdw_block_fn_avx512();
+    }
+#endif
     conv->dw_fn_ = qconv_detail::qdw_fn(spec.isa, spec.dw_vnni);
     conv->impl_name_ = qconv_detail::qdw_fn_name(spec.isa, spec.dw_vnni);
     if (!conv->dw_fn_) {
@@ -255,6 +317,7 @@ Status QConv::run(const QConvShape& s, const uint8_t* x, void* y, core::ThreadPo
   const int64_t p = s.oh * s.ow;
   if (s.n == 0 || p == 0) return Status::ok();
   const size_t esize = sp.out == QOut::kU8 ? 1 : 4;
+  if (uses_dw_blocks(s)) return run_dw_blocks(s, x, static_cast<uint8_t*>(y), pool);
   if (depthwise_) {
     const int64_t planes = s.n * sp.m;
     const int64_t need = qconv_detail::qdw_scratch_floats(s.oh, s.ow, static_cast<int>(sp.kh), static_cast<int>(sp.kw),

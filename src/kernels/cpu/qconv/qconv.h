@@ -13,6 +13,7 @@
 #include "core/status.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/qconv/qconv_dw.h"
+#include "kernels/cpu/qconv/qconv_dw_blocked.h"
 #include "kernels/cpu/qconv/qconv_gemm.h"
 #include "kernels/cpu/qconv/qconv_grouped.h"
 #include "kernels/cpu/qgemm/qgemm.h"
@@ -32,6 +33,7 @@ struct QConvSpec {
   QOut out = QOut::kU8;
   core::Isa isa = core::Isa::kScalar;  // depthwise kernel's ISA
   bool dw_vnni = true;                  // depthwise: use the VNNI of isa if the CPU has it (tests turn it off)
+  bool dw_blocked = true;               // depthwise: the blocked small-plane kernel where it applies (ditto)
   std::optional<QgemmIsa> qgemm_isa;   // default: qgemm_active_isa()
 };
 
@@ -50,6 +52,13 @@ class QConv {
   core::Status run(const QConvShape& s, const uint8_t* x, void* y, core::ThreadPool* pool);
   const char* impl_name() const { return impl_name_; }
   bool depthwise() const { return depthwise_; }
+  // Whether run() takes this shape through the blocked small-plane depthwise kernel.
+  bool uses_dw_blocks(const QConvShape& s) const {
+    return dw_block_fn_ && s.sh <= 64 && s.sw <= 64 && s.dh <= 64 && s.dw <= 64 &&
+           qconv_detail::qdw_block_fits(s.oh, s.ow, static_cast<int>(spec_.kh), static_cast<int>(spec_.kw),
+                                        static_cast<int>(s.sh), static_cast<int>(s.sw), static_cast<int>(s.dh),
+                                        static_cast<int>(s.dw), s.pad_top, s.pad_left);
+  }
 
  private:
   QConvSpec spec_;
@@ -67,6 +76,12 @@ class QConv {
   std::vector<int32_t> dw_wq_;     // 3x3 / 5x5 depthwise: [M, kh, 2] words of 4 s8 taps (QDwPlane::wq)
   std::vector<int32_t> dw_wsum_;   // [M] sums of the depthwise taps
   qconv_detail::QDwFn dw_fn_ = nullptr;
+  // Small planes, 16 channels at a time (qconv_dw_blocked.h): u8 output on AVX-512, else null.
+  qconv_detail::QDwBlockFn dw_block_fn_ = nullptr;
+  std::vector<float> dw_block_w_;       // [M / 16 rounded up][kh * kw][16]
+  std::vector<int32_t> dw_block_bias_;  // [M rounded up to 16]
+  std::vector<float> dw_block_scale_;   // [M rounded up to 16]
+  core::Status run_dw_blocks(const QConvShape& s, const uint8_t* x, uint8_t* y, core::ThreadPool* pool);
   const char* impl_name_ = "qconv";
 };
 
