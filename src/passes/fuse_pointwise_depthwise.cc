@@ -130,7 +130,7 @@ ir::Node* sole_reader(const ir::Value* v) {
 }
 
 // A depthwise (not grouped) d whose static input plane makes a projected chain take FastConvChain's small-plane
-// path (the 7x7 stages): fused although below kMinProjectedPlane.
+// path (the 7x7 stages, and stride-1 planes up to 14 x 14): fused although below kMinProjectedPlane.
 bool small_depthwise(const ConvNode& d) {
   const auto plane = d.x->shape().known_plane();
   return d.group == d.wd[0] && plane &&

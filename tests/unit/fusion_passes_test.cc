@@ -794,17 +794,21 @@ TEST(FusePointwiseDepthwise, LeavesSharedValuesDilationSmallPlanesStridedExpandA
     single(d, 37, 37, unfused);
   }
   {
-    SCOPED_TRACE("output 13 x 15 < 14 x 14");
-    single(b, 13, 15, unfused);
+    SCOPED_TRACE("stride 2, output 13 x 15 < 14 x 14");
+    InvertedResidual s2 = b;
+    s2.stride = 2;
+    single(s2, 26, 30, unfused);
   }
   {
-    // Small planes (FastConvChain::small_plane, at most 8 x 8 outputs): expand -> depthwise -> project fuses again.
-    SCOPED_TRACE("output 8 x 8, and 16 x 15 with stride 2; 9 x 8 stays");
+    // Small planes (FastConvChain::small_plane: at most 14 x 14 outputs at stride 1, 8 x 8 at stride 2):
+    // expand -> depthwise -> project fuses again.
+    SCOPED_TRACE("output 8 x 8 and 13 x 15, and 16 x 15 with stride 2; 18 x 16 with stride 2 stays");
     single(b, 8, 8, {"kestrel.FusedPointwiseDepthwise"});
+    single(b, 13, 15, {"kestrel.FusedPointwiseDepthwise"});
     InvertedResidual s2 = b;
     s2.stride = 2;
     single(s2, 16, 15, {"kestrel.FusedPointwiseDepthwise"});
-    single(b, 9, 8, unfused);
+    single(s2, 18, 16, unfused);
     InvertedResidual grouped = b;  // the small-plane path is depthwise only
     grouped.m = 32;
     grouped.group = 2;

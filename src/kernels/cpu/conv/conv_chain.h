@@ -38,14 +38,15 @@ class FastConvChain {
 
   // Whether a depthwise middle conv with this input plane and stride runs a chain of both pointwise convs on the
   // small-plane path: output about ceil(h / s) x ceil(w / s) pixels, at most kSmallPlaneMaxPixels (the 7x7 stages),
-  // or with one thread kSmallPlaneMaxPixelsOneThread (also the 14x14 stages). The fusion pass fuses the first kind
-  // too (fuse_pointwise_depthwise.cc; strips of rows lost there), the second is fused anyway (kMinProjectedPlane).
-  // BM_Chain and the models on Zen 4 (docs/architecture.md, "7x7 stages pixel-major"): 14x14 blocks 0.92 at 1
-  // thread but 1.08-1.10 at 2 (strips split by rows, both threads independent), 28x28 1.12 at 1.
+  // or kSmallPlaneMaxPixelsStride1 at stride 1 or with one thread (also the 14x14 stages). The fusion pass fuses
+  // the first kind too (fuse_pointwise_depthwise.cc; strips of rows lost there), the second is fused anyway
+  // (kMinProjectedPlane). BM_Chain and the models on Zen 4 (docs/architecture.md, "7x7 stages pixel-major"):
+  // 14x14 blocks 0.92 at 1 thread; at 2 threads 1.08-1.10 at stop 30, 0.93-1.00 at stride 1 once the projection
+  // was shared by pixels (stop 34); 28x28 1.12 at 1 thread, so stride 2 from 28x28 only with one thread.
   static constexpr int64_t kSmallPlaneMaxPixels = 8 * 8;
-  static constexpr int64_t kSmallPlaneMaxPixelsOneThread = 14 * 14;
+  static constexpr int64_t kSmallPlaneMaxPixelsStride1 = 14 * 14;
   static bool small_plane(int64_t h, int64_t w, int64_t stride, int threads) {
-    const int64_t max = threads == 1 ? kSmallPlaneMaxPixelsOneThread : kSmallPlaneMaxPixels;
+    const int64_t max = threads == 1 || stride == 1 ? kSmallPlaneMaxPixelsStride1 : kSmallPlaneMaxPixels;
     return h > 0 && w > 0 && stride > 0 && ((h + stride - 1) / stride) * ((w + stride - 1) / stride) <= max;
   }
 
