@@ -157,7 +157,7 @@ class FastQConvKernel final : public OpKernel {
       return core::invalid_argument(core::str_cat("int8 conv: output ", y.type_string(), " does not match the geometry"));
     return conv_->run(shape_, x.data<uint8_t>(), y.data<uint8_t>(), ctx.pool());
   }
-  const char* impl_name() const override { return conv_->impl_name(); }
+  const char* impl_name() const override { return last_x_.empty() ? conv_->impl_name() : conv_->impl_name(shape_); }
 
  private:
   Status plan(const Tensor& x) {

@@ -51,6 +51,10 @@ class QConv {
   // (scratch grows to the largest shape seen).
   core::Status run(const QConvShape& s, const uint8_t* x, void* y, core::ThreadPool* pool);
   const char* impl_name() const { return impl_name_; }
+  // The kernel run() takes for this shape (the depthwise kernels differ by plane size).
+  const char* impl_name(const QConvShape& s) const {
+    return uses_dw_blocks(s) ? "qconv.dw_blocked.avx512" : impl_name_;
+  }
   bool depthwise() const { return depthwise_; }
   // Whether run() takes this shape through the blocked small-plane depthwise kernel.
   bool uses_dw_blocks(const QConvShape& s) const {
