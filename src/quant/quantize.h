@@ -102,7 +102,8 @@ Agreement compare_outputs(const std::vector<std::vector<core::Tensor>>& referenc
 struct PtqOptions {
   CalibOptions calib;
   QdqOptions qdq;
-  double target_cosine = 0;  // > 0: automatic mode, keeps layers in float until the holdout cosine reaches it
+  double target_cosine = 0;  // > 0: automatic mode, keeps layers in float until the holdout cosine of the
+                             // lowered int8 model (what `kestrel quantize` writes) reaches it
   int num_threads = 1;
   ProgressFn progress;
 };

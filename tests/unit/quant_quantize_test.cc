@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 
+#include "format/kst_loader.h"
 #include "quant/graph_runner.h"
 #include "quant/quantize.h"
 #include "runtime/session.h"
@@ -215,6 +216,19 @@ TEST(QuantQdq, PtqReportAndAutoMode) {
   EXPECT_EQ(a->auto_float.size(), 6u);
   EXPECT_TRUE(a->qdq.nodes.empty());
   EXPECT_NEAR(a->holdout_cosine, 1.0, 1e-6);
+  // A target the int8 model meets: the cosine the automatic mode measured is the one of the model
+  // `kestrel quantize` writes (lowered at -O2, int8 kernels), not of the QDQ graph's simulation.
+  o.target_cosine = 0.5;
+  auto b = quantize_ptq(*g, calib, hold, o);
+  ASSERT_TRUE(b.is_ok()) << b.status().message();
+  EXPECT_TRUE(b->auto_float.empty());
+  auto kst = optimized_kst(*b->graph);
+  ASSERT_TRUE(kst.is_ok());
+  auto lowered = format::load_kst_memory(kst->data(), kst->size(), "int8.kst");
+  ASSERT_TRUE(lowered.is_ok());
+  auto fo = run_model(*g, hold), qo = run_model(*lowered->graph, hold);
+  ASSERT_TRUE(fo.is_ok() && qo.is_ok());
+  EXPECT_DOUBLE_EQ(b->holdout_cosine, compare_outputs(*fo, *qo).cosine);
 }
 
 TEST(QuantQdq, OptimizedKstKeepsInt8Weights) {
