@@ -58,10 +58,8 @@ class QConv {
   bool depthwise() const { return depthwise_; }
   // Whether run() takes this shape through the blocked small-plane depthwise kernel.
   bool uses_dw_blocks(const QConvShape& s) const {
-    return dw_block_fn_ && s.sh <= 64 && s.sw <= 64 && s.dh <= 64 && s.dw <= 64 &&
-           qconv_detail::qdw_block_fits(s.oh, s.ow, static_cast<int>(spec_.kh), static_cast<int>(spec_.kw),
-                                        static_cast<int>(s.sh), static_cast<int>(s.sw), static_cast<int>(s.dh),
-                                        static_cast<int>(s.dw), s.pad_top, s.pad_left);
+    return dw_block_fn_ &&
+           qconv_detail::qdw_block_fits(s.oh, s.ow, spec_.kh, spec_.kw, s.sh, s.sw, s.dh, s.dw, s.pad_top, s.pad_left);
   }
 
  private:

@@ -48,12 +48,13 @@ struct QDwBlockGeometry {
 // Whether the blocked kernel takes this geometry (u8 output is the caller's condition): small output
 // planes, and a padded buffer of at most 1024 pixels (64 KiB; strides and dilations that spread a
 // small output over a large input keep the per-plane kernels).
-inline bool qdw_block_fits(int64_t oh, int64_t ow, int kh, int kw, int sh, int sw, int dh, int dw, int64_t pad_top,
-                           int64_t pad_left) {
-  if (oh < 1 || ow < 1 || oh * ow > kQDwBlockMaxOutputs || pad_top < 0 || pad_left < 0 ||
-      static_cast<int64_t>(kh) * kw > kQDwMaxTaps || sh > 64 || sw > 64 || dh > 64 || dw > 64)
+inline bool qdw_block_fits(int64_t oh, int64_t ow, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh,
+                           int64_t dw, int64_t pad_top, int64_t pad_left) {
+  if (oh < 1 || ow < 1 || oh * ow > kQDwBlockMaxOutputs || pad_top < 0 || pad_left < 0 || kh < 1 || kw < 1 ||
+      kh * kw > kQDwMaxTaps || sh < 1 || sw < 1 || dh < 1 || dw < 1 || sh > 64 || sw > 64 || dh > 64 || dw > 64)
     return false;
-  const QDwBlockGeometry g(oh, ow, kh, kw, sh, sw, dh, dw);
+  const QDwBlockGeometry g(oh, ow, static_cast<int>(kh), static_cast<int>(kw), static_cast<int>(sh),
+                           static_cast<int>(sw), static_cast<int>(dh), static_cast<int>(dw));
   return g.ph * g.pw <= 1024;
 }
 
