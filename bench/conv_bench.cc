@@ -271,15 +271,15 @@ void run_qconv(benchmark::State& st, int64_t c, int64_t m, int64_t h, int64_t k,
 }
 
 // Int8 depthwise QConv: {C, H, K, stride, path}; path 0 = the active ISA with its VNNI, 1 = the
-// active ISA without VNNI, 2 = avx2, 3 = avx2 + avx_vnni, 4 = scalar, 5 = path 0 without the
+// active ISA without VNNI, 2 = avx2, 3 = avx2 + avx_vnni, 4 = scalar, 5 / 6 = path 0 / 2 without the
 // blocked small-plane kernel (qconv_dw_blocked.h).
 void BM_QConvDw(benchmark::State& st) {
   const int64_t c = st.range(0), path = st.range(4);
   run_qconv(st, c, c, st.range(1), st.range(2), st.range(3), c,
-            path <= 1 || path == 5 ? core::active_isa()
-            : path <= 3            ? core::Isa::kAvx2
-                                   : core::Isa::kScalar,
-            path == 0 || path == 3 || path == 5, path != 5);
+            path <= 1 || path == 5   ? core::active_isa()
+            : path <= 3 || path == 6 ? core::Isa::kAvx2
+                                     : core::Isa::kScalar,
+            path == 0 || path == 3 || path == 5, path != 5 && path != 6);
 }
 #define QDW(C, H, K, S) ->Args({C, H, K, S, 0})->Args({C, H, K, S, 1})->Args({C, H, K, S, 2})->Args({C, H, K, S, 3})
 // clang-format off
@@ -287,7 +287,7 @@ BENCHMARK(BM_QConvDw) QDW(96, 112, 3, 2) QDW(144, 56, 3, 1) QDW(144, 56, 3, 2) Q
     QDW(384, 14, 3, 1) QDW(960, 7, 3, 1) QDW(144, 56, 5, 2) QDW(240, 28, 5, 1) QDW(672, 14, 5, 1) QDW(1152, 7, 5, 1);
 // clang-format on
 // 7x7 outputs (MobileNet-V2 / -V3, MnasNet, EfficientNet-B0): the blocked kernel against the per-plane one.
-#define QDWB(C, H, K, S) ->Args({C, H, K, S, 0})->Args({C, H, K, S, 5})
+#define QDWB(C, H, K, S) ->Args({C, H, K, S, 0})->Args({C, H, K, S, 5})->Args({C, H, K, S, 2})->Args({C, H, K, S, 6})
 BENCHMARK(BM_QConvDw)
 QDWB(960, 7, 3, 1)
 QDWB(1152, 7, 5, 1) QDWB(1152, 7, 3, 1) QDWB(576, 14, 3, 2) QDWB(576, 14, 5, 2) QDWB(672, 14, 5, 2) QDWB(576, 7, 5, 1);

@@ -238,7 +238,7 @@ core::Result<std::unique_ptr<QConv>> QConv::create(const QConvSpec& spec) {
           }
     }
 #if defined(__x86_64__) || defined(_M_X64)
-    if (spec.dw_blocked && spec.isa == core::Isa::kAvx512 && spec.out == QOut::kU8) {
+    if (spec.dw_blocked && spec.isa != core::Isa::kScalar && spec.out == QOut::kU8) {
       constexpr int64_t kB = qconv_detail::kQDwBlockChannels;
       const int64_t blocks = (spec.m + kB - 1) / kB;
       conv->dw_block_w_.assign(static_cast<size_t>(blocks * taps * kB), 0.f);
@@ -251,7 +251,8 @@ core::Result<std::unique_ptr<QConv>> QConv::create(const QConvSpec& spec) {
         conv->dw_block_bias_[static_cast<size_t>(c)] = spec.bias.empty() ? 0 : spec.bias[static_cast<size_t>(c)];
         conv->dw_block_scale_[static_cast<size_t>(c)] = spec.scale[static_cast<size_t>(c)];
       }
-      conv->dw_block_fn_ = qconv_detail::qdw_block_fn_avx512();
+      conv->dw_block_fn_ =
+          spec.isa == core::Isa::kAvx512 ? qconv_detail::qdw_block_fn_avx512() : qconv_detail::qdw_block_fn_avx2();
     }
 #endif
     conv->dw_fn_ = qconv_detail::qdw_fn(spec.isa, spec.dw_vnni);

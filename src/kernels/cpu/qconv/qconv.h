@@ -53,7 +53,9 @@ class QConv {
   const char* impl_name() const { return impl_name_; }
   // The kernel run() takes for this shape (the depthwise kernels differ by plane size).
   const char* impl_name(const QConvShape& s) const {
-    return uses_dw_blocks(s) ? "qconv.dw_blocked.avx512" : impl_name_;
+    return !uses_dw_blocks(s)                ? impl_name_
+           : spec_.isa == core::Isa::kAvx512 ? "qconv.dw_blocked.avx512"
+                                             : "qconv.dw_blocked.avx2";
   }
   bool depthwise() const { return depthwise_; }
   // Whether run() takes this shape through the blocked small-plane depthwise kernel.
@@ -78,7 +80,7 @@ class QConv {
   std::vector<int32_t> dw_wq_;     // 3x3 / 5x5 depthwise: [M, kh, 2] words of 4 s8 taps (QDwPlane::wq)
   std::vector<int32_t> dw_wsum_;   // [M] sums of the depthwise taps
   qconv_detail::QDwFn dw_fn_ = nullptr;
-  // Small planes, 16 channels at a time (qconv_dw_blocked.h): u8 output on AVX-512, else null.
+  // Small planes, 16 channels at a time (qconv_dw_blocked.h): u8 output on AVX-512 / AVX2, else null.
   qconv_detail::QDwBlockFn dw_block_fn_ = nullptr;
   std::vector<float> dw_block_w_;       // [M / 16 rounded up][kh * kw][16]
   std::vector<int32_t> dw_block_bias_;  // [M rounded up to 16]

@@ -4,7 +4,7 @@
 // zero-padded pixel-major buffer of floats (x - x_zp, one channel per lane), every tap is one FMA
 // of a pixel vector with that tap's 16 weights (s8 held as floats: products and sums stay exact
 // integers, kh * kw * 255 * 128 < 2^24), and the requantized bytes are transposed back to NCHW.
-// Any window, stride and dilation; u8 output; AVX-512 (F, BW) only.
+// Any window, stride and dilation; u8 output; AVX-512 (F, BW) and AVX2 + FMA (qconv_dw_blocked_inl.h).
 #pragma once
 
 #include <cstdint>
@@ -59,7 +59,8 @@ inline bool qdw_block_fits(int64_t oh, int64_t ow, int64_t kh, int64_t kw, int64
 }
 
 using QDwBlockFn = void (*)(const QDwBlock& b);
-// Null when the build has no AVX-512 unit.
+// Per ISA (qconv_dw_blocked_inl.h): 16 lanes per pixel with AVX-512, two passes of 8 with AVX2 + FMA.
 QDwBlockFn qdw_block_fn_avx512();
+QDwBlockFn qdw_block_fn_avx2();
 
 }  // namespace kestrel::kernels::cpu::qconv_detail
