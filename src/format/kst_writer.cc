@@ -47,6 +47,21 @@ bool fits_half(const core::Tensor& t) {
   return true;
 }
 
+// Every reader of `v` computes in float: its outputs are float and none of its inputs is an integer
+// tensor (a DequantizeLinear or an int8 op reads integers or writes them). Subgraph reads count as
+// not float.
+bool read_only_by_float_ops(const ir::Value& v) {
+  if (v.uses().empty()) return false;
+  for (const ir::Use& u : v.uses()) {
+    if (u.input_index < 0) return false;
+    for (const ir::Value* in : u.node->inputs())
+      if (in && core::is_integer(in->dtype())) return false;
+    for (const ir::Value* out : u.node->outputs())
+      if (out && !core::is_float(out->dtype())) return false;
+  }
+  return true;
+}
+
 class Writer {
  public:
   explicit Writer(const KstWriteOptions& opts) : opts_(opts) {}
@@ -243,7 +258,8 @@ class Writer {
       Offset<kst::Shape> shape_off;
       Offset<kst::Tensor> data_off;
       if (v->is_constant()) {
-        KESTREL_ASSIGN_OR_RETURN(data_off, tensor(v->constant(), /*weights=*/true, what));
+        const bool fp16_ok = !opts_.fp16_float_ops_only || read_only_by_float_ops(*v);
+        KESTREL_ASSIGN_OR_RETURN(data_off, tensor(v->constant(), /*weights=*/fp16_ok, what));
       } else {
         KESTREL_ASSIGN_OR_RETURN(shape_off, shape(v->shape(), what));
       }

@@ -18,6 +18,10 @@ struct KstWriteOptions {
   // Float32 constants with fewer elements stay f32: scales, epsilons and small biases are cheap
   // and are where precision matters most.
   int64_t fp16_min_elements = 1024;
+  // With fp16_weights: only the constants that ops computing in float read (every reader has float
+  // outputs and no integer input). An int8 model's file then halves the weights of the layers left in
+  // float while the int8 ops' f32 scales stay exact (`kestrel quantize`).
+  bool fp16_float_ops_only = false;
   // Merged over the graph's metadata (same keys win here), e.g. {"convert.opt_level", "2"}.
   std::map<std::string, std::string> metadata;
 };

@@ -372,6 +372,12 @@ core::Result<std::unique_ptr<ir::Graph>> build_qdq(const ir::Graph& prepared,
 
 }  // namespace
 
+format::KstWriteOptions int8_kst_options(const PtqOptions& opts) {
+  format::KstWriteOptions wo;
+  wo.fp16_weights = wo.fp16_float_ops_only = opts.fp16_float_weights;
+  return wo;
+}
+
 core::Result<PtqResult> quantize_ptq(const ir::Graph& prepared, const std::vector<Sample>& calib,
                                      const std::vector<Sample>& holdout, const PtqOptions& opts) {
   PtqResult res;
@@ -390,7 +396,7 @@ core::Result<PtqResult> quantize_ptq(const ir::Graph& prepared, const std::vecto
   // with the int8 kernels (their roundings differ from the QDQ graph's float simulation by up to
   // an output step per op, which moved MobileNet-V2's cosine across 0.99).
   auto measure = [&](const ir::Graph& g) -> core::Result<double> {
-    KESTREL_ASSIGN_OR_RETURN(std::string kst, optimized_kst(g));
+    KESTREL_ASSIGN_OR_RETURN(std::string kst, optimized_kst(g, int8_kst_options(opts)));
     KESTREL_ASSIGN_OR_RETURN(format::KstModel lowered, format::load_kst_memory(kst.data(), kst.size(), g.name()));
     KESTREL_ASSIGN_OR_RETURN(auto out, run_model(*lowered.graph, eval, opts.num_threads));
     return compare_outputs(ref, out).cosine;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "format/kst_writer.h"
 #include "ir/graph.h"
 #include "quant/calibrate.h"
 
@@ -106,7 +107,14 @@ struct PtqOptions {
                              // lowered int8 model (what `kestrel quantize` writes) reaches it
   int num_threads = 1;
   ProgressFn progress;
+  // The int8 file stores the weights of the layers left in float as f16 (widened back at load);
+  // the automatic mode measures the model with them.
+  bool fp16_float_weights = true;
 };
+
+// How the int8 .kst is written for these options (optimized_kst): f16 storage of the float layers'
+// weights when opts.fp16_float_weights (format::KstWriteOptions::fp16_float_ops_only).
+format::KstWriteOptions int8_kst_options(const PtqOptions& opts);
 
 struct PtqResult {
   std::unique_ptr<ir::Graph> graph;  // the QDQ graph (plain ONNX, not yet optimized at -O2)

@@ -127,6 +127,15 @@ TEST_F(QuantCli, QuantizesAndReports) {
   EXPECT_NE(r.out.find("kept in float: gemm"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("accuracy on the held-out samples: float"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("3 held out"), std::string::npos) << r.out;
+  // The weights of layers left in float are stored as f16 unless --f32-float-weights; the file says which.
+  for (bool f32 : {false, true}) {
+    Result k = run(path("model.onnx") + " --calib " + path("calib") + " --keep-float conv -o " + path("k.kst") +
+                   (f32 ? " --f32-float-weights" : ""));
+    ASSERT_EQ(k.code, 0) << k.err;
+    auto s = kestrel::runtime::Session::open(path("k.kst"));
+    ASSERT_TRUE(s.is_ok()) << s.status().message();
+    EXPECT_EQ((*s)->graph().metadata().at("quantize.float_layer_weights"), f32 ? "f32" : "f16");
+  }
 }
 
 TEST_F(QuantCli, BadCalibrationDataAndOptions) {

@@ -23,6 +23,7 @@
 #include "format/kst_loader.h"
 #include "format/kst_writer.h"
 #include "frontend/onnx/onnx_importer.h"
+#include "ir/op_schema.h"
 #include "ir/printer.h"
 #include "runtime/session.h"
 
@@ -480,6 +481,43 @@ TEST(KstFormat, Fp16WeightsHalveTheBytesAndStayClose) {
   EXPECT_GT(max_err, 0.0f) << "f16 storage should not be lossless on random weights";
   EXPECT_LE(max_err, 1e-3f * max_ref);
   expect_tensor_eq(want[1], got[1], "output from the f32-kept tensor");
+}
+
+// fp16_float_ops_only (the int8 files of `kestrel quantize`): a weight only float ops read is
+// stored as f16; a scale a DequantizeLinear reads (integer input), a constant a Cast to int32 reads
+// (integer output) and a constant read by both kinds of op stay f32.
+TEST(KstFormat, Fp16FloatOpsOnlyKeepsTheConstantsOfIntegerOpsF32) {
+  auto g = std::make_unique<ir::Graph>("mixed");
+  ir::Value* x = g->add_input("x", {DType::kF32, ir::Shape({ir::Dim(4), ir::Dim(512)})});
+  ir::Value* w = g->add_constant("w", testing::random_f32({4, 512}, 1, 0.5f));
+  ir::Value* q = g->add_constant("q", testing::pattern_tensor(DType::kI8, {2048}, 2));
+  ir::Value* s = g->add_constant("s", testing::random_f32({2048}, 3, 0.1f));
+  ir::Value* c = g->add_constant("c", testing::random_f32({2048}, 4, 10.f));
+  ir::Value* both = g->add_constant("both", testing::random_f32({2048}, 5, 10.f));
+  ir::Node* mul = g->add_node("Mul", {x, w}, {"xw"});
+  ir::Node* dq = g->add_node("DequantizeLinear", {q, s}, {"deq"});
+  dq->set_attr("axis", int64_t{0});
+  ir::Node* cast = g->add_node("Cast", {c}, {"ci"});
+  cast->set_attr("to", int64_t{6});
+  ir::Node* neg = g->add_node("Neg", {both}, {"nb"});
+  ir::Node* cast2 = g->add_node("Cast", {both}, {"bi"});
+  cast2->set_attr("to", int64_t{6});
+  for (ir::Node* n : {mul, dq, cast, neg, cast2}) g->add_output(n->output(0));
+  ASSERT_TRUE(ir::infer_graph(*g).is_ok());
+
+  KstWriteOptions o;
+  o.fp16_weights = true;
+  format::KstWriteStats all, float_only;
+  write_or_die(*g, o, &all);
+  o.fp16_float_ops_only = true;
+  std::string f = write_or_die(*g, o, &float_only);
+  EXPECT_EQ(all.fp16_tensors, 4);
+  EXPECT_EQ(float_only.fp16_tensors, 1);
+  KstModel m = load_or_die(f);
+  ASSERT_TRUE(m.graph);
+  EXPECT_EQ(m.info.widened_bytes, 4u * 512 * 4);
+  for (const char* name : {"s", "c", "both"})
+    expect_tensor_eq(g->find_value(name)->constant(), m.graph->find_value(name)->constant(), name);
 }
 
 TEST(KstFormat, HalfWideningIsExactForEveryBitPattern) {

@@ -68,7 +68,7 @@ void run_case(const ModelCase& c) {
   auto r = quantize_ptq(g, calib, hold, o);
   ASSERT_TRUE(r.is_ok()) << r.status().message();
   auto float_kst = optimized_kst(g);
-  auto int8_kst = optimized_kst(*r->graph);
+  auto int8_kst = optimized_kst(*r->graph, int8_kst_options(o));  // as `kestrel quantize` writes it
   ASSERT_TRUE(float_kst.is_ok() && int8_kst.is_ok());
 
   auto written = format::load_kst_memory(int8_kst->data(), int8_kst->size(), "int8.kst");

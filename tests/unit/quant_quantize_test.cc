@@ -47,10 +47,13 @@ std::unique_ptr<ir::Graph> small_cnn() {
   return g;
 }
 
-std::vector<Sample> samples(size_t n, uint32_t seed) {
+std::vector<Sample> samples_of(const core::Dims& dims, size_t n, uint32_t seed) {
   std::vector<Sample> s;
-  for (size_t i = 0; i < n; ++i) s.push_back({random_tensor({1, 2, 6, 6}, seed + static_cast<uint32_t>(i), 2.0f)});
+  for (size_t i = 0; i < n; ++i) s.push_back({random_tensor(dims, seed + static_cast<uint32_t>(i), 2.0f)});
   return s;
+}
+std::vector<Sample> samples(size_t n, uint32_t seed) {
+  return samples_of({1, 2, 6, 6}, n, seed);
 }
 
 const ir::Node* producer_of(const ir::Graph& g, const std::string& value) {
@@ -222,7 +225,7 @@ TEST(QuantQdq, PtqReportAndAutoMode) {
   auto b = quantize_ptq(*g, calib, hold, o);
   ASSERT_TRUE(b.is_ok()) << b.status().message();
   EXPECT_TRUE(b->auto_float.empty());
-  auto kst = optimized_kst(*b->graph);
+  auto kst = optimized_kst(*b->graph, int8_kst_options(o));
   ASSERT_TRUE(kst.is_ok());
   auto lowered = format::load_kst_memory(kst->data(), kst->size(), "int8.kst");
   ASSERT_TRUE(lowered.is_ok());
@@ -258,6 +261,42 @@ TEST(QuantQdq, OptimizedKstKeepsInt8Weights) {
     for (int64_t k = 0; k < outs[0].num_elements(); ++k)
       EXPECT_NEAR(outs[0].data<float>()[k], (*folded)[i][0].data<float>()[k], 1e-5);
   }
+}
+
+// The weights of a layer left in float are stored as f16 in the int8 file (and only those: the
+// quantized layer's weights stay int8); the written model computes what the measured one does.
+TEST(QuantQdq, FloatLayerWeightsStoredAsF16) {
+  auto g = std::make_unique<ir::Graph>();
+  ir::Value* x = g->add_input("x", {core::DType::kF32, ir::Shape(core::Dims{1, 8, 6, 6})});
+  ir::Node* c1 =
+      g->add_node("Conv", {x, g->add_constant("w1", random_tensor({64, 8, 3, 3}, 1, 0.2f))}, {"c1"}, "conv1");
+  c1->set_attr("pads", std::vector<int64_t>{1, 1, 1, 1});
+  ir::Node* r = g->add_node("Relu", {c1->output(0)}, {"r"}, "relu");
+  ir::Node* c2 = g->add_node("Conv", {r->output(0), g->add_constant("w2", random_tensor({64, 64, 1, 1}, 2, 0.2f))},
+                             {"y"}, "conv2");
+  g->add_output(c2->output(0));
+  ASSERT_TRUE(runtime::prepare_graph(*g).is_ok());
+  auto s = samples_of({1, 8, 6, 6}, 4, 5);
+  PtqOptions o;
+  o.qdq.keep_float = {"conv1"};
+  auto q = quantize_ptq(*g, s, {}, o);
+  ASSERT_TRUE(q.is_ok()) << q.status().message();
+  ASSERT_EQ(q->qdq.nodes.size(), 1u);
+  auto half = optimized_kst(*q->graph, int8_kst_options(o));
+  o.fp16_float_weights = false;
+  auto full = optimized_kst(*q->graph, int8_kst_options(o));
+  ASSERT_TRUE(half.is_ok() && full.is_ok());
+  EXPECT_GE(full->size() - half->size(), 64u * 8 * 9 * 2 - 64);  // conv1's weights, half the bytes
+  auto mh = format::load_kst_memory(half->data(), half->size(), "half.kst");
+  auto mf = format::load_kst_memory(full->data(), full->size(), "full.kst");
+  ASSERT_TRUE(mh.is_ok() && mf.is_ok());
+  EXPECT_EQ(mh->info.widened_bytes, 64u * 8 * 9 * 4);
+  EXPECT_EQ(mf->info.widened_bytes, 0u);
+  auto oh = run_model(*mh->graph, s), of = run_model(*mf->graph, s);
+  ASSERT_TRUE(oh.is_ok() && of.is_ok());
+  Agreement a = compare_outputs(*of, *oh);
+  EXPECT_GT(a.cosine, 0.9999);
+  EXPECT_LT(a.cosine, 1.0) << "f16 weights should change the float layer's output";
 }
 
 }  // namespace

@@ -36,7 +36,7 @@ using core::str_cat;
 struct QuantizeOptions {
   std::string input, output, calib, method = "percentile", resize, layout = "nchw", labels;
   double percentile = 99.99, target_cosine = 0, holdout = 0.2;
-  bool per_tensor = false, bgr = false, quiet = false;
+  bool per_tensor = false, bgr = false, quiet = false, f32_float_weights = false;
   std::vector<std::string> keep_float;
   std::vector<float> mean, std;
   int threads = 1;
@@ -113,6 +113,7 @@ void quantize(const QuantizeOptions& o) {
       if (!name.empty()) po.qdq.keep_float.insert(name);
   }
   po.target_cosine = o.target_cosine;
+  po.fp16_float_weights = !o.f32_float_weights;
   po.num_threads = o.threads;
   po.progress = make_progress(o.quiet);
   if (o.layout != "nchw" && o.layout != "nhwc")
@@ -164,7 +165,10 @@ void quantize(const QuantizeOptions& o) {
   wo.metadata["quantize.weights"] = o.per_tensor ? "int8 per-tensor symmetric" : "int8 per-channel symmetric";
   wo.metadata["quantize.activations"] = "u8 per-tensor asymmetric";
   wo.metadata["quantize.calibration_samples"] = std::to_string(calib.size());
-  const std::string int8_kst = value_or_throw(quant::optimized_kst(*r.graph, wo));
+  wo.metadata["quantize.float_layer_weights"] = po.fp16_float_weights ? "f16" : "f32";
+  format::KstWriteOptions int8_wo = quant::int8_kst_options(po);
+  int8_wo.metadata = wo.metadata;
+  const std::string int8_kst = value_or_throw(quant::optimized_kst(*r.graph, int8_wo));
   {
     std::ofstream f(o.output + ".tmp", std::ios::binary);
     f.write(int8_kst.data(), static_cast<std::streamsize>(int8_kst.size()));
@@ -245,6 +249,8 @@ void add_quantize_command(CLI::App& app) {
       ->check(CLI::Range(50.0, 100.0))
       ->default_val(99.99);
   sub->add_flag("--per-tensor", o->per_tensor, "One weight scale per tensor (default: per output channel)");
+  sub->add_flag("--f32-float-weights", o->f32_float_weights,
+                "Store the weights of layers left in float as f32 (default: f16, widened at load)");
   sub->add_option("--keep-float", o->keep_float, "Nodes to leave in float: NODE,NODE,...");
   sub->add_option("--target-cosine", o->target_cosine,
                   "Keep the most sensitive layers in float until the held-out output cosine reaches this")
