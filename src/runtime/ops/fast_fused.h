@@ -9,11 +9,16 @@
 #include <memory>
 #include <optional>
 
+#include "ir/ops/fused_activation.h"
 #include "kernels/cpu/matmul/matmul.h"
 #include "kernels/reference/fused.h"
 #include "runtime/kernel.h"
 
 namespace kestrel::runtime {
+
+// The fast kernels' epilogue activation for a fused op's spec: every activation but GeluTanh
+// (nullopt: the caller runs the reference epilogue after). Defined in fused.cc.
+std::optional<kernels::cpu::FusedActivation> to_fast_activation(const ir::FusedActivationSpec& s);
 
 Result<std::unique_ptr<OpKernel>> make_fast_fused_conv(const KernelCreateInfo& info, kernels::cpu::FusedActivation act);
 Result<std::unique_ptr<OpKernel>> make_fast_fused_gemm(const KernelCreateInfo& info, kernels::cpu::FusedActivation act);

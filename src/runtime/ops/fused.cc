@@ -102,7 +102,22 @@ Result<std::unique_ptr<OpKernel>> make_fused(const KernelCreateInfo& info, const
       k->impl_name());
 }
 
-// The fast kernels' epilogue has every activation but GeluTanh.
+using FastFactory = Result<std::unique_ptr<OpKernel>> (*)(const KernelCreateInfo&, kernels::cpu::FusedActivation);
+
+// The fast kernel with the epilogue in registers when it applies, else the plain op's kernel
+// followed by the reference epilogue.
+Result<std::unique_ptr<OpKernel>> make_fused_or_fast(const KernelCreateInfo& info, FastFactory fast, const char* op,
+                                                     size_t inner_inputs, int bias_input, int residual_input) {
+  KESTREL_ASSIGN_OR_RETURN(ir::FusedActivationSpec spec, ir::read_fused_activation(info.node));
+  if (std::optional<kernels::cpu::FusedActivation> act = to_fast_activation(spec)) {
+    KESTREL_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> k, fast(info, *act));
+    if (k) return k;
+  }
+  return make_fused(info, op, inner_inputs, bias_input, residual_input);
+}
+
+}  // namespace
+
 std::optional<kernels::cpu::FusedActivation> to_fast_activation(const ir::FusedActivationSpec& s) {
   using kernels::cpu::GemmActivation;
   kernels::cpu::FusedActivation a;
@@ -123,22 +138,6 @@ std::optional<kernels::cpu::FusedActivation> to_fast_activation(const ir::FusedA
   }
   return a;
 }
-
-using FastFactory = Result<std::unique_ptr<OpKernel>> (*)(const KernelCreateInfo&, kernels::cpu::FusedActivation);
-
-// The fast kernel with the epilogue in registers when it applies, else the plain op's kernel
-// followed by the reference epilogue.
-Result<std::unique_ptr<OpKernel>> make_fused_or_fast(const KernelCreateInfo& info, FastFactory fast, const char* op,
-                                                     size_t inner_inputs, int bias_input, int residual_input) {
-  KESTREL_ASSIGN_OR_RETURN(ir::FusedActivationSpec spec, ir::read_fused_activation(info.node));
-  if (std::optional<kernels::cpu::FusedActivation> act = to_fast_activation(spec)) {
-    KESTREL_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> k, fast(info, *act));
-    if (k) return k;
-  }
-  return make_fused(info, op, inner_inputs, bias_input, residual_input);
-}
-
-}  // namespace
 
 void register_fused_kernels(KernelRegistry& r) {
   r.add(ir::kKestrelDomain, "FusedConv", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {

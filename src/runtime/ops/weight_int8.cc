@@ -4,6 +4,7 @@
 #include "kernels/reference/weight_int8.h"
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "core/str_util.h"
@@ -11,6 +12,7 @@
 #include "ir/ops/fused_activation.h"
 #include "kernels/cpu/gemm/sgemm.h"
 #include "runtime/kernel.h"
+#include "runtime/ops/fast_fused.h"
 
 namespace kestrel::runtime {
 
@@ -59,46 +61,6 @@ ref::ActivationParams ref_activation(const ir::FusedActivationSpec& s) {
       break;
   }
   return a;
-}
-
-// The SGEMM epilogue's activation; GeluTanh is not there (it then runs as a reference pass).
-bool gemm_activation(const ir::FusedActivationSpec& s, cpu::GemmActivation* out) {
-  using cpu::GemmActivation;
-  switch (s.kind) {
-    case ir::FusedActivation::kNone:
-      *out = GemmActivation::kNone;
-      return true;
-    case ir::FusedActivation::kRelu:
-      *out = GemmActivation::kRelu;
-      return true;
-    case ir::FusedActivation::kClip:
-      *out = GemmActivation::kClip;
-      return true;
-    case ir::FusedActivation::kLeakyRelu:
-      *out = GemmActivation::kLeakyRelu;
-      return true;
-    case ir::FusedActivation::kSigmoid:
-      *out = GemmActivation::kSigmoid;
-      return true;
-    case ir::FusedActivation::kHardSigmoid:
-      *out = GemmActivation::kHardSigmoid;
-      return true;
-    case ir::FusedActivation::kHardSwish:
-      *out = GemmActivation::kHardSwish;
-      return true;
-    case ir::FusedActivation::kSilu:
-      *out = GemmActivation::kSilu;
-      return true;
-    case ir::FusedActivation::kGelu:
-      *out = GemmActivation::kGelu;
-      return true;
-    case ir::FusedActivation::kTanh:
-      *out = GemmActivation::kTanh;
-      return true;
-    case ir::FusedActivation::kGeluTanh:
-      return false;
-  }
-  return false;
 }
 
 const char* impl_name(core::Isa isa) {
@@ -194,7 +156,9 @@ Result<std::unique_ptr<OpKernel>> create(const KernelCreateInfo& info) {
       for (int64_t p = 0; p < g.k; ++p) (*g.w_kn)[static_cast<size_t>(p * g.n + j)] = src[j * g.k + p];
     g.w = Tensor();  // the transposed copy replaces it
   }
-  if (!gemm_activation(spec, &g.act)) {
+  if (std::optional<cpu::FusedActivation> fast = to_fast_activation(spec)) {
+    g.act = fast->kind;
+  } else {  // GeluTanh: the reference pass after the GEMM
     g.act = cpu::GemmActivation::kNone;
     g.ref_activation_after = true;
   }
