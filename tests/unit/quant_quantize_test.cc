@@ -263,8 +263,8 @@ TEST(QuantQdq, OptimizedKstKeepsInt8Weights) {
   }
 }
 
-// The weights of a layer left in float are stored as f16 in the int8 file (and only those: the
-// quantized layer's weights stay int8); the written model computes what the measured one does.
+// The weights of a layer left in float are stored as f16 in the int8 file, and only those (the
+// widened bytes are conv1's weights); the outputs stay close to those of the f32-stored file.
 TEST(QuantQdq, FloatLayerWeightsStoredAsF16) {
   auto g = std::make_unique<ir::Graph>();
   ir::Value* x = g->add_input("x", {core::DType::kF32, ir::Shape(core::Dims{1, 8, 6, 6})});
