@@ -34,31 +34,10 @@ core::Result<std::string> optimized_kst(const ir::Graph& g, const format::KstWri
   return format::write_kst(*m.graph, opts);
 }
 
-core::Status fold_weight_dequantize(ir::Graph& g) {
-  for (ir::Node* n : g.nodes()) {
-    if (!n->domain().empty() || n->op_type() != "DequantizeLinear" || n->output(0)->is_graph_output()) continue;
-    std::vector<const core::Tensor*> ins;
-    bool constant = true;
-    for (const ir::Value* v : n->inputs()) {
-      if (v && !v->is_constant()) constant = false;
-      ins.push_back(v ? &v->constant() : nullptr);
-    }
-    if (!constant) continue;
-    KESTREL_ASSIGN_OR_RETURN(std::vector<core::Tensor> out, runtime::evaluate_node(*n, ins));
-    if (out.size() != 1) return core::internal_error(str_cat(n->describe(), ": expected one output"));
-    ir::Value* c = g.add_constant(g.unique_value_name(n->output(0)->name() + "_folded"), std::move(out[0]));
-    g.replace_all_uses(n->output(0), c);
-    KESTREL_RETURN_IF_ERROR(g.remove_node(n));
-  }
-  g.remove_unused_values();
-  return core::Status::ok();
-}
-
 core::Result<std::unique_ptr<TapRunner>> TapRunner::create(const ir::Graph& g, const std::vector<std::string>& taps,
                                                            int num_threads) {
   KESTREL_ASSIGN_OR_RETURN(runtime::LoadedModel m, copy_graph(g));
   ir::Graph& c = *m.graph;
-  KESTREL_RETURN_IF_ERROR(fold_weight_dequantize(c));
   auto r = std::unique_ptr<TapRunner>(new TapRunner());
   r->num_outputs_ = c.outputs().size();
   std::map<const ir::Value*, int64_t> out_index, in_index;

@@ -21,12 +21,8 @@ core::Result<runtime::LoadedModel> copy_graph(const ir::Graph& g);
 // The .kst bytes of a copy of g after the standard -O2 pipeline (what `kestrel convert` writes).
 core::Result<std::string> optimized_kst(const ir::Graph& g, const format::KstWriteOptions& opts = {});
 
-// Replaces each DequantizeLinear of constants (quantized weights) by its float result. The values
-// are the ones the DequantizeLinear computes, but as constants they let Conv / Gemm use their
-// fast kernels (weights packed at load), so measuring a QDQ model costs about a float run.
-core::Status fold_weight_dequantize(ir::Graph& g);
-
-// Runs a copy of g (weights dequantized once, see fold_weight_dequantize).
+// Runs a copy of g in a Session (which folds the dequantized weights of float layers at load:
+// runtime::fold_weight_dequantize).
 class TapRunner {
  public:
   // `taps`: names of graph inputs or node outputs of g; unknown names are an error.

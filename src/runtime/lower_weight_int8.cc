@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "core/str_util.h"
 #include "ir/op_schema.h"
+#include "runtime/kernel.h"
 
 namespace kestrel::runtime {
 
@@ -142,6 +144,28 @@ core::Result<int> lower_weight_int8(ir::Graph& g) {
     ++count;
     removed.insert(n);
     if (dq_goes) removed.insert(dq);
+  }
+  if (count > 0) g.remove_unused_values();
+  return count;
+}
+
+core::Result<int> fold_weight_dequantize(ir::Graph& g) {
+  int count = 0;
+  for (ir::Node* n : g.nodes()) {
+    if (!n->domain().empty() || n->op_type() != "DequantizeLinear" || n->output(0)->is_graph_output()) continue;
+    std::vector<const core::Tensor*> ins;
+    bool constant = true;
+    for (const ir::Value* v : n->inputs()) {
+      if (v && !v->is_constant()) constant = false;
+      ins.push_back(v && v->is_constant() ? &v->constant() : nullptr);
+    }
+    if (!constant) continue;
+    KESTREL_ASSIGN_OR_RETURN(std::vector<core::Tensor> out, evaluate_node(*n, ins));
+    if (out.size() != 1) return core::internal_error(core::str_cat(n->describe(), ": expected one output"));
+    ir::Value* c = g.add_constant(g.unique_value_name(n->output(0)->name() + "_folded"), std::move(out[0]));
+    g.replace_all_uses(n->output(0), c);
+    KESTREL_RETURN_IF_ERROR(g.remove_node(n));
+    ++count;
   }
   if (count > 0) g.remove_unused_values();
   return count;

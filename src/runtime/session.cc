@@ -86,9 +86,10 @@ Status Session::init_graph() {
   if (opts_.num_threads < 1 || opts_.num_threads > 256)
     return core::invalid_argument(str_cat("num_threads must be in [1, 256], got ", opts_.num_threads));
   KESTREL_RETURN_IF_ERROR(prepare_graph(*model_.graph));
-  // Weight-only int8 MatMul / Gemm read their int8 weights directly (no f32 copy is folded).
-  KESTREL_ASSIGN_OR_RETURN(int lowered, lower_weight_int8(*model_.graph));
-  (void)lowered;
+  // Weight-only int8 MatMul / Gemm read their int8 weights directly (no f32 copy is folded); the
+  // other dequantized constant weights become float constants, for the fast kernels to pack.
+  KESTREL_RETURN_IF_ERROR(lower_weight_int8(*model_.graph).status());
+  KESTREL_RETURN_IF_ERROR(fold_weight_dequantize(*model_.graph).status());
   for (const ir::Value* v : model_.graph->inputs()) inputs_.push_back({v->name(), v->type()});
   for (const ir::Value* v : model_.graph->outputs()) outputs_.push_back({v->name(), v->type()});
   pool_ = std::make_unique<core::ThreadPool>(opts_.num_threads);

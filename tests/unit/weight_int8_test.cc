@@ -287,6 +287,63 @@ TEST(WeightInt8Lowering, LeavesOtherPatternsAlone) {
   }
 }
 
+// A float Conv reading DequantizeLinear(int8 constant), as a QDQ model leaves a layer it does not
+// quantize: the session folds the weights to float at load, so the conv gets the fast kernel (weights
+// packed once) instead of the reference one, and computes what it computes on the float weights.
+TEST(WeightInt8Lowering, FloatConvOfDequantizedWeightsGetsTheFastKernel) {
+  std::mt19937 rng(7);
+  const Tensor w = i8({32, 16, 3, 3}, rng), scale = f32({32}, rng, 0.001f, 0.01f), bias = f32({32}, rng);
+  const Tensor x = f32({1, 16, 12, 12}, rng);
+  Tensor wf = Tensor::allocate(DType::kF32, w.dims()).value();
+  for (int64_t i = 0; i < wf.num_elements(); ++i)
+    wf.data<float>()[i] = static_cast<float>(w.data<int8_t>()[i]) * scale.data<float>()[i / (16 * 9)];
+  struct Out {
+    std::string impl;
+    Tensor y;
+    bool has_dq = false;
+    int folded = -1;
+  };
+  auto run_conv = [&](bool dequantize) -> Out {
+    auto g = std::make_unique<ir::Graph>("conv");
+    ir::Value* xv = g->add_input("x", {DType::kF32, ir::Shape(x.dims())});
+    ir::Value* wv = nullptr;
+    if (dequantize) {
+      ir::Node* dq =
+          g->add_node("DequantizeLinear", {g->add_constant("w", w), g->add_constant("s", scale)}, {"wd"}, "dq");
+      dq->set_attr("axis", int64_t{0});
+      wv = dq->output(0);
+    } else {
+      wv = g->add_constant("wf", wf);
+    }
+    ir::Node* conv = g->add_node("Conv", {xv, wv, g->add_constant("b", bias)}, {"y"}, "conv");
+    conv->set_attr("pads", std::vector<int64_t>{1, 1, 1, 1});
+    g->add_output(conv->output(0));
+    runtime::LoadedModel m;
+    m.graph = std::move(g);
+    auto s = runtime::Session::from_model(std::move(m), {});
+    EXPECT_TRUE(s.is_ok()) << s.status().to_string();
+    if (!s.is_ok()) return {};
+    Out o;
+    for (const ir::Node* n : (*s)->graph().nodes()) o.has_dq |= n->op_type() == "DequantizeLinear";
+    (*s)->executor().set_profiler([&](const runtime::Executor::ProfileEvent& e) {
+      if (e.node.op_type() == "Conv") o.impl = e.impl;
+    });
+    const std::vector<const Tensor*> ins = {&x};
+    std::vector<Tensor> outs;
+    EXPECT_TRUE((*s)->run(ins, outs).is_ok());
+    if (!outs.empty()) o.y = std::move(outs[0]);
+    o.folded = (*s)->plan_stats().folded_steps;  // planned by the first run
+    return o;
+  };
+  Out q = run_conv(true), f = run_conv(false);
+  EXPECT_FALSE(q.has_dq);
+  EXPECT_EQ(q.folded, 0);
+  EXPECT_NE(q.impl, "reference");
+  EXPECT_EQ(q.impl, f.impl);
+  ASSERT_TRUE(q.y.defined() && f.y.defined());
+  expect_close(q.y, std::vector<double>(f.y.data<float>(), f.y.data<float>() + f.y.num_elements()), 1e-6);
+}
+
 TEST(WeightInt8Schema, RejectsBadScale) {
   std::mt19937 rng(1);
   auto g = std::make_unique<ir::Graph>("test");
