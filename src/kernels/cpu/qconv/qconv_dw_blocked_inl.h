@@ -119,6 +119,19 @@ void columns(const QDwBlock& b, int64_t pw, const float* base, const float* w, c
   taps<T, N>(b, pw, base, w, ep, q0, out);
 }
 
+// columns<T, n> for a run-time n in [1, N]: a chain of compile-time cases that inlines like a switch
+// (a table of function pointers indexed by n was 1.1-1.3x slower: the calls did not inline and the
+// epilogue constants were reloaded per call; BM_QConvDw 960 ch 7x7).
+template <class T, int N>
+inline __attribute__((always_inline)) void columns_upto(int64_t n, const QDwBlock& b, int64_t pw, const float* base,
+                                                        const float* w, const Epilogue<T>& ep, int64_t q0,
+                                                        uint8_t* out) {
+  if constexpr (N > 1) {
+    if (n < N) return columns_upto<T, N - 1>(n, b, pw, base, w, ep, q0, out);
+  }
+  columns<T, N>(b, pw, base, w, ep, q0, out);
+}
+
 template <class T>
 void qdw_block(const QDwBlock& b) {
   constexpr int L = T::kLanes, kPasses = kQDwBlockChannels / L, kRegs = 64 / T::kBytes;
@@ -175,34 +188,7 @@ void qdw_block(const QDwBlock& b) {
         const float* base = hbuf + (oy * b.sh * pw + ox0 * b.sw) * L;
         uint8_t* out = tout + h * L;
         const int64_t q0 = oy * b.ow + ox0;
-        // A switch, not a table of function pointers: the calls inline (epilogue constants stay in
-        // registers); a table indexed by the column count was 1.1-1.3x slower (BM_QConvDw 960 ch 7x7).
-        switch (std::min<int64_t>(kQDwBlockCols, b.ow - ox0)) {
-          case 1:
-            columns<T, 1>(b, pw, base, w, ep, q0, out);
-            break;
-          case 2:
-            columns<T, 2>(b, pw, base, w, ep, q0, out);
-            break;
-          case 3:
-            columns<T, 3>(b, pw, base, w, ep, q0, out);
-            break;
-          case 4:
-            columns<T, 4>(b, pw, base, w, ep, q0, out);
-            break;
-          case 5:
-            columns<T, 5>(b, pw, base, w, ep, q0, out);
-            break;
-          case 6:
-            columns<T, 6>(b, pw, base, w, ep, q0, out);
-            break;
-          case 7:
-            columns<T, 7>(b, pw, base, w, ep, q0, out);
-            break;
-          default:
-            columns<T, 8>(b, pw, base, w, ep, q0, out);
-            break;
-        }
+        columns_upto<T, kQDwBlockCols>(std::min<int64_t>(kQDwBlockCols, b.ow - ox0), b, pw, base, w, ep, q0, out);
       }
   }
 
