@@ -7,10 +7,13 @@
 
 #include "core/str_util.h"
 #include "ir/op_schema.h"
+#include "kernels/reference/data_movement.h"
+#include "kernels/reference/transform.h"
 
 namespace kestrel::runtime {
 
 using core::str_cat;
+namespace ref = kernels::ref;
 
 enum class SlotState : uint8_t {
   kUnknown,
@@ -34,8 +37,9 @@ struct Executor::Slot {
   int last_use = -1;
   bool graph_output = false;
   size_t offset = 0;
-  // Written in place into a slice of another arena slot (a Concat input, see plan()): its bytes
-  // start alias_offset into slot alias_of, which places it.
+  // Lives in another arena slot's bytes (a Concat input written into its slice of the output, or a view of an
+  // input, see plan_concat_in_place and plan_views): its bytes start alias_offset into slot alias_of, which is
+  // placed for the lifetimes of all the slots living in it and never lives in another itself.
   int alias_of = -1;
   size_t alias_offset = 0;
   bool has_aliases = false;
@@ -57,6 +61,7 @@ struct Executor::Step {
   std::vector<core::DType> out_dtypes;
   bool folded = false;
   bool dynamic = false;
+  bool view = false;               // its outputs are views of its input (plan_views): not run
   std::vector<int> release_after;  // dynamic slots whose last use is this step
 };
 
@@ -197,7 +202,7 @@ Status Executor::plan(std::span<const Tensor* const> inputs) {
 
   for (size_t si = 0; si < steps_.size(); ++si) {
     Step& s = steps_[si];
-    s.folded = s.dynamic = false;
+    s.folded = s.dynamic = s.view = false;
     s.release_after.clear();
     bool dynamic_input = false;
     bool foldable = !s.schema->nondeterministic && s.node->subgraphs().empty() && s.implicit.empty();
@@ -279,7 +284,10 @@ Status Executor::plan(std::span<const Tensor* const> inputs) {
     sl.alias_offset = 0;
     sl.has_aliases = false;
   }
-  if (!opts_.kernel.reference_only) plan_concat_in_place();
+  if (!opts_.kernel.reference_only) {
+    plan_concat_in_place();
+    plan_views();
+  }
 
   // Arena: greedy by size, placing each tensor at the lowest offset that does not overlap a
   // tensor alive at the same time.
@@ -302,12 +310,15 @@ Status Executor::plan(std::span<const Tensor* const> inputs) {
     KESTREL_ASSIGN_OR_RETURN(int64_t n, core::checked_num_elements(sl.type.shape.concrete()));
     size_t bytes = core::align_up(static_cast<size_t>(n) * core::dtype_size(sl.dtype));
     stats_.sum_activation_bytes += bytes;
-    if (sl.alias_of >= 0) continue;  // lives inside its Concat's output
-    int begin = sl.def_step;
-    if (sl.has_aliases)  // from the first step that writes a slice
+    if (sl.alias_of >= 0) continue;  // placed with the slot it lives in
+    int begin = sl.def_step, end = std::max(sl.last_use, sl.def_step);
+    if (sl.has_aliases)  // from the first step that writes a slice to the last that reads a view
       for (const Slot& other : slots_)
-        if (&other != &sl && other.alias_of == static_cast<int>(id)) begin = std::min(begin, other.def_step);
-    items.push_back({static_cast<int>(id), bytes, begin, std::max(sl.last_use, sl.def_step)});
+        if (&other != &sl && other.alias_of == static_cast<int>(id)) {
+          begin = std::min(begin, other.def_step);
+          end = std::max({end, other.last_use, other.def_step});
+        }
+    items.push_back({static_cast<int>(id), bytes, begin, end});
   }
   std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.bytes > b.bytes; });
   std::vector<const Item*> placed;
@@ -375,8 +386,9 @@ void Executor::plan_concat_in_place() {
       }
       const Slot& in = slots_[static_cast<size_t>(s.in[i])];
       ok = in.state == SlotState::kArena && !in.graph_output && !in.has_aliases && in.alias_of < 0 &&
-           in.dtype == out.dtype && in.def_step >= 0 && in.value->uses().size() == 1 &&
-           in.last_use == static_cast<int>(si) && std::count(s.in.begin(), s.in.end(), s.in[i]) == 1;
+           in.dtype == out.dtype && in.dtype != core::DType::kString && in.def_step >= 0 &&
+           in.value->uses().size() == 1 && in.last_use == static_cast<int>(si) &&
+           std::count(s.in.begin(), s.in.end(), s.in[i]) == 1;
     }
     // Every slice must start on the arena's alignment, as any tensor does (vector kernels).
     size_t pos = 0;
@@ -394,6 +406,107 @@ void Executor::plan_concat_in_place() {
       pos += static_cast<size_t>(in.type.shape.num_elements()) * core::dtype_size(in.dtype);
     }
     out.has_aliases = true;
+  }
+}
+
+std::vector<size_t> Executor::view_offsets(const Step& s) const {
+  if (!s.node->domain().empty() || s.in.empty() || s.in[0] < 0) return {};
+  const std::string& op = s.node->op_type();
+  const Slot& x = slots_[static_cast<size_t>(s.in[0])];
+  const core::Dims& xd = x.type.shape.concrete();
+  const size_t esize = core::dtype_size(x.dtype);
+  if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity") {
+    if (s.out.size() != 1) return {};
+    return {0};
+  }
+  std::vector<int64_t> strides(xd.size(), 1);
+  for (size_t d = xd.size(); d-- > 1;) strides[d - 1] = strides[d] * xd[d];
+  if (op == "Slice") {
+    // Contiguous: whole axes inside the last partial one p, which takes a run of elements (step 1), and one
+    // index on every axis outside p. starts / ends / axes / steps must be known at plan time.
+    std::vector<int64_t> args[4];
+    for (size_t i = 1; i < s.in.size() && i <= 4; ++i) {
+      if (s.in[i] < 0) continue;
+      const Slot& a = slots_[static_cast<size_t>(s.in[i])];
+      if (a.state != SlotState::kConstant && a.state != SlotState::kFolded) return {};
+      auto v = ref::read_indices(a.tensor, "Slice argument");
+      if (!v.is_ok()) return {};
+      args[i - 1] = std::move(*v);
+    }
+    auto spec = ref::resolve_slice(xd, args[0], args[1], args[2], args[3]);
+    if (!spec.is_ok()) return {};
+    const auto& sp = *spec;
+    size_t p = 0;
+    bool partial = false;
+    for (size_t d = 0; d < xd.size(); ++d) {
+      if (sp[d].count == 0) return {};
+      if (sp[d].count != xd[d] || (sp[d].count > 1 && sp[d].step != 1)) {
+        p = d;
+        partial = true;
+      }
+    }
+    int64_t off = 0;
+    for (size_t d = 0; partial && d <= p; ++d) {
+      if ((d < p && sp[d].count != 1) || (d == p && sp[d].count > 1 && sp[d].step != 1)) return {};
+      off += sp[d].start * strides[d];
+    }
+    return {static_cast<size_t>(off) * esize};
+  }
+  if (op == "Split") {
+    // Along an axis with only 1s before it: each output is the next run of the input.
+    auto axis_attr = s.node->attr_int("axis", 0);
+    if (!axis_attr.is_ok()) return {};
+    const int64_t rank = static_cast<int64_t>(xd.size());
+    const int64_t axis = *axis_attr < 0 ? *axis_attr + rank : *axis_attr;
+    if (axis < 0 || axis >= rank) return {};
+    for (int64_t d = 0; d < axis; ++d)
+      if (xd[static_cast<size_t>(d)] != 1) return {};
+    std::vector<size_t> offs;
+    int64_t pos = 0;
+    for (int id : s.out) {
+      const core::Dims& yd = slots_[static_cast<size_t>(id)].type.shape.concrete();
+      if (yd.size() != xd.size()) return {};
+      offs.push_back(static_cast<size_t>(pos * strides[static_cast<size_t>(axis)]) * esize);
+      pos += yd[static_cast<size_t>(axis)];
+    }
+    if (pos > xd[static_cast<size_t>(axis)]) return {};
+    return offs;
+  }
+  return {};
+}
+
+// Steps whose outputs are byte ranges of their input (view_offsets) are not run: each output lives in the
+// input's bytes (the slot the input lives in, if it lives in one), which stays alive until the views' last
+// readers. Both must be arena slots, so neither is ever a caller's tensor; an output already living in a
+// Concat's output keeps its copy. ShuffleNet's channel-shuffle Reshapes and channel-split Slices, the
+// transformers' Reshapes, Squeezes and Splits.
+void Executor::plan_views() {
+  for (Step& s : steps_) {
+    if (s.folded || s.dynamic || s.in.empty() || s.in[0] < 0 || s.out.empty()) continue;
+    const Slot& x = slots_[static_cast<size_t>(s.in[0])];
+    if (x.state != SlotState::kArena || x.dtype == core::DType::kString) continue;
+    bool ok = true;
+    for (int id : s.out) {
+      const Slot& y = slots_[static_cast<size_t>(id)];
+      ok = ok && y.state == SlotState::kArena && y.alias_of < 0 && !y.has_aliases && y.dtype == x.dtype &&
+           id != s.in[0] && std::count(s.out.begin(), s.out.end(), id) == 1 && y.type.shape.num_elements() > 0 &&
+           y.type.shape.num_elements() <= x.type.shape.num_elements();
+    }
+    if (!ok) continue;
+    const std::vector<size_t> offs = view_offsets(s);
+    if (offs.size() != s.out.size()) continue;
+    for (size_t off : offs) ok = ok && core::align_up(off) == off;  // every tensor starts aligned (vector kernels)
+    if (!ok) continue;
+    const int root = x.alias_of >= 0 ? x.alias_of : s.in[0];
+    const size_t base = x.alias_of >= 0 ? x.alias_offset : 0;
+    for (size_t o = 0; o < s.out.size(); ++o) {
+      Slot& y = slots_[static_cast<size_t>(s.out[o])];
+      y.alias_of = root;
+      y.alias_offset = base + offs[o];
+    }
+    slots_[static_cast<size_t>(root)].has_aliases = true;
+    s.view = true;
+    ++stats_.view_steps;
   }
 }
 
@@ -505,7 +618,7 @@ Status Executor::run(std::span<const Tensor* const> inputs, std::vector<Tensor>&
     }
   }
   for (auto& s : steps_) {
-    if (s.folded) continue;
+    if (s.folded || s.view) continue;
     KESTREL_RETURN_IF_ERROR(run_step(s));
   }
   for (size_t k = 0; k < output_slots_.size(); ++k) {

@@ -30,6 +30,7 @@ struct PlanStats {
   int folded_steps = 0;              // nodes computed at plan time (constants, shape arithmetic)
   int dynamic_steps = 0;             // nodes whose shapes are only known at run time
   int static_steps = 0;
+  int view_steps = 0;  // of the static ones: outputs placed on their input's bytes, not run (plan_views)
 };
 
 class Executor {
@@ -78,6 +79,10 @@ class Executor {
   Status plan(std::span<const Tensor* const> inputs);
   Status run_step(Step& s);
   void plan_concat_in_place();
+  void plan_views();
+  // Byte offsets into input 0 at which each output of `s` lies if it is a view of it (same bytes, in order), else
+  // empty: Reshape, Flatten, Squeeze, Unsqueeze, Identity; Slice and Split of a contiguous range.
+  std::vector<size_t> view_offsets(const Step& s) const;
   Status infer_step(const Step& s, std::vector<ir::ValueType>& out_types, bool use_values);
   Status check_and_plan(std::span<const Tensor* const> inputs);
   // Points every kernel argument that refers to slot `id` at a caller's tensor (`write` for the

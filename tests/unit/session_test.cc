@@ -214,6 +214,75 @@ TEST(Session, ConcatInputsWrittenInPlace) {
   }
 }
 
+// Outputs that are views of their input (Reshape, Flatten, Squeeze, Unsqueeze, Identity, contiguous Slice and
+// Split) live in the input's bytes and their steps do not run: results must equal the reference kernels' (which
+// copy) on two runs, with the input kept alive until the views' last reader (n is computed after a's last direct
+// reader and would otherwise reuse its bytes), and with the cases that must copy: a graph input or output, a
+// strided Slice, a Split with a dim > 1 before its axis, a slice off the arena alignment, a view that already
+// lives in a Concat's output.
+TEST(Session, ViewsShareTheirInputsBytes) {
+  OnnxBuilder b;
+  b.input("x", 1, {1, 4, 4, 4}).input("w", 1, {2, 4, 4});
+  b.initializer_i64("flat", {2}, {1, 64}).initializer_i64("ax0", {1}, {0}).initializer_i64("ax1", {1}, {1});
+  b.initializer_i64("ax2", {1}, {2}).initializer_i64("one", {1}, {1}).initializer_i64("three", {1}, {3});
+  b.node("Relu", {"x"}, {"a"});
+  b.node("Reshape", {"a", "flat"}, {"v"});  // view
+  b.node("Neg", {"x"}, {"n"});
+  b.node("Reshape", {"n", "flat"}, {"nv"});                                     // view
+  b.node("Add", {"v", "nv"}, {"s"});                                            // reads both views after n exists
+  b.node("Identity", {"a"}, {"ai"});                                            // view
+  b.node("Unsqueeze", {"ai", "ax0"}, {"au"});                                   // view of a view: a's bytes
+  b.node("Squeeze", {"au", "ax0"}, {"as"});                                     // again
+  OnnxBuilder::attr(b.node("Flatten", {"as"}, {"af"}), "axis", int64_t{2});     // again: [4, 16]
+  b.node("Slice", {"a", "one", "three", "ax1"}, {"sc"});                        // channels 1..2: 64-byte aligned, view
+  b.node("Slice", {"a", "one", "three", "ax2"}, {"sr"});                        // rows 1..2 of every channel: copies
+  b.node("Slice", {"v", "one", "three", "ax1"}, {"su"});                        // contiguous, 4-byte offset: copies
+  b.node("Split", {"a"}, {"p0"});                                               // one output, the whole of a: view
+  OnnxBuilder::attr(b.node("Split", {"s"}, {"q0", "q1"}), "axis", int64_t{1});  // two 128-byte runs: views
+  b.node("Abs", {"w"}, {"wa"});
+  OnnxBuilder::attr(b.node("Split", {"wa"}, {"r0", "r1"}), "axis", int64_t{1});  // dim 2 before the axis: copies
+  b.node("Reshape", {"x", "flat"}, {"xv"});                                      // a graph input: copies
+  b.node("Reshape", {"a", "flat"}, {"ov"});                                      // a graph output: copies
+  b.node("Sigmoid", {"x"}, {"g"});
+  b.node("Reshape", {"g", "flat"}, {"gv"});  // lives in the Concat's output: copies
+  b.node("Tanh", {"x"}, {"t"});
+  b.node("Reshape", {"t", "flat"}, {"tv"});
+  OnnxBuilder::attr(b.node("Concat", {"gv", "tv"}, {"gt"}), "axis", int64_t{1});
+  b.node("Mul", {"q0", "q1"}, {"m"});
+  b.node("Neg", {"af"}, {"fo"});
+  b.node("Neg", {"p0"}, {"po"});
+  b.node("Relu", {"gt"}, {"go"});
+  b.node("Neg", {"sc"}, {"d"});
+  b.node("Neg", {"sr"}, {"e"});
+  b.output("m").output("fo").output("d").output("e").output("su").output("po").output("r0").output("r1").output("xv");
+  b.output("ov").output("go");
+  const std::string bytes = b.bytes();
+  runtime::SessionOptions fo, ro;
+  fo.opt_level = ro.opt_level = 0;
+  ro.reference_only = true;
+  auto fast = runtime::Session::open_memory(bytes.data(), bytes.size(), fo);
+  auto ref = runtime::Session::open_memory(bytes.data(), bytes.size(), ro);
+  ASSERT_TRUE(fast.is_ok()) << fast.status().to_string();
+  ASSERT_TRUE(ref.is_ok()) << ref.status().to_string();
+  Tensor x = Tensor::allocate(DType::kF32, {1, 4, 4, 4}).value(), w = Tensor::allocate(DType::kF32, {2, 4, 4}).value();
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = static_cast<float>(i % 11) * 0.41f - 2.1f;
+  for (int64_t i = 0; i < w.num_elements(); ++i) w.data<float>()[i] = static_cast<float>(i) * 0.25f - 3.f;
+  for (int rep = 0; rep < 2; ++rep) {
+    std::vector<Tensor> of, orf;
+    ASSERT_TRUE((*fast)->run({{"x", x}, {"w", w}}, of).is_ok());
+    ASSERT_TRUE((*ref)->run({{"x", x}, {"w", w}}, orf).is_ok());
+    ASSERT_EQ(of.size(), orf.size());
+    for (size_t k = 0; k < of.size(); ++k) {
+      ASSERT_EQ(of[k].dims(), orf[k].dims()) << "output " << k;
+      for (int64_t i = 0; i < of[k].num_elements(); ++i)
+        EXPECT_NEAR(of[k].data<float>()[i], orf[k].data<float>()[i], 1e-5f) << "output " << k << " element " << i;
+    }
+  }
+  // v, nv, ai, au, as, af, sc, p0's Split, q0 / q1's Split.
+  EXPECT_EQ((*fast)->plan_stats().view_steps, 9);
+  EXPECT_EQ((*ref)->plan_stats().view_steps, 0);
+}
+
 TEST(Session, UnknownOpFailsAtLoadNamingNodeOpAndOpset) {
   OnnxBuilder b(11);
   b.input("x", 1, {2});

@@ -241,6 +241,33 @@ TEST(TextSession, StringIntermediatesDoNotNeedTheArena) {
   EXPECT_EQ(contents(out[0]), (std::vector<std::string>{"7.0", "8.0"}));
 }
 
+// String values own heap memory, so they never live in another slot's arena bytes: a Concat of strings copies its
+// inputs, a Reshape of strings copies too (the executor's in-place Concat and views are for arena tensors only).
+TEST(TextSession, StringConcatAndReshapeCopy) {
+  OnnxBuilder b(13);
+  b.input("x", 8, {2, 3});
+  b.initializer_i64("shape", {2}, {3, 4});
+  b.node("Identity", {"x"}, {"t"});
+  b.node("Identity", {"x"}, {"u"});
+  OnnxBuilder::attr(b.node("Concat", {"t", "u"}, {"c"}), "axis", int64_t{1});
+  b.node("Reshape", {"c", "shape"}, {"r"});
+  b.node("Identity", {"r"}, {"y"});
+  b.output("y", 8);
+  std::string bytes = b.bytes();
+  runtime::SessionOptions o;
+  o.opt_level = 0;
+  auto s = runtime::Session::open_memory(bytes.data(), bytes.size(), o);
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  for (int rep = 0; rep < 2; ++rep) {
+    std::vector<Tensor> out;
+    ASSERT_TRUE((*s)->run({{"x", strings({"a", "bb", "c", "dd", "e", "ff"}, {2, 3})}}, out).is_ok());
+    EXPECT_EQ(out[0].dims(), (Dims{3, 4}));
+    EXPECT_EQ(contents(out[0]),
+              (std::vector<std::string>{"a", "bb", "c", "a", "bb", "c", "dd", "e", "ff", "dd", "e", "ff"}));
+  }
+  EXPECT_EQ((*s)->plan_stats().view_steps, 0);
+}
+
 TEST(TextSession, TfIdfAfterIdentityOnStrings) {
   OnnxBuilder b(13);
   b.input("x", 8, {2, 3});

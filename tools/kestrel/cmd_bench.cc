@@ -401,7 +401,8 @@ void bench(const BenchOptions& o) {
         ",\"first_run_ms\":", json_number(first_run_ms), ",\"arena_bytes\":", ps.arena_bytes,
         ",\"sum_activation_bytes\":", ps.sum_activation_bytes, ",\"peak_rss_bytes\":", rss,
         ",\"allocs_per_run\":", allocs_per_run, ",\"static_steps\":", ps.static_steps,
-        ",\"dynamic_steps\":", ps.dynamic_steps, ",\"folded_steps\":", ps.folded_steps, ",\"inputs\":[", in_json, "]",
+        ",\"dynamic_steps\":", ps.dynamic_steps, ",\"folded_steps\":", ps.folded_steps,
+        ",\"view_steps\":", ps.view_steps, ",\"inputs\":[", in_json, "]",
         o.profile && prof ? profile_json(*prof) : std::string(),
         o.trace.empty() ? "" : ",\"trace\":", o.trace.empty() ? std::string() : json_string(o.trace), "}");
     std::printf("%s\n", line.c_str());
@@ -420,8 +421,8 @@ void bench(const BenchOptions& o) {
               p10, p90, min, max, runs, o.warmup);
   std::printf("memory     arena %s (%s without reuse); peak RSS %s\n", format_bytes(ps.arena_bytes).c_str(),
               format_bytes(ps.sum_activation_bytes).c_str(), format_bytes(rss).c_str());
-  std::printf("steps      %d per run (%d with run-time shapes), %d computed at plan time\n",
-              ps.static_steps + ps.dynamic_steps, ps.dynamic_steps, ps.folded_steps);
+  std::printf("steps      %d per run (%d with run-time shapes), %d computed at plan time, %d views of their input\n",
+              ps.static_steps + ps.dynamic_steps - ps.view_steps, ps.dynamic_steps, ps.folded_steps, ps.view_steps);
   std::printf("allocs     %llu heap allocations per run (median)\n", static_cast<unsigned long long>(allocs_per_run));
   if (o.profile && prof) print_profile(*prof, wall_total, o.top);
   if (!o.trace.empty()) std::printf("\ntrace      %s (chrome://tracing or https://ui.perfetto.dev)\n", o.trace.c_str());
