@@ -471,8 +471,9 @@ void register_int8_kernels(KernelRegistry& r) {
         kernels::cpu::qrequant_table(*xs, *xz, *ys, *yz, 0, 255, tables.back().data());
       }
     }
+    const core::Isa isa = info.options.isa;
     return make_kernel(
-        [axis, tables](KernelContext& ctx) -> Status {
+        [axis, tables, isa](KernelContext& ctx) -> Status {
           Tensor& y = ctx.output(0);
           const int64_t r = y.rank();
           const int64_t ax = axis < 0 ? axis + r : axis;
@@ -483,7 +484,8 @@ void register_int8_kernels(KernelRegistry& r) {
           int64_t off = 0;
           for (size_t t = 0; t < tables.size(); ++t) {
             const Tensor& x = ctx.input(2 + 3 * t);
-            if (x.dtype() != core::DType::kU8 || x.rank() != r) return core::invalid_argument("QConcat: inputs must be u8 of y's rank");
+            if (x.dtype() != core::DType::kU8 || x.rank() != r)
+              return core::invalid_argument("QConcat: inputs must be u8 of y's rank");
             const int64_t inner = outer == 0 ? 0 : x.num_elements() / outer;
             if (off + inner > y_inner) return core::invalid_argument("QConcat: inputs do not fit the output");
             const uint8_t* src = x.data<uint8_t>();
@@ -491,8 +493,8 @@ void register_int8_kernels(KernelRegistry& r) {
             for (int64_t o = 0; o < outer; ++o) {
               if (tables[t].empty())
                 std::memcpy(dst + o * y_inner, src + o * inner, static_cast<size_t>(inner));
-              else
-                for (int64_t i = 0; i < inner; ++i) dst[o * y_inner + i] = tables[t][src[o * inner + i]];
+              else  // the vectorized lookup: ShuffleNet's passthrough halves took 11% of its int8 time bytewise
+                kernels::cpu::qlookup_u8(tables[t].data(), src + o * inner, dst + o * y_inner, inner, ctx.pool(), isa);
             }
             off += inner;
           }
