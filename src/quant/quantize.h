@@ -116,11 +116,22 @@ struct PtqOptions {
 // weights when opts.fp16_float_weights (format::KstWriteOptions::fp16_float_ops_only).
 format::KstWriteOptions int8_kst_options(const PtqOptions& opts);
 
+// What keeping `float_set` (node names) in float costs against int8, in multiply-adds: the float nodes' own
+// (convolutions and matrix products: output elements x reduction length; other ops: output elements) plus, for every
+// tensor a quantized node reads or writes whose producer and readers are not all on the same side (int8: a node of
+// `nodes` outside the set; float: everything else), kBoundaryMacs per element (its QuantizeLinear or
+// DequantizeLinear, and the block fusion it breaks). The automatic mode compares sets that meet the target by it.
+inline constexpr double kBoundaryMacs = 12;
+double float_set_cost(const ir::Graph& prepared, const std::vector<QuantizedNode>& nodes,
+                      const std::set<std::string>& float_set);
+
 struct PtqResult {
   std::unique_ptr<ir::Graph> graph;  // the QDQ graph (plain ONNX, not yet optimized at -O2)
   QdqResult qdq;
   std::vector<LayerStat> layers;        // per-layer report of the final graph on the calibration samples
-  std::vector<std::string> auto_float;  // nodes the automatic mode kept in float, most sensitive first
+  // Nodes the automatic mode kept in float: most sensitive first, or in graph order when a prefix of the graph's
+  // quantizable nodes met the target at a lower float_set_cost.
+  std::vector<std::string> auto_float;
   std::map<std::string, TensorRange> ranges;
   double holdout_cosine = -2;  // automatic mode: final holdout cosine (-2: not measured)
 };

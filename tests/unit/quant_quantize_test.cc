@@ -199,6 +199,24 @@ TEST(QuantQdq, PerTensorAndKeepFloat) {
   EXPECT_TRUE(gemm->input(1)->is_constant());
 }
 
+// small_cnn's tensors: x 72 elements, r / s / a 108, p 27, gap / f 3, out 4; the conv does 18 multiply-adds per
+// output element. A float set pays its multiply-adds and kBoundaryMacs per element of every tensor with int8 on one
+// side and float on the other (the graph input and output, and the Flatten between gap and gemm, are float).
+TEST(QuantQdq, FloatSetCostCountsMultiplyAddsAndEdges) {
+  auto g = small_cnn();
+  const std::vector<QuantizedNode> nodes = plan_qdq(*g, {}).nodes;
+  const double e = kBoundaryMacs;
+  // All int8: x in, gap -> Flatten, Flatten -> gemm, out.
+  EXPECT_DOUBLE_EQ(float_set_cost(*g, nodes, {}), e * (72 + 3 + 3 + 4));
+  // The conv in float: its 108 x 18 multiply-adds; x is float on both sides, r float to int8.
+  EXPECT_DOUBLE_EQ(float_set_cost(*g, nodes, {"conv"}), 108 * 18 + e * (108 + 3 + 3 + 4));
+  // Cutting inside the block costs an edge more than closing it after the Add.
+  EXPECT_DOUBLE_EQ(float_set_cost(*g, nodes, {"conv", "sig"}), 108 * 18 + 108 + e * (108 + 108 + 3 + 3 + 4));
+  EXPECT_DOUBLE_EQ(float_set_cost(*g, nodes, {"conv", "sig", "add"}), 108 * 18 + 108 + 108 + e * (108 + 3 + 3 + 4));
+  // The Gemm in float: 4 outputs x 3; f and out are float on both sides now.
+  EXPECT_DOUBLE_EQ(float_set_cost(*g, nodes, {"gemm"}), 4 * 3 + e * (72 + 3));
+}
+
 TEST(QuantQdq, PtqReportAndAutoMode) {
   auto g = small_cnn();
   auto calib = samples(6, 30), hold = samples(3, 60);
