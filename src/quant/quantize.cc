@@ -385,6 +385,7 @@ double float_set_cost(const ir::Graph& prepared, const std::vector<QuantizedNode
   auto elements = [](const ir::Value* v) -> double {
     return v && v->shape().fully_known() ? static_cast<double>(v->shape().num_elements()) : 0.0;
   };
+  auto side = [&](const ir::Node* m) { return m && int8.count(m->name()) ? 1 : 0; };  // 1: int8
   double cost = 0;
   std::set<std::string> seen;
   for (const QuantizedNode& q : nodes) {
@@ -396,7 +397,6 @@ double float_set_cost(const ir::Graph& prepared, const std::vector<QuantizedNode
       const ir::Value* w = n->input(1);
       if (n->op_type() == "Conv" && w && w->shape().fully_known() && w->shape().rank() >= 3) {
         const core::Dims d = w->shape().concrete();
-        reduce = 1;
         for (size_t i = 1; i < d.size(); ++i) reduce *= static_cast<double>(d[i]);
       } else if ((n->op_type() == "MatMul" || n->op_type() == "Gemm") && n->input(0) &&
                  n->input(0)->shape().fully_known() && n->input(0)->shape().rank() >= 1) {
@@ -410,7 +410,6 @@ double float_set_cost(const ir::Graph& prepared, const std::vector<QuantizedNode
       if (!seen.insert(t).second) continue;
       const ir::Value* v = prepared.find_value(t);
       if (!v) continue;
-      auto side = [&](const ir::Node* m) { return m && int8.count(m->name()) ? 1 : 0; };
       const int first = made_by.count(t) ? static_cast<int>(int8.count(made_by[t])) : side(v->producer());
       bool mixed = false;
       for (const ir::Use& u : v->uses()) mixed = mixed || side(u.node) != first;
@@ -518,17 +517,19 @@ core::Result<PtqResult> quantize_ptq(const ir::Graph& prepared, const std::vecto
   // quantizable nodes of about the same size have one edge: try those cheaper than the current set (float_set_cost),
   // cheapest first, and keep the first that meets the target. MobileNet-V2: the 10-node prefix (features.0-3 whole)
   // reached 0.99124 against the greedy set's 0.99077 and ran 4.09-4.10 ms against 4.27-4.43 at 1 thread.
-  if (hit > 0 && res.holdout_cosine >= opts.target_cosine) {
+  if (res.holdout_cosine >= opts.target_cosine) {
     std::map<std::string, size_t> pos;
     for (const ir::Node* n : prepared.nodes()) pos.emplace(n->name(), pos.size());
+    auto position = [&](const std::string& name) {
+      auto it = pos.find(name);
+      return it == pos.end() ? size_t{0} : it->second;
+    };
     std::vector<std::string> order;
     for (const Rank& r : ranked) order.push_back(r.name);
-    std::stable_sort(order.begin(), order.end(), [&](const std::string& a, const std::string& b) {
-      return (pos.count(a) ? pos[a] : 0) < (pos.count(b) ? pos[b] : 0);
-    });
-    const std::vector<QuantizedNode> all = initial_nodes;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](const std::string& a, const std::string& b) { return position(a) < position(b); });
     auto cost_of = [&](const std::vector<std::string>& names) {
-      return float_set_cost(prepared, all, std::set<std::string>(names.begin(), names.end()));
+      return float_set_cost(prepared, initial_nodes, std::set<std::string>(names.begin(), names.end()));
     };
     double best = cost_of(res.auto_float);
     std::vector<std::pair<double, size_t>> prefixes;
@@ -537,10 +538,8 @@ core::Result<PtqResult> quantize_ptq(const ir::Graph& prepared, const std::vecto
       if (c < best) prefixes.emplace_back(c, j);
     }
     std::sort(prefixes.begin(), prefixes.end());
-    const std::vector<std::string> greedy = res.auto_float;
     for (const auto& [c, j] : prefixes) {
       const std::vector<std::string> names(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(j));
-      if (names == greedy) continue;
       KESTREL_ASSIGN_OR_RETURN(bool ok, attempt_set(names, false));
       if (ok) break;
     }
