@@ -170,6 +170,22 @@ TEST(Session, EarlierOutputBufferIsNotWrittenLater) {
   EXPECT_EQ(first.data<float>()[0], -1.f);
 }
 
+// Runs both sessions twice on the inputs (the second run reuses the plan) and compares their f32 outputs.
+void expect_same_outputs(runtime::Session& fast, runtime::Session& ref,
+                         const std::vector<std::pair<std::string, Tensor>>& inputs) {
+  for (int rep = 0; rep < 2; ++rep) {
+    std::vector<Tensor> of, orf;
+    ASSERT_TRUE(fast.run(inputs, of).is_ok());
+    ASSERT_TRUE(ref.run(inputs, orf).is_ok());
+    ASSERT_EQ(of.size(), orf.size());
+    for (size_t k = 0; k < of.size(); ++k) {
+      ASSERT_EQ(of[k].dims(), orf[k].dims()) << "output " << k;
+      for (int64_t i = 0; i < of[k].num_elements(); ++i)
+        EXPECT_NEAR(of[k].data<float>()[i], orf[k].data<float>()[i], 1e-5f) << "output " << k << " element " << i;
+    }
+  }
+}
+
 // Concat inputs placed at their slices of the output (the producers write there, the Concat copies
 // nothing): results must equal the reference kernels' (which copy), including the cases that must
 // keep their own memory: an input read by another op too, a graph input, a graph output, a nested
@@ -201,17 +217,7 @@ TEST(Session, ConcatInputsWrittenInPlace) {
   Tensor x = Tensor::allocate(DType::kF32, {1, 4, 4, 4}).value(), u = Tensor::allocate(DType::kF32, {1, 3, 1, 5}).value();
   for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = static_cast<float>(i % 9) * 0.37f - 1.3f;
   for (int64_t i = 0; i < u.num_elements(); ++i) u.data<float>()[i] = static_cast<float>(i) * 0.5f - 3.f;
-  for (int rep = 0; rep < 2; ++rep) {
-    std::vector<Tensor> of, orf;
-    ASSERT_TRUE((*fast)->run({{"x", x}, {"u", u}}, of).is_ok());
-    ASSERT_TRUE((*ref)->run({{"x", x}, {"u", u}}, orf).is_ok());
-    ASSERT_EQ(of.size(), orf.size());
-    for (size_t k = 0; k < of.size(); ++k) {
-      ASSERT_EQ(of[k].dims(), orf[k].dims()) << "output " << k;
-      for (int64_t i = 0; i < of[k].num_elements(); ++i)
-        EXPECT_NEAR(of[k].data<float>()[i], orf[k].data<float>()[i], 1e-5f) << "output " << k << " element " << i;
-    }
-  }
+  expect_same_outputs(**fast, **ref, {{"x", x}, {"u", u}});
 }
 
 // Outputs that are views of their input (Reshape, Flatten, Squeeze, Unsqueeze, Identity, contiguous Slice and
@@ -267,17 +273,7 @@ TEST(Session, ViewsShareTheirInputsBytes) {
   Tensor x = Tensor::allocate(DType::kF32, {1, 4, 4, 4}).value(), w = Tensor::allocate(DType::kF32, {2, 4, 4}).value();
   for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = static_cast<float>(i % 11) * 0.41f - 2.1f;
   for (int64_t i = 0; i < w.num_elements(); ++i) w.data<float>()[i] = static_cast<float>(i) * 0.25f - 3.f;
-  for (int rep = 0; rep < 2; ++rep) {
-    std::vector<Tensor> of, orf;
-    ASSERT_TRUE((*fast)->run({{"x", x}, {"w", w}}, of).is_ok());
-    ASSERT_TRUE((*ref)->run({{"x", x}, {"w", w}}, orf).is_ok());
-    ASSERT_EQ(of.size(), orf.size());
-    for (size_t k = 0; k < of.size(); ++k) {
-      ASSERT_EQ(of[k].dims(), orf[k].dims()) << "output " << k;
-      for (int64_t i = 0; i < of[k].num_elements(); ++i)
-        EXPECT_NEAR(of[k].data<float>()[i], orf[k].data<float>()[i], 1e-5f) << "output " << k << " element " << i;
-    }
-  }
+  expect_same_outputs(**fast, **ref, {{"x", x}, {"w", w}});
   // v, nv, ai, au, as, af, sc, p0's Split, q0 / q1's Split.
   EXPECT_EQ((*fast)->plan_stats().view_steps, 9);
   EXPECT_EQ((*ref)->plan_stats().view_steps, 0);
