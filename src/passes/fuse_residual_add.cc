@@ -2,6 +2,8 @@
 // Add(conv(x), z) -> kestrel.FusedConv(x, W, B, Z=z), Add(matmul(a, b), z) -> kestrel.FusedMatMul
 // with Z. z must already have the output's static shape (no broadcasting) and dtype; the producer
 // must have no activation yet (the epilogue adds Z before the activation) and no other consumer.
+#include <algorithm>
+
 #include "ir/op_schema.h"
 #include "ir/ops/fused_activation.h"
 #include "passes/fusion_util.h"
@@ -46,9 +48,9 @@ class FuseResidualAdd final : public Pass {
         if (!fused_op || z == y || !only_consumer(y, add)) continue;
         auto yd = static_dims(y), zd = static_dims(z), od = static_dims(add->output(0));
         if (!yd || !zd || !od || *yd != *zd || *yd != *od || y->dtype() != z->dtype()) continue;
-        std::vector<ir::Value*> ins = p->inputs();
-        ins.resize(3, nullptr);
-        ins.push_back(z);
+        std::vector<ir::Value*> ins = p->inputs();  // a FusedConv's channel scale (input 4) stays
+        ins.resize(std::max<size_t>(ins.size(), 4), nullptr);
+        ins[3] = z;
         KESTREL_RETURN_IF_ERROR(
             replace_chain(g, add, {p, add}, fused_op, ir::kKestrelDomain, ins, p->attributes(), p->name()).status());
         ++stats.fused;

@@ -82,5 +82,6 @@ std::unique_ptr<Pass> make_fuse_residual_add();
 std::unique_ptr<Pass> make_fuse_activation();
 std::unique_ptr<Pass> make_fuse_conv_max_pool();
 std::unique_ptr<Pass> make_fuse_pointwise_depthwise();
+std::unique_ptr<Pass> make_fuse_se_scale();
 
 }  // namespace kestrel::passes

@@ -76,6 +76,8 @@ PassManager make_pipeline(int opt_level) {
   pm.add(make_fuse_conv_max_pool());  // after the activation: the pool takes the activated rows
   // Last: takes Conv / FusedConv chains whose epilogues (bias, residual, activations) are complete.
   pm.add(make_fuse_pointwise_depthwise());
+  // After it: a chain's projection never reads a squeeze-excite Mul (the depthwise output has other readers).
+  pm.add(make_fuse_se_scale());
   pm.add(make_dead_code_elimination());
   return pm;
 }

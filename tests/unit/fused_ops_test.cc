@@ -572,6 +572,13 @@ TEST(FusedOps, RefuseBadAttributesAndShapesWithTheNodeName) {
                        {{"pool_kernel_shape", std::vector<int64_t>{2, 2}}}),
                "residual");
   expect_error(run_one("kestrel", "FusedConv", {x, w}, {{"pool_kernel_shape", std::vector<int64_t>{5, 5}}}), "MaxPool");
+  expect_error(run_one("kestrel", "FusedConv", {x, w, Tensor(), Tensor(), random_tensor({1, 3, 1, 1}, 27)}, {}),
+               "channel scale S");
+  expect_error(run_one("kestrel", "FusedConv", {x, w, Tensor(), Tensor(), random_tensor({1, 2, 4, 4}, 27)}, {}),
+               "channel scale S");
+  expect_error(run_one("kestrel", "FusedConv", {x, w, Tensor(), Tensor(), random_tensor({1, 2, 1, 1}, 27)},
+                       {{"pool_kernel_shape", std::vector<int64_t>{2, 2}}}),
+               "channel scale S");
   expect_error(run_one("kestrel", "FusedMatMul", {random_tensor({2, 3}, 20), random_tensor({3}, 21)}, {}), "rank");
   expect_error(run_one("kestrel", "FusedMatMul",
                        {random_tensor({2, 3}, 20), random_tensor({3, 4}, 21), random_tensor({3}, 22)}, {}),

@@ -54,10 +54,11 @@ Ops op_list(const ir::Graph& g) {
   return ops;
 }
 
-std::vector<Tensor> run_graph(std::unique_ptr<ir::Graph> g, const std::vector<Tensor>& feed) {
+std::vector<Tensor> run_graph(std::unique_ptr<ir::Graph> g, const std::vector<Tensor>& feed,
+                              const runtime::SessionOptions& opts = {}) {
   runtime::LoadedModel m;
   m.graph = std::move(g);
-  auto s = runtime::Session::from_model(std::move(m));
+  auto s = runtime::Session::from_model(std::move(m), opts);
   EXPECT_TRUE(s.is_ok()) << s.status().to_string();
   if (!s.is_ok()) return {};
   std::vector<const Tensor*> in;
@@ -1316,6 +1317,116 @@ TEST(FusePointwiseDepthwise, O2FusedChainMatchesUnfusedReference) {
         }
       }
   }
+}
+
+// --- Squeeze-excite scale folded into the projection ---
+
+// x [n, c, h, w] -> s = Sigmoid(GlobalAveragePool(x)) -> Mul(x, s) (or Mul(s, x)) -> 1x1 conv c -> m, with a
+// residual (m == c) and a Relu when asked.
+ir::Value* se_block(ir::Graph& g, ir::Value* x, int64_t c, int64_t m, uint32_t seed, bool scale_first, bool residual,
+                    bool relu) {
+  ir::Value* s = op(g, "Sigmoid", {op(g, "GlobalAveragePool", {x})});
+  ir::Value* y = op(g, "Mul", scale_first ? std::vector<ir::Value*>{s, x} : std::vector<ir::Value*>{x, s});
+  ir::Node* n = g.add_node("Conv",
+                           {y, g.add_constant(g.unique_value_name("w"), rnd({m, c, 1, 1}, seed)),
+                            g.add_constant(g.unique_value_name("b"), rnd({m}, seed + 1))},
+                           {g.unique_value_name("conv")});
+  ir::Value* out_v = out(n);
+  if (residual) out_v = op(g, "Add", {out_v, x});
+  if (relu) out_v = op(g, "Relu", {out_v});
+  return out_v;
+}
+
+TEST(FuseSeScale, MulFoldsIntoThePointwiseConv) {
+  // Planes of at least 8 x M pixels; batch 1 and 2; residuals where M == C.
+  for (const auto& [dims, m] : std::vector<std::pair<core::Dims, int64_t>>{
+           {{1, 8, 6, 6}, 4}, {{2, 8, 4, 4}, 2}, {{1, 4, 6, 6}, 4}, {{2, 3, 5, 5}, 3}, {{1, 7, 3, 5}, 1}}) {
+    for (int variant = 0; variant < 4; ++variant) {
+      const bool scale_first = variant & 1, residual = (variant & 2) && dims[1] == m;
+      SCOPED_TRACE(testing::Message() << "x " << core::dims_to_string(dims) << " m " << m << " variant " << variant);
+      check(
+          [&](ir::Graph& g) {
+            ir::Value* x = g.add_input("x", f32(dims));
+            g.add_output(
+                se_block(g, x, dims[1], m, 50 + static_cast<uint32_t>(variant), scale_first, residual, variant == 3));
+          },
+          P(passes::make_fuse_residual_add, passes::make_fuse_activation, passes::make_fuse_se_scale),
+          {"GlobalAveragePool", "Sigmoid", "kestrel.FusedConv"});
+    }
+  }
+}
+
+TEST(FuseSeScale, FusedMatchesTheReferenceKernels) {
+  // The fast channel-scaled kernel against the reference FusedConv (X * S, then the conv) on random shapes.
+  std::mt19937 rng(7);
+  for (int t = 0; t < 12; ++t) {
+    const int64_t n = 1 + static_cast<int64_t>(rng() % 2), h = 3 + static_cast<int64_t>(rng() % 15),
+                  w = 3 + static_cast<int64_t>(rng() % 15);
+    const int64_t max_m = h * w / 8;  // the pass's plane rule
+    const int64_t c = 1 + static_cast<int64_t>(rng() % 37), m = 1 + static_cast<int64_t>(rng()) % max_m;
+    const bool residual = c <= max_m && t % 3 == 0, relu = t % 2 == 1;
+    const int64_t mm = residual ? c : m;
+    SCOPED_TRACE(testing::Message() << "n " << n << " c " << c << " m " << mm << " h " << h << " w " << w);
+    auto build = [&](ir::Graph& g) {
+      ir::Value* x = g.add_input("x", f32({n, c, h, w}));
+      g.add_output(se_block(g, x, c, mm, 70 + static_cast<uint32_t>(t), t % 2 == 0, residual, relu));
+    };
+    auto g = std::make_unique<ir::Graph>();
+    build(*g);
+    ASSERT_TRUE(ir::infer_graph(*g, &evaluator()).is_ok());
+    passes::PassContext ctx;
+    ctx.evaluator = &evaluator();
+    ASSERT_TRUE(passes::optimize(*g, 2, ctx).is_ok());
+    ASSERT_EQ(op_list(*g), (Ops{"GlobalAveragePool", "Sigmoid", "kestrel.FusedConv"}));
+    auto g2 = std::make_unique<ir::Graph>();
+    build(*g2);
+    ASSERT_TRUE(ir::infer_graph(*g2, &evaluator()).is_ok());
+    ASSERT_TRUE(passes::optimize(*g2, 2, ctx).is_ok());
+    Tensor x = rnd({n, c, h, w}, 90 + static_cast<uint32_t>(t), -2, 2);
+    runtime::SessionOptions ro;
+    ro.reference_only = true;
+    std::vector<Tensor> fast = run_graph(std::move(g), {x}), ref = run_graph(std::move(g2), {x}, ro);
+    ASSERT_EQ(fast.size(), 1u);
+    ASSERT_EQ(ref.size(), 1u);
+    ASSERT_EQ(fast[0].dims(), ref[0].dims());
+    for (int64_t i = 0; i < fast[0].num_elements(); ++i)
+      ASSERT_NEAR(fast[0].data<float>()[i], ref[0].data<float>()[i], 1e-4 * (1 + std::abs(ref[0].data<float>()[i])))
+          << "element " << i;
+  }
+}
+
+TEST(FuseSeScale, LeavesOtherScalesAndConvsAlone) {
+  auto pass = [] { return P(passes::make_fuse_se_scale); };
+  // The scaled value has another reader (the planes here are large enough: 36 >= 8 x 2).
+  check(
+      [](ir::Graph& g) {
+        ir::Value* x = g.add_input("x", f32({1, 4, 6, 6}));
+        ir::Value* y = op(g, "Mul", {x, op(g, "Sigmoid", {op(g, "GlobalAveragePool", {x})})});
+        g.add_output(op(g, "Conv", {y, c(g, rnd({2, 4, 1, 1}, 80))}));
+        g.add_output(op(g, "Relu", {y}));
+      },
+      pass(), {"GlobalAveragePool", "Sigmoid", "Mul", "Conv", "Relu"});
+  // A plane smaller than 8 x M pixels (9 < 8 x 4).
+  check(
+      [](ir::Graph& g) {
+        ir::Value* x = g.add_input("x", f32({1, 8, 3, 3}));
+        ir::Value* y = op(g, "Mul", {x, op(g, "Sigmoid", {op(g, "GlobalAveragePool", {x})})});
+        g.add_output(op(g, "Conv", {y, c(g, rnd({4, 8, 1, 1}, 84))}));
+      },
+      pass(), {"GlobalAveragePool", "Sigmoid", "Mul", "Conv"});
+  // A spatial scale, a 3x3 conv, a strided 1x1 conv.
+  check(
+      [](ir::Graph& g) {
+        ir::Value* x = g.add_input("x", f32({1, 4, 6, 6}));
+        ir::Value* sp = g.add_input("sp", f32({1, 1, 6, 6}));
+        g.add_output(op(g, "Conv", {op(g, "Mul", {x, sp}), c(g, rnd({2, 4, 1, 1}, 81))}));
+        ir::Value* s = op(g, "Sigmoid", {op(g, "GlobalAveragePool", {x})});
+        g.add_output(conv(g, op(g, "Mul", {x, s}), 4, 2, 82));
+        ir::Node* strided = g.add_node("Conv", {op(g, "Mul", {x, s}), c(g, rnd({2, 4, 1, 1}, 83))}, {"strided"});
+        strided->set_attr("strides", std::vector<int64_t>{2, 2});
+        g.add_output(out(strided));
+      },
+      pass(), {"Mul", "Conv", "GlobalAveragePool", "Sigmoid", "Mul", "Conv", "Mul", "Conv"});
 }
 
 TEST(FusionPipeline, O2RunsEveryFusionAndKeepsNumerics) {

@@ -205,12 +205,27 @@ Status infer_conv_transpose(InferContext& ctx) {
 
 namespace {
 
-// FusedConv: Conv's inputs and attributes, optional residual Z (input 3, the output's shape), an
-// activation and an optional MaxPool of the result (no Z then).
+// FusedConv: Conv's inputs and attributes, optional residual Z (input 3, the output's shape), optional
+// per-image channel scale S of X (input 4, [N, C, 1, 1]), an activation and an optional MaxPool of the result
+// (no Z or S then).
 Status infer_fused_conv(InferContext& ctx) {
   KESTREL_RETURN_IF_ERROR(read_fused_activation(ctx.node()).status());
   KESTREL_ASSIGN_OR_RETURN(std::optional<WindowAttrs> pool, read_fused_max_pool(ctx.node()));
   KESTREL_RETURN_IF_ERROR(infer_conv(ctx));
+  if (ctx.has_input(4)) {
+    if (pool) return ctx.fail("a FusedConv with a MaxPool takes no channel scale S");
+    const Shape& xs = ctx.input_shape(0);
+    const Shape& ss = ctx.input_shape(4);
+    if (ctx.input_dtype(4) != ctx.input_dtype(0)) return ctx.fail("channel scale S must have X's dtype");
+    if (xs.rank_known() && ss.rank_known()) {
+      bool ok = ss.rank() == xs.rank() && xs.rank() >= 2;
+      for (int64_t i = 0; ok && i < ss.rank(); ++i) {
+        const Dim& want = i < 2 ? xs[i] : Dim(1);
+        ok = !(want.known() && ss[i].known() && want.value != ss[i].value);
+      }
+      if (!ok) return ctx.fail("channel scale S ", ss.to_string(), " must be [N, C, 1, ...] for X ", xs.to_string());
+    }
+  }
   if (pool) {
     if (ctx.has_input(3)) return ctx.fail("a FusedConv with a MaxPool takes no residual Z");
     const Shape& cs = ctx.outputs()[0].shape;
@@ -394,9 +409,9 @@ void register_conv_ops(OpRegistry& r) {
   fused.domain = kKestrelDomain;
   fused.name = "FusedConv";
   fused.min_inputs = 2;
-  fused.max_inputs = 4;
+  fused.max_inputs = 5;
   fused.infer = infer_fused_conv;
-  fused.doc = "activation(Conv(X, W, B) + Z)";
+  fused.doc = "activation(Conv(X * S, W, B) + Z)";
   r.add(std::move(fused));
   OpSchema pd;
   pd.domain = kKestrelDomain;

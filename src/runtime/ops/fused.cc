@@ -10,6 +10,7 @@
 
 #include "ir/op_schema.h"
 #include "ir/ops/fused_activation.h"
+#include "kernels/reference/elementwise.h"
 #include "runtime/kernel.h"
 #include "runtime/ops/fast_fused.h"
 
@@ -74,10 +75,11 @@ Result<std::unique_ptr<OpKernel>> create_inner(const KernelCreateInfo& info, con
   return (*f)(inner);
 }
 
-// Runs `inner` on the first `num_inputs` inputs of ctx.
-Status run_inner(OpKernel& inner, KernelContext& ctx, size_t num_inputs) {
+// Runs `inner` on the first `num_inputs` inputs of ctx; with x0, on x0 in place of input 0.
+Status run_inner(OpKernel& inner, KernelContext& ctx, size_t num_inputs, const Tensor* x0 = nullptr) {
   std::vector<const Tensor*> ins(std::min(num_inputs, ctx.num_inputs()));
   for (size_t i = 0; i < ins.size(); ++i) ins[i] = ctx.input_or_null(i);
+  if (x0 && !ins.empty()) ins[0] = x0;
   Tensor* out = &ctx.output(0);
   const core::DType dt = out->dtype();
   KernelContext ictx(ins, std::span<Tensor* const>(&out, 1), std::span<const core::DType>(&dt, 1), ctx.pool());
@@ -85,16 +87,25 @@ Status run_inner(OpKernel& inner, KernelContext& ctx, size_t num_inputs) {
 }
 
 // Shared shape of the three epilogue ops: inner op on inputs [0, inner_inputs), then bias and/or
-// residual from the inputs given, then the activation.
+// residual from the inputs given, then the activation. scale_input >= 0 (FusedConv's S): the inner op reads
+// input 0 times that input (broadcast), computed into a tensor of its own per run.
 Result<std::unique_ptr<OpKernel>> make_fused(const KernelCreateInfo& info, const char* op, size_t inner_inputs,
-                                             int bias_input, int residual_input) {
+                                             int bias_input, int residual_input, int scale_input = -1) {
   KESTREL_ASSIGN_OR_RETURN(ir::FusedActivationSpec spec, ir::read_fused_activation(info.node));
   const ref::ActivationParams act = to_kernel_activation(spec);
   KESTREL_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> inner, create_inner(info, op, inner_inputs));
   std::shared_ptr<OpKernel> k(std::move(inner));
   return make_kernel(
-      [k, act, inner_inputs, bias_input, residual_input](KernelContext& ctx) -> Status {
-        KESTREL_RETURN_IF_ERROR(run_inner(*k, ctx, inner_inputs));
+      [k, act, inner_inputs, bias_input, residual_input, scale_input](KernelContext& ctx) -> Status {
+        const Tensor* s = scale_input >= 0 ? ctx.input_or_null(static_cast<size_t>(scale_input)) : nullptr;
+        if (s) {
+          const Tensor& x = ctx.input(0);
+          KESTREL_ASSIGN_OR_RETURN(Tensor xs, Tensor::allocate(x.dtype(), x.dims()));
+          KESTREL_RETURN_IF_ERROR(ref::binary(ref::BinaryOp::kMul, x, *s, xs));
+          KESTREL_RETURN_IF_ERROR(run_inner(*k, ctx, inner_inputs, &xs));
+        } else {
+          KESTREL_RETURN_IF_ERROR(run_inner(*k, ctx, inner_inputs));
+        }
         const Tensor* bias = bias_input >= 0 ? ctx.input_or_null(static_cast<size_t>(bias_input)) : nullptr;
         const Tensor* z = residual_input >= 0 ? ctx.input_or_null(static_cast<size_t>(residual_input)) : nullptr;
         return ref::apply_epilogue(act, bias, z, ctx.output(0));
@@ -107,13 +118,14 @@ using FastFactory = Result<std::unique_ptr<OpKernel>> (*)(const KernelCreateInfo
 // The fast kernel with the epilogue in registers when it applies, else the plain op's kernel
 // followed by the reference epilogue.
 Result<std::unique_ptr<OpKernel>> make_fused_or_fast(const KernelCreateInfo& info, FastFactory fast, const char* op,
-                                                     size_t inner_inputs, int bias_input, int residual_input) {
+                                                     size_t inner_inputs, int bias_input, int residual_input,
+                                                     int scale_input = -1) {
   KESTREL_ASSIGN_OR_RETURN(ir::FusedActivationSpec spec, ir::read_fused_activation(info.node));
   if (std::optional<kernels::cpu::FusedActivation> act = to_fast_activation(spec)) {
     KESTREL_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> k, fast(info, *act));
     if (k) return k;
   }
-  return make_fused(info, op, inner_inputs, bias_input, residual_input);
+  return make_fused(info, op, inner_inputs, bias_input, residual_input, scale_input);
 }
 
 }  // namespace
@@ -145,7 +157,7 @@ void register_fused_kernels(KernelRegistry& r) {
       KESTREL_ASSIGN_OR_RETURN(ir::FusedActivationSpec spec, ir::read_fused_activation(info.node));
       return make_pooled_fused_conv(info, to_fast_activation(spec), to_kernel_activation(spec));
     }
-    return make_fused_or_fast(info, make_fast_fused_conv, "Conv", 3, -1, 3);
+    return make_fused_or_fast(info, make_fast_fused_conv, "Conv", 3, -1, 3, 4);
   });
   r.add(ir::kKestrelDomain, "FusedPointwiseDepthwise",
         [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
