@@ -1,14 +1,14 @@
 // Folds a squeeze-excite block's channel scaling into the 1x1 conv that reads it:
 // Conv1x1(Mul(x, s)) -> kestrel.FusedConv(x, W, B, Z, S=s) with s [N, C, 1, 1] and x [N, C, H, W], so the kernel
-// scales the weights per run (M x C multiplies) instead of making a pass over x (EfficientNet's 16 and
-// MobileNet-V3's squeeze-excite blocks, whose Mul feeds the block's projection). The conv may already be a
+// scales the weights per run (M x C multiplies) instead of making a pass over x (the squeeze-excite blocks of
+// EfficientNet and MobileNet-V3, whose Mul feeds the block's projection). The conv may already be a
 // FusedConv (residual, activation), but not a pooled one; it must be group 1, 1x1, stride 1, unpadded, with
 // constant weights; the Mul's output must have no other reader; and the plane must have at least
 // kMinPixelsPerOutputChannel x M pixels: the kernel's GEMM reads the scaled weights unpacked, which on smaller
 // planes costs more than the Mul's pass saves. EfficientNet-B0, 1 thread, each projection against Mul + conv
-// (medians of 3 interleaved traces): 112 x 112 and 56 x 56 planes (M 16 / 24) 0.8-0.86 of the time, 28 x 28 (M 40)
-// 0.92-0.95, 14 x 14 (M 80 / 112) 1.03-1.12 with the weights scaled and 1.04-1.09 with X scaled into scratch for
-// the pre-packed kernel instead; so those stay unfused.
+// (medians of 3 interleaved traces): 112 x 112 and 56 x 56 planes (M 16 / 24) 0.81-0.86 of the time, 28 x 28
+// (M 40) 0.89-0.95, 14 x 14 (M 80 / 112) 1.03-1.12 with the weights scaled and 1.04-1.09 with X scaled into scratch
+// for the pre-packed kernel instead; so those stay unfused.
 #include "ir/op_schema.h"
 #include "passes/fusion_util.h"
 #include "passes/pass.h"
@@ -49,11 +49,12 @@ class FuseSeScale final : public Pass {
 
   core::Result<PassStats> run(ir::Graph& g, const PassContext&) override {
     PassStats stats;
-    for (ir::Node* mul : g.nodes()) {
-      if (!mul->domain().empty() || mul->op_type() != "Mul" || mul->num_inputs() != 2) continue;
-      ir::Value* y = mul->output(0);
-      ir::Node* c = single_consumer(y);
-      if (!c || !pointwise_consumer(c, y) || !is_float_value(y)) continue;
+    // Over the convs, so that the nodes replaced (the Mul before, the conv itself) are never visited again.
+    for (ir::Node* c : g.nodes()) {
+      ir::Value* y = c->num_inputs() > 0 ? c->input(0) : nullptr;
+      ir::Node* mul = y ? y->producer() : nullptr;
+      if (!mul || !mul->domain().empty() || mul->op_type() != "Mul" || mul->num_inputs() != 2) continue;
+      if (single_consumer(y) != c || !pointwise_consumer(c, y) || !is_float_value(y)) continue;
       auto yd = static_dims(y), wd = static_dims(c->input(1));
       if (!yd || yd->size() != 4 || (*yd)[2] * (*yd)[3] < kMinPixelsPerOutputChannel * (*wd)[0]) continue;
       for (size_t i = 0; i < 2; ++i) {
