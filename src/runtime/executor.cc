@@ -456,9 +456,9 @@ std::vector<size_t> Executor::view_offsets(const Step& s) const {
     // Along an axis with only 1s before it: each output is the next run of the input.
     auto axis_attr = s.node->attr_int("axis", 0);
     if (!axis_attr.is_ok()) return {};
-    const int64_t rank = static_cast<int64_t>(xd.size());
-    const int64_t axis = *axis_attr < 0 ? *axis_attr + rank : *axis_attr;
-    if (axis < 0 || axis >= rank) return {};
+    auto normalized = core::normalize_axis(*axis_attr, static_cast<int64_t>(xd.size()), "Split axis");
+    if (!normalized.is_ok()) return {};
+    const int64_t axis = *normalized;
     for (int64_t d = 0; d < axis; ++d)
       if (xd[static_cast<size_t>(d)] != 1) return {};
     std::vector<size_t> offs;

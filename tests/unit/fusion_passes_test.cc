@@ -109,6 +109,17 @@ void check(const GraphFn& build, std::vector<std::unique_ptr<passes::Pass>> pass
   }
 }
 
+// The graph `build` makes, inferred and optimized at -O2.
+std::unique_ptr<ir::Graph> optimized_o2(const GraphFn& build) {
+  auto g = std::make_unique<ir::Graph>();
+  build(*g);
+  EXPECT_TRUE(ir::infer_graph(*g, &evaluator()).is_ok());
+  passes::PassContext ctx;
+  ctx.evaluator = &evaluator();
+  EXPECT_TRUE(passes::optimize(*g, 2, ctx).is_ok());
+  return g;
+}
+
 template <class... F>
 std::vector<std::unique_ptr<passes::Pass>> P(F... makers) {
   std::vector<std::unique_ptr<passes::Pass>> v;
@@ -1371,17 +1382,8 @@ TEST(FuseSeScale, FusedMatchesTheReferenceKernels) {
       ir::Value* x = g.add_input("x", f32({n, c, h, w}));
       g.add_output(se_block(g, x, c, mm, 70 + static_cast<uint32_t>(t), t % 2 == 0, residual, relu));
     };
-    auto g = std::make_unique<ir::Graph>();
-    build(*g);
-    ASSERT_TRUE(ir::infer_graph(*g, &evaluator()).is_ok());
-    passes::PassContext ctx;
-    ctx.evaluator = &evaluator();
-    ASSERT_TRUE(passes::optimize(*g, 2, ctx).is_ok());
+    auto g = optimized_o2(build), g2 = optimized_o2(build);
     ASSERT_EQ(op_list(*g), (Ops{"GlobalAveragePool", "Sigmoid", "kestrel.FusedConv"}));
-    auto g2 = std::make_unique<ir::Graph>();
-    build(*g2);
-    ASSERT_TRUE(ir::infer_graph(*g2, &evaluator()).is_ok());
-    ASSERT_TRUE(passes::optimize(*g2, 2, ctx).is_ok());
     Tensor x = rnd({n, c, h, w}, 90 + static_cast<uint32_t>(t), -2, 2);
     runtime::SessionOptions ro;
     ro.reference_only = true;
@@ -1438,11 +1440,7 @@ TEST(FusionPipeline, O2RunsEveryFusionAndKeepsNumerics) {
     ir::Value* h = op(g, "MatMul", {f, c(g, rnd({48, 5}, 42))});
     g.add_output(op(g, "Mul", {h, op(g, "Sigmoid", {h})}));
   };
-  auto g = std::make_unique<ir::Graph>();
-  build(*g);
-  passes::PassContext ctx;
-  ctx.evaluator = &evaluator();
-  ASSERT_TRUE(passes::optimize(*g, 2, ctx).is_ok());
+  auto g = optimized_o2(build);
   EXPECT_EQ(op_list(*g), (Ops{"kestrel.FusedConv", "Reshape", "kestrel.FusedMatMul"}));
   auto ref = std::make_unique<ir::Graph>();
   build(*ref);
