@@ -1,6 +1,8 @@
 // Checked shape arithmetic.
 #include "core/shape.h"
 
+#include <algorithm>
+
 #include "core/str_util.h"
 
 namespace kestrel::core {
@@ -42,6 +44,26 @@ Result<int64_t> normalize_axis(int64_t axis, int64_t rank, const char* what) {
   if (axis < -rank || axis >= rank)
     return out_of_range(str_cat(what, " ", axis, " is out of range for rank ", rank));
   return axis < 0 ? axis + rank : axis;
+}
+
+SliceRange slice_range(int64_t start, int64_t end, int64_t step, int64_t dim) {
+  if (start < 0) start += dim;
+  if (end < 0) end += dim;
+  int64_t count;
+  if (dim == 0) {
+    count = 0;  // (and [0, dim - 1] below would be an empty range)
+  } else if (step > 0) {
+    start = std::clamp<int64_t>(start, 0, dim);
+    end = std::clamp<int64_t>(end, 0, dim);
+    count = end > start ? (end - start - 1) / step + 1 : 0;
+  } else {
+    start = std::clamp<int64_t>(start, 0, dim - 1);
+    end = std::clamp<int64_t>(end, -1, dim - 1);
+    // -step overflows for INT64_MIN: count in unsigned arithmetic instead.
+    const uint64_t mag = static_cast<uint64_t>(0) - static_cast<uint64_t>(step);
+    count = start > end ? static_cast<int64_t>(static_cast<uint64_t>(start - end - 1) / mag + 1) : 0;
+  }
+  return {count > 0 ? start : 0, count};
 }
 
 }  // namespace kestrel::core

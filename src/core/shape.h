@@ -26,4 +26,11 @@ Dims row_major_strides(const Dims& dims);
 // Normalizes an axis in [-rank, rank) to [0, rank); error names `what`.
 Result<int64_t> normalize_axis(int64_t axis, int64_t rank, const char* what = "axis");
 
+// One axis of an ONNX Slice: `start` and `end` (negative ones count from the end; both clamped to the axis) and a
+// non-zero `step` over an axis of `dim` elements select `count` elements from index `start` (0 when count is 0).
+struct SliceRange {
+  int64_t start = 0, count = 0;
+};
+SliceRange slice_range(int64_t start, int64_t end, int64_t step, int64_t dim);
+
 }  // namespace kestrel::core

@@ -8,6 +8,13 @@ namespace kestrel::runtime {
 
 using core::str_cat;
 
+Result<int64_t> KernelContext::int_scalar_input(size_t i, const char* what) const {
+  const Tensor& t = input(i);
+  if (t.num_elements() != 1 || !core::is_integer(t.dtype()))
+    return core::invalid_argument(str_cat(what, " must be one integer, got ", t.type_string()));
+  return t.element_as_int64(0);
+}
+
 Status KernelContext::allocate_output(size_t i, core::Dims dims) {
   auto t = Tensor::allocate(out_dtypes_[i], std::move(dims));
   if (!t.is_ok()) return t.status();

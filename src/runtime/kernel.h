@@ -37,6 +37,9 @@ class KernelContext {
   // Requires has_input(i).
   const Tensor& input(size_t i) const { return *inputs_[i]; }
   const Tensor* input_or_null(size_t i) const { return has_input(i) ? inputs_[i] : nullptr; }
+  // Input i as one integer (a 0-D or one-element integer tensor: TopK's K, an axis, a length), else an error
+  // naming `what`. Requires has_input(i).
+  Result<int64_t> int_scalar_input(size_t i, const char* what) const;
 
   size_t num_outputs() const { return outputs_.size(); }
   // Pre-allocated by the executor with the inferred shape, unless the op's output shape depends on

@@ -57,6 +57,23 @@ std::vector<Tensor> all_dtypes(const Dims& dims) {
 // ---------------------------------------------------------------- Reshape
 
 // ir::Shape::known_plane: (H, W) of a rank-4 shape only when both are known.
+// One Slice axis (ONNX Slice): negative indices, clamping, negative steps, empty ranges, INT64 extremes.
+TEST(CoreShape, SliceRange) {
+  using core::slice_range;
+  auto is = [](core::SliceRange r, int64_t start, int64_t count) { return r.start == start && r.count == count; };
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max(), kMin = std::numeric_limits<int64_t>::min();
+  EXPECT_TRUE(is(slice_range(1, 4, 1, 10), 1, 3));
+  EXPECT_TRUE(is(slice_range(0, 10, 3, 10), 0, 4));       // 0 3 6 9
+  EXPECT_TRUE(is(slice_range(-3, kMax, 1, 10), 7, 3));    // from the end, end clamped
+  EXPECT_TRUE(is(slice_range(-100, 2, 1, 10), 0, 2));     // start clamped to 0
+  EXPECT_TRUE(is(slice_range(5, 5, 1, 10), 0, 0));        // empty
+  EXPECT_TRUE(is(slice_range(8, 2, 1, 10), 0, 0));        // backwards with a positive step
+  EXPECT_TRUE(is(slice_range(-1, kMin, -1, 10), 9, 10));  // reversed, whole axis
+  EXPECT_TRUE(is(slice_range(kMax, -12, -2, 10), 9, 5));  // start clamped to 9: 9 7 5 3 1
+  EXPECT_TRUE(is(slice_range(7, 2, kMin, 10), 7, 1));     // a step of INT64_MIN takes one element
+  EXPECT_TRUE(is(slice_range(0, 5, 1, 0), 0, 0));         // empty axis
+}
+
 TEST(IrShape, KnownPlane) {
   EXPECT_EQ(ir::Shape(Dims{1, 3, 7, 9}).known_plane(), std::make_pair(int64_t{7}, int64_t{9}));
   EXPECT_EQ(ir::Shape({Dim::unknown(), Dim::unknown(), Dim(5), Dim(6)}).known_plane(),

@@ -82,14 +82,7 @@ Status infer_attention(InferContext& ctx) {
 }  // namespace
 
 void register_attention_ops(OpRegistry& r) {
-  OpSchema s;
-  s.domain = kKestrelDomain;
-  s.name = "Attention";
-  s.min_inputs = 3;
-  s.max_inputs = 4;
-  s.infer = infer_attention;
-  s.doc = "softmax(scale * Q K^T + mask) V on [B, H, S, D]";
-  r.add(std::move(s));
+  r.add_kestrel("Attention", 3, 4, infer_attention, "softmax(scale * Q K^T + mask) V on [B, H, S, D]");
 }
 
 }  // namespace kestrel::ir

@@ -128,24 +128,13 @@ Status infer_fused_matmul(InferContext& ctx) {
   return Status::ok();
 }
 
-void add_kestrel_op(OpRegistry& r, const char* name, int min_in, int max_in, InferFn fn, const char* doc) {
-  OpSchema s;
-  s.domain = kKestrelDomain;
-  s.name = name;
-  s.min_inputs = min_in;
-  s.max_inputs = max_in;
-  s.infer = std::move(fn);
-  s.doc = doc;
-  r.add(std::move(s));
-}
-
 }  // namespace
 
 void register_matmul_ops(OpRegistry& r) {
   add_op(r, "Gemm", 2, 3, 1, 1, infer_gemm, "alpha * op(A) * op(B) + beta * C");
   add_op(r, "MatMul", 2, 2, 1, 1, infer_matmul, "numpy.matmul");
-  add_kestrel_op(r, "FusedGemm", 2, 3, infer_fused_gemm, "activation(alpha * op(A) * op(B) + beta * C)");
-  add_kestrel_op(r, "FusedMatMul", 2, 4, infer_fused_matmul, "activation(matmul(A, B) + bias + Z)");
+  r.add_kestrel("FusedGemm", 2, 3, infer_fused_gemm, "activation(alpha * op(A) * op(B) + beta * C)");
+  r.add_kestrel("FusedMatMul", 2, 4, infer_fused_matmul, "activation(matmul(A, B) + bias + Z)");
 }
 
 }  // namespace kestrel::ir

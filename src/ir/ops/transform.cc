@@ -209,24 +209,7 @@ Status infer_slice(InferContext& ctx) {
       out[axis] = Dim::unknown();
       continue;
     }
-    const int64_t dim = in[axis].value;
-    int64_t start = (*starts)[i], end = (*ends)[i];
-    if (start < 0) start += dim;
-    if (end < 0) end += dim;
-    int64_t count;
-    if (dim == 0) {
-      count = 0;  // (and [0, dim - 1] below would be an empty range)
-    } else if (step > 0) {
-      start = std::clamp<int64_t>(start, 0, dim);
-      end = std::clamp<int64_t>(end, 0, dim);
-      count = end > start ? (end - start - 1) / step + 1 : 0;
-    } else {
-      start = std::clamp<int64_t>(start, 0, dim - 1);
-      end = std::clamp<int64_t>(end, -1, dim - 1);
-      const uint64_t mag = static_cast<uint64_t>(0) - static_cast<uint64_t>(step);
-      count = start > end ? static_cast<int64_t>(static_cast<uint64_t>(start - end - 1) / mag + 1) : 0;
-    }
-    out[axis] = Dim(count);
+    out[axis] = Dim(core::slice_range((*starts)[i], (*ends)[i], step, in[axis].value).count);
   }
   ctx.set_output(0, dt, std::move(out));
   return Status::ok();

@@ -67,14 +67,8 @@ Status infer_matmul_weight_int8(InferContext& ctx) {
 }  // namespace
 
 void register_weight_int8_ops(OpRegistry& r) {
-  OpSchema s;
-  s.domain = kKestrelDomain;
-  s.name = "MatMulWeightInt8";
-  s.min_inputs = 3;
-  s.max_inputs = 5;
-  s.infer = infer_matmul_weight_int8;
-  s.doc = "activation(matmul(A, W * scale per output channel) + bias + Z), W int8";
-  r.add(std::move(s));
+  r.add_kestrel("MatMulWeightInt8", 3, 5, infer_matmul_weight_int8,
+                "activation(matmul(A, W * scale per output channel) + bias + Z), W int8");
 }
 
 }  // namespace kestrel::ir

@@ -179,25 +179,8 @@ core::Result<std::vector<SliceAxis>> resolve_slice(const Dims& dims, std::span<c
     seen[static_cast<size_t>(axis)] = true;
     const int64_t step = steps.empty() ? 1 : steps[i];
     if (step == 0) return core::invalid_argument("Slice: step must not be 0");
-    const int64_t dim = dims[static_cast<size_t>(axis)];
-    int64_t start = starts[i], end = ends[i];
-    if (start < 0) start += dim;
-    if (end < 0) end += dim;
-    int64_t count;
-    if (dim == 0) {
-      count = 0;  // (and [0, dim - 1] below would be an empty range)
-    } else if (step > 0) {
-      start = std::clamp<int64_t>(start, 0, dim);
-      end = std::clamp<int64_t>(end, 0, dim);
-      count = end > start ? (end - start - 1) / step + 1 : 0;
-    } else {
-      start = std::clamp<int64_t>(start, 0, dim - 1);
-      end = std::clamp<int64_t>(end, -1, dim - 1);
-      // -step overflows for INT64_MIN: count in unsigned arithmetic instead.
-      const uint64_t mag = static_cast<uint64_t>(0) - static_cast<uint64_t>(step);
-      count = start > end ? static_cast<int64_t>(static_cast<uint64_t>(start - end - 1) / mag + 1) : 0;
-    }
-    spec[static_cast<size_t>(axis)] = {count > 0 ? start : 0, step, count};
+    const core::SliceRange r = core::slice_range(starts[i], ends[i], step, dims[static_cast<size_t>(axis)]);
+    spec[static_cast<size_t>(axis)] = {r.start, step, r.count};
   }
   return spec;
 }

@@ -19,6 +19,8 @@ namespace kestrel::runtime {
 // The fast kernels' epilogue activation for a fused op's spec: every activation but GeluTanh
 // (nullopt: the caller runs the reference epilogue after). Defined in fused.cc.
 std::optional<kernels::cpu::FusedActivation> to_fast_activation(const ir::FusedActivationSpec& s);
+// The reference kernels' activation for a fused op's spec (every kind). Defined in fused.cc.
+kernels::ref::ActivationParams to_ref_activation(const ir::FusedActivationSpec& s);
 
 Result<std::unique_ptr<OpKernel>> make_fast_fused_conv(const KernelCreateInfo& info, kernels::cpu::FusedActivation act);
 Result<std::unique_ptr<OpKernel>> make_fast_fused_gemm(const KernelCreateInfo& info, kernels::cpu::FusedActivation act);

@@ -20,7 +20,75 @@ namespace ref = kernels::ref;
 
 namespace {
 
-ref::ActivationParams to_kernel_activation(const ir::FusedActivationSpec& s) {
+// Creates the kernel of the unfused op (domain "", `op`) for this node, seeing only its first
+// `num_inputs` inputs; the node's extra attributes are ignored by that binding.
+Result<std::unique_ptr<OpKernel>> create_inner(const KernelCreateInfo& info, const char* op, size_t num_inputs) {
+  const KernelFactory* f = KernelRegistry::global().find("", op);
+  if (!f) return info.fail("no ", op, " kernel");
+  std::vector<const ir::ValueType*> types(info.input_types.begin(),
+                                          info.input_types.begin() + std::min(num_inputs, info.input_types.size()));
+  std::vector<const Tensor*> consts(info.constant_inputs.begin(),
+                                    info.constant_inputs.begin() + std::min(num_inputs, info.constant_inputs.size()));
+  KernelCreateInfo inner{info.node, std::move(types), std::move(consts), info.output_dtypes, info.options};
+  return (*f)(inner);
+}
+
+// Runs `inner` on the first `num_inputs` inputs of ctx; with x0, on x0 in place of input 0.
+Status run_inner(OpKernel& inner, KernelContext& ctx, size_t num_inputs, const Tensor* x0 = nullptr) {
+  std::vector<const Tensor*> ins(std::min(num_inputs, ctx.num_inputs()));
+  for (size_t i = 0; i < ins.size(); ++i) ins[i] = ctx.input_or_null(i);
+  if (x0 && !ins.empty()) ins[0] = x0;
+  Tensor* out = &ctx.output(0);
+  const core::DType dt = out->dtype();
+  KernelContext ictx(ins, std::span<Tensor* const>(&out, 1), std::span<const core::DType>(&dt, 1), ctx.pool());
+  return inner.run(ictx);
+}
+
+// Shared shape of the three epilogue ops: inner op on inputs [0, inner_inputs), then bias and/or
+// residual from the inputs given, then the activation. scale_input >= 0 (FusedConv's S): the inner op reads
+// input 0 times that input (broadcast), computed into a tensor of its own per run.
+Result<std::unique_ptr<OpKernel>> make_fused(const KernelCreateInfo& info, const char* op, size_t inner_inputs,
+                                             int bias_input, int residual_input, int scale_input = -1) {
+  KESTREL_ASSIGN_OR_RETURN(ir::FusedActivationSpec spec, ir::read_fused_activation(info.node));
+  const ref::ActivationParams act = to_ref_activation(spec);
+  KESTREL_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> inner, create_inner(info, op, inner_inputs));
+  std::shared_ptr<OpKernel> k(std::move(inner));
+  return make_kernel(
+      [k, act, inner_inputs, bias_input, residual_input, scale_input](KernelContext& ctx) -> Status {
+        const Tensor* s = scale_input >= 0 ? ctx.input_or_null(static_cast<size_t>(scale_input)) : nullptr;
+        if (s) {
+          const Tensor& x = ctx.input(0);
+          KESTREL_ASSIGN_OR_RETURN(Tensor xs, Tensor::allocate(x.dtype(), x.dims()));
+          KESTREL_RETURN_IF_ERROR(ref::binary(ref::BinaryOp::kMul, x, *s, xs));
+          KESTREL_RETURN_IF_ERROR(run_inner(*k, ctx, inner_inputs, &xs));
+        } else {
+          KESTREL_RETURN_IF_ERROR(run_inner(*k, ctx, inner_inputs));
+        }
+        const Tensor* bias = bias_input >= 0 ? ctx.input_or_null(static_cast<size_t>(bias_input)) : nullptr;
+        const Tensor* z = residual_input >= 0 ? ctx.input_or_null(static_cast<size_t>(residual_input)) : nullptr;
+        return ref::apply_epilogue(act, bias, z, ctx.output(0));
+      },
+      k->impl_name());
+}
+
+using FastFactory = Result<std::unique_ptr<OpKernel>> (*)(const KernelCreateInfo&, kernels::cpu::FusedActivation);
+
+// The fast kernel with the epilogue in registers when it applies, else the plain op's kernel
+// followed by the reference epilogue.
+Result<std::unique_ptr<OpKernel>> make_fused_or_fast(const KernelCreateInfo& info, FastFactory fast, const char* op,
+                                                     size_t inner_inputs, int bias_input, int residual_input,
+                                                     int scale_input = -1) {
+  KESTREL_ASSIGN_OR_RETURN(ir::FusedActivationSpec spec, ir::read_fused_activation(info.node));
+  if (std::optional<kernels::cpu::FusedActivation> act = to_fast_activation(spec)) {
+    KESTREL_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> k, fast(info, *act));
+    if (k) return k;
+  }
+  return make_fused(info, op, inner_inputs, bias_input, residual_input, scale_input);
+}
+
+}  // namespace
+
+ref::ActivationParams to_ref_activation(const ir::FusedActivationSpec& s) {
   ref::ActivationParams a;
   a.alpha = s.alpha;
   a.beta = s.beta;
@@ -62,74 +130,6 @@ ref::ActivationParams to_kernel_activation(const ir::FusedActivationSpec& s) {
   return a;
 }
 
-// Creates the kernel of the unfused op (domain "", `op`) for this node, seeing only its first
-// `num_inputs` inputs; the node's extra attributes are ignored by that binding.
-Result<std::unique_ptr<OpKernel>> create_inner(const KernelCreateInfo& info, const char* op, size_t num_inputs) {
-  const KernelFactory* f = KernelRegistry::global().find("", op);
-  if (!f) return info.fail("no ", op, " kernel");
-  std::vector<const ir::ValueType*> types(info.input_types.begin(),
-                                          info.input_types.begin() + std::min(num_inputs, info.input_types.size()));
-  std::vector<const Tensor*> consts(info.constant_inputs.begin(),
-                                    info.constant_inputs.begin() + std::min(num_inputs, info.constant_inputs.size()));
-  KernelCreateInfo inner{info.node, std::move(types), std::move(consts), info.output_dtypes, info.options};
-  return (*f)(inner);
-}
-
-// Runs `inner` on the first `num_inputs` inputs of ctx; with x0, on x0 in place of input 0.
-Status run_inner(OpKernel& inner, KernelContext& ctx, size_t num_inputs, const Tensor* x0 = nullptr) {
-  std::vector<const Tensor*> ins(std::min(num_inputs, ctx.num_inputs()));
-  for (size_t i = 0; i < ins.size(); ++i) ins[i] = ctx.input_or_null(i);
-  if (x0 && !ins.empty()) ins[0] = x0;
-  Tensor* out = &ctx.output(0);
-  const core::DType dt = out->dtype();
-  KernelContext ictx(ins, std::span<Tensor* const>(&out, 1), std::span<const core::DType>(&dt, 1), ctx.pool());
-  return inner.run(ictx);
-}
-
-// Shared shape of the three epilogue ops: inner op on inputs [0, inner_inputs), then bias and/or
-// residual from the inputs given, then the activation. scale_input >= 0 (FusedConv's S): the inner op reads
-// input 0 times that input (broadcast), computed into a tensor of its own per run.
-Result<std::unique_ptr<OpKernel>> make_fused(const KernelCreateInfo& info, const char* op, size_t inner_inputs,
-                                             int bias_input, int residual_input, int scale_input = -1) {
-  KESTREL_ASSIGN_OR_RETURN(ir::FusedActivationSpec spec, ir::read_fused_activation(info.node));
-  const ref::ActivationParams act = to_kernel_activation(spec);
-  KESTREL_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> inner, create_inner(info, op, inner_inputs));
-  std::shared_ptr<OpKernel> k(std::move(inner));
-  return make_kernel(
-      [k, act, inner_inputs, bias_input, residual_input, scale_input](KernelContext& ctx) -> Status {
-        const Tensor* s = scale_input >= 0 ? ctx.input_or_null(static_cast<size_t>(scale_input)) : nullptr;
-        if (s) {
-          const Tensor& x = ctx.input(0);
-          KESTREL_ASSIGN_OR_RETURN(Tensor xs, Tensor::allocate(x.dtype(), x.dims()));
-          KESTREL_RETURN_IF_ERROR(ref::binary(ref::BinaryOp::kMul, x, *s, xs));
-          KESTREL_RETURN_IF_ERROR(run_inner(*k, ctx, inner_inputs, &xs));
-        } else {
-          KESTREL_RETURN_IF_ERROR(run_inner(*k, ctx, inner_inputs));
-        }
-        const Tensor* bias = bias_input >= 0 ? ctx.input_or_null(static_cast<size_t>(bias_input)) : nullptr;
-        const Tensor* z = residual_input >= 0 ? ctx.input_or_null(static_cast<size_t>(residual_input)) : nullptr;
-        return ref::apply_epilogue(act, bias, z, ctx.output(0));
-      },
-      k->impl_name());
-}
-
-using FastFactory = Result<std::unique_ptr<OpKernel>> (*)(const KernelCreateInfo&, kernels::cpu::FusedActivation);
-
-// The fast kernel with the epilogue in registers when it applies, else the plain op's kernel
-// followed by the reference epilogue.
-Result<std::unique_ptr<OpKernel>> make_fused_or_fast(const KernelCreateInfo& info, FastFactory fast, const char* op,
-                                                     size_t inner_inputs, int bias_input, int residual_input,
-                                                     int scale_input = -1) {
-  KESTREL_ASSIGN_OR_RETURN(ir::FusedActivationSpec spec, ir::read_fused_activation(info.node));
-  if (std::optional<kernels::cpu::FusedActivation> act = to_fast_activation(spec)) {
-    KESTREL_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> k, fast(info, *act));
-    if (k) return k;
-  }
-  return make_fused(info, op, inner_inputs, bias_input, residual_input, scale_input);
-}
-
-}  // namespace
-
 std::optional<kernels::cpu::FusedActivation> to_fast_activation(const ir::FusedActivationSpec& s) {
   using kernels::cpu::GemmActivation;
   kernels::cpu::FusedActivation a;
@@ -155,7 +155,7 @@ void register_fused_kernels(KernelRegistry& r) {
   r.add(ir::kKestrelDomain, "FusedConv", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
     if (info.node.has_attr("pool_kernel_shape")) {
       KESTREL_ASSIGN_OR_RETURN(ir::FusedActivationSpec spec, ir::read_fused_activation(info.node));
-      return make_pooled_fused_conv(info, to_fast_activation(spec), to_kernel_activation(spec));
+      return make_pooled_fused_conv(info, to_fast_activation(spec), to_ref_activation(spec));
     }
     return make_fused_or_fast(info, make_fast_fused_conv, "Conv", 3, -1, 3, 4);
   });
@@ -167,7 +167,7 @@ void register_fused_kernels(KernelRegistry& r) {
           for (size_t i = 0; i < 3; ++i) {
             KESTREL_ASSIGN_OR_RETURN(ir::FusedActivationSpec spec, ir::read_fused_activation(info.node, names[i]));
             fast[i] = to_fast_activation(spec);
-            reference[i] = to_kernel_activation(spec);
+            reference[i] = to_ref_activation(spec);
           }
           return make_fused_pointwise_depthwise(info, fast, reference);
         });

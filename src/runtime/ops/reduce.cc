@@ -11,18 +11,6 @@ namespace kestrel::runtime {
 
 namespace ref = kernels::ref;
 
-namespace {
-
-// One scalar int from a 0-D or one-element input (TopK's K, CumSum's axis).
-Result<int64_t> scalar_input(const KernelContext& ctx, size_t i, const char* what) {
-  const Tensor& t = ctx.input(i);
-  if (t.num_elements() != 1 || !core::is_integer(t.dtype()))
-    return core::invalid_argument(core::str_cat(what, " must be one integer, got ", t.type_string()));
-  return t.element_as_int64(0);
-}
-
-}  // namespace
-
 void register_reduce_kernels(KernelRegistry& r) {
   const std::pair<const char*, ref::ReduceOp> reductions[] = {
       {"ReduceSum", ref::ReduceOp::kSum},       {"ReduceMean", ref::ReduceOp::kMean},
@@ -110,7 +98,7 @@ void register_reduce_kernels(KernelRegistry& r) {
       const Tensor& x = ctx.input(0);
       ref::TopKParams p;
       KESTREL_ASSIGN_OR_RETURN(p.axis, core::normalize_axis(axis, x.rank()));
-      KESTREL_ASSIGN_OR_RETURN(p.k, scalar_input(ctx, 1, "K"));
+      KESTREL_ASSIGN_OR_RETURN(p.k, ctx.int_scalar_input(1, "K"));
       p.largest = largest != 0;
       p.sorted = sorted != 0;
       return ref::top_k(p, x, ctx.output(0), ctx.output(1));
@@ -122,7 +110,7 @@ void register_reduce_kernels(KernelRegistry& r) {
     return make_kernel([exclusive, reverse](KernelContext& ctx) -> Status {
       const Tensor& x = ctx.input(0);
       ref::CumSumParams p;
-      KESTREL_ASSIGN_OR_RETURN(int64_t axis, scalar_input(ctx, 1, "axis"));
+      KESTREL_ASSIGN_OR_RETURN(int64_t axis, ctx.int_scalar_input(1, "axis"));
       KESTREL_ASSIGN_OR_RETURN(p.axis, core::normalize_axis(axis, x.rank()));
       p.exclusive = exclusive != 0;
       p.reverse = reverse != 0;

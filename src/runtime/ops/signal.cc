@@ -10,13 +10,6 @@ namespace ref = kernels::ref;
 
 namespace {
 
-Result<int64_t> scalar_input(const KernelContext& ctx, size_t i, const char* what) {
-  const Tensor& t = ctx.input(i);
-  if (t.num_elements() != 1 || !core::is_integer(t.dtype()))
-    return core::invalid_argument(core::str_cat(what, " must be one integer, got ", t.type_string()));
-  return t.element_as_int64(0);
-}
-
 Result<double> scalar_float_input(const KernelContext& ctx, size_t i, const char* what) {
   const Tensor& t = ctx.input(i);
   if (t.num_elements() != 1 || t.dtype() == core::DType::kString || t.dtype() == core::DType::kBool)
@@ -37,14 +30,14 @@ void register_signal_kernels(KernelRegistry& r) {
       p.onesided = onesided != 0;
       int64_t axis = -2;
       if (ctx.has_input(2)) {
-        KESTREL_ASSIGN_OR_RETURN(axis, scalar_input(ctx, 2, "axis"));
+        KESTREL_ASSIGN_OR_RETURN(axis, ctx.int_scalar_input(2, "axis"));
       }
       if (x.rank() < 2 || axis < -x.rank() || axis > x.rank() - 2 || axis == -1)
         return core::invalid_argument(core::str_cat("DFT axis ", axis, " is out of range for ", x.type_string()));
       p.axis = axis < 0 ? axis + x.rank() : axis;
       const int64_t n = x.dim(p.axis);
       if (ctx.has_input(1)) {
-        KESTREL_ASSIGN_OR_RETURN(p.length, scalar_input(ctx, 1, "dft_length"));
+        KESTREL_ASSIGN_OR_RETURN(p.length, ctx.int_scalar_input(1, "dft_length"));
       } else {
         p.length = p.inverse && p.onesided ? 2 * (n - 1) : n;
       }
@@ -56,10 +49,10 @@ void register_signal_kernels(KernelRegistry& r) {
     return make_kernel([onesided](KernelContext& ctx) -> Status {
       ref::StftParams p;
       p.onesided = onesided != 0;
-      KESTREL_ASSIGN_OR_RETURN(p.frame_step, scalar_input(ctx, 1, "frame_step"));
+      KESTREL_ASSIGN_OR_RETURN(p.frame_step, ctx.int_scalar_input(1, "frame_step"));
       const Tensor* window = ctx.input_or_null(2);
       if (ctx.has_input(3)) {
-        KESTREL_ASSIGN_OR_RETURN(p.frame_length, scalar_input(ctx, 3, "frame_length"));
+        KESTREL_ASSIGN_OR_RETURN(p.frame_length, ctx.int_scalar_input(3, "frame_length"));
       } else if (window) {
         p.frame_length = window->rank() == 1 ? window->dim(0) : 0;
       } else {
@@ -80,9 +73,9 @@ void register_signal_kernels(KernelRegistry& r) {
   }
   r.add("MelWeightMatrix", [](const KernelCreateInfo&) -> Result<std::unique_ptr<OpKernel>> {
     return make_kernel([](KernelContext& ctx) -> Status {
-      KESTREL_ASSIGN_OR_RETURN(int64_t bins, scalar_input(ctx, 0, "num_mel_bins"));
-      KESTREL_ASSIGN_OR_RETURN(int64_t length, scalar_input(ctx, 1, "dft_length"));
-      KESTREL_ASSIGN_OR_RETURN(int64_t rate, scalar_input(ctx, 2, "sample_rate"));
+      KESTREL_ASSIGN_OR_RETURN(int64_t bins, ctx.int_scalar_input(0, "num_mel_bins"));
+      KESTREL_ASSIGN_OR_RETURN(int64_t length, ctx.int_scalar_input(1, "dft_length"));
+      KESTREL_ASSIGN_OR_RETURN(int64_t rate, ctx.int_scalar_input(2, "sample_rate"));
       KESTREL_ASSIGN_OR_RETURN(double lo, scalar_float_input(ctx, 3, "lower_edge_hertz"));
       KESTREL_ASSIGN_OR_RETURN(double hi, scalar_float_input(ctx, 4, "upper_edge_hertz"));
       return ref::mel_weight_matrix(bins, length, rate, lo, hi, ctx.output(0));

@@ -21,48 +21,6 @@ namespace cpu = kernels::cpu;
 
 namespace {
 
-ref::ActivationParams ref_activation(const ir::FusedActivationSpec& s) {
-  ref::ActivationParams a;
-  a.alpha = s.alpha;
-  a.beta = s.beta;
-  switch (s.kind) {
-    case ir::FusedActivation::kNone:
-      a.kind = ref::Activation::kNone;
-      break;
-    case ir::FusedActivation::kRelu:
-      a.kind = ref::Activation::kRelu;
-      break;
-    case ir::FusedActivation::kClip:
-      a.kind = ref::Activation::kClip;
-      break;
-    case ir::FusedActivation::kLeakyRelu:
-      a.kind = ref::Activation::kLeakyRelu;
-      break;
-    case ir::FusedActivation::kSigmoid:
-      a.kind = ref::Activation::kSigmoid;
-      break;
-    case ir::FusedActivation::kHardSigmoid:
-      a.kind = ref::Activation::kHardSigmoid;
-      break;
-    case ir::FusedActivation::kHardSwish:
-      a.kind = ref::Activation::kHardSwish;
-      break;
-    case ir::FusedActivation::kSilu:
-      a.kind = ref::Activation::kSilu;
-      break;
-    case ir::FusedActivation::kGelu:
-      a.kind = ref::Activation::kGelu;
-      break;
-    case ir::FusedActivation::kGeluTanh:
-      a.kind = ref::Activation::kGeluTanh;
-      break;
-    case ir::FusedActivation::kTanh:
-      a.kind = ref::Activation::kTanh;
-      break;
-  }
-  return a;
-}
-
 const char* impl_name(core::Isa isa) {
   switch (isa) {
     case core::Isa::kAvx512:
@@ -131,7 +89,7 @@ Result<std::unique_ptr<OpKernel>> create(const KernelCreateInfo& info) {
   KESTREL_ASSIGN_OR_RETURN(int64_t tb, info.node.attr_int("transB", 0));
   if (tb != 0 && tb != 1) return info.fail("transB must be 0 or 1, is ", tb);
   const bool trans_b = tb != 0;
-  const ref::ActivationParams act = ref_activation(spec);
+  const ref::ActivationParams act = to_ref_activation(spec);
   const Tensor* w = info.constant_inputs.size() > 1 ? info.constant_inputs[1] : nullptr;
   const Tensor* s = info.constant_inputs.size() > 2 ? info.constant_inputs[2] : nullptr;
   const bool a_f32 =
