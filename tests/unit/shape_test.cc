@@ -54,9 +54,6 @@ std::vector<Tensor> all_dtypes(const Dims& dims) {
   return out;
 }
 
-// ---------------------------------------------------------------- Reshape
-
-// ir::Shape::known_plane: (H, W) of a rank-4 shape only when both are known.
 // One Slice axis (ONNX Slice): negative indices, clamping, negative steps, empty ranges, INT64 extremes.
 TEST(CoreShape, SliceRange) {
   using core::slice_range;
@@ -74,6 +71,9 @@ TEST(CoreShape, SliceRange) {
   EXPECT_TRUE(is(slice_range(0, 5, 1, 0), 0, 0));         // empty axis
 }
 
+// ---------------------------------------------------------------- Reshape
+
+// ir::Shape::known_plane: (H, W) of a rank-4 shape only when both are known.
 TEST(IrShape, KnownPlane) {
   EXPECT_EQ(ir::Shape(Dims{1, 3, 7, 9}).known_plane(), std::make_pair(int64_t{7}, int64_t{9}));
   EXPECT_EQ(ir::Shape({Dim::unknown(), Dim::unknown(), Dim(5), Dim(6)}).known_plane(),
