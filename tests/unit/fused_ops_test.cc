@@ -562,7 +562,7 @@ TEST(FusedOps, RefuseBadAttributesAndShapesWithTheNodeName) {
   expect_error(run_one("kestrel", "FusedConv", {x, w},
                        {{"activation", std::string("Relu")}, {"activation_params", std::vector<float>{1}}}),
                "activation_params");
-  expect_error(run_one("kestrel", "FusedConv", {x, w, Tensor(), random_tensor({1, 3, 4, 5}, 19)}, {}), "residual");
+  expect_error(run_one("kestrel", "FusedConv", {x, w, Tensor(), random_tensor({1, 3, 4, 5}, 19)}, {}), "residual Z");
   expect_error(run_one("kestrel", "FusedConv", {x, w},
                        {{"pool_kernel_shape", std::vector<int64_t>{2, 2}}, {"pool_pads", std::vector<int64_t>{2, 0, 0, 0}}}),
                "pool_pads");
@@ -583,6 +583,11 @@ TEST(FusedOps, RefuseBadAttributesAndShapesWithTheNodeName) {
   expect_error(run_one("kestrel", "FusedMatMul",
                        {random_tensor({2, 3}, 20), random_tensor({3, 4}, 21), random_tensor({3}, 22)}, {}),
                "bias");
+  expect_error(
+      run_one("kestrel", "FusedMatMul",
+              {random_tensor({2, 3}, 20), random_tensor({3, 4}, 21), random_tensor({4}, 22), random_tensor({2, 5}, 28)},
+              {}),
+      "residual Z");
   expect_error(
       run_one("kestrel", "Attention",
               {random_tensor({1, 1, 2, 4}, 23), random_tensor({1, 1, 3, 5}, 24), random_tensor({1, 1, 3, 2}, 25)}, {}),

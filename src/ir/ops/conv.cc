@@ -242,16 +242,7 @@ Status infer_fused_conv(InferContext& ctx) {
     ctx.set_output(0, ctx.outputs()[0].dtype, Shape(std::move(out)));
     return Status::ok();
   }
-  if (ctx.has_input(3)) {
-    const Shape& ys = ctx.outputs()[0].shape;
-    const Shape& zs = ctx.input_shape(3);
-    if (ys.rank_known() && zs.rank_known()) {
-      bool same = ys.rank() == zs.rank();
-      for (int64_t i = 0; same && i < ys.rank(); ++i)
-        if (ys[i].known() && zs[i].known() && ys[i].value != zs[i].value) same = false;
-      if (!same) return ctx.fail("residual Z ", zs.to_string(), " must have the output's shape ", ys.to_string());
-    }
-  }
+  KESTREL_RETURN_IF_ERROR(expect_residual_shape(ctx, 3, ctx.outputs()[0].shape));
   return Status::ok();
 }
 
@@ -387,15 +378,7 @@ Status infer_fused_pointwise_depthwise(InferContext& ctx) {
     out[i + 2] = Dim(w->out);
   }
   Shape ys(std::move(out));
-  if (ctx.has_input(7)) {
-    const Shape& zs = ctx.input_shape(7);
-    if (zs.rank_known()) {
-      bool same = zs.rank() == 4;
-      for (int64_t i = 0; same && i < 4; ++i)
-        if (ys[i].known() && zs[i].known() && ys[i].value != zs[i].value) same = false;
-      if (!same) return ctx.fail("residual Z ", zs.to_string(), " must have the output's shape ", ys.to_string());
-    }
-  }
+  KESTREL_RETURN_IF_ERROR(expect_residual_shape(ctx, 7, ys));
   ctx.set_output(0, ctx.input_dtype(0), std::move(ys));
   return Status::ok();
 }

@@ -78,6 +78,17 @@ Status expect_rank(const InferContext& ctx, size_t input, int64_t rank) {
   return Status::ok();
 }
 
+Status expect_residual_shape(const InferContext& ctx, size_t input, const Shape& out) {
+  if (!ctx.has_input(input)) return Status::ok();
+  const Shape& zs = ctx.input_shape(input);
+  if (!out.rank_known() || !zs.rank_known()) return Status::ok();
+  bool same = out.rank() == zs.rank();
+  for (int64_t i = 0; same && i < out.rank(); ++i)
+    if (out[i].known() && zs[i].known() && out[i].value != zs[i].value) same = false;
+  if (!same) return ctx.fail("residual Z ", zs.to_string(), " must have the output's shape ", out.to_string());
+  return Status::ok();
+}
+
 Status expect_float(const InferContext& ctx, size_t input) {
   DType t = ctx.input_dtype(input);
   if (t != DType::kUndefined && !core::is_float(t))

@@ -30,6 +30,9 @@ Shape unknown_dims(int64_t rank);
 // Common checks.
 core::Status expect_rank(const InferContext& ctx, size_t input, int64_t rank);
 core::Status expect_float(const InferContext& ctx, size_t input);
+// A fused op's residual Z (input `input`, when present) must have the output's shape `out` (dims known on both
+// sides equal; unknown ranks pass).
+core::Status expect_residual_shape(const InferContext& ctx, size_t input, const Shape& out);
 
 // Registers a simple op: fixed arity and an inference function.
 void add_op(OpRegistry& r, const char* name, int min_in, int max_in, int min_out, int max_out, InferFn fn,

@@ -116,15 +116,7 @@ Status infer_fused_matmul(InferContext& ctx) {
         cs[0].value != ys[ys.rank() - 1].value)
       return ctx.fail("bias ", cs.to_string(), " must have N = ", ys[ys.rank() - 1].value, " elements");
   }
-  if (ctx.has_input(3)) {
-    const Shape& zs = ctx.input_shape(3);
-    if (ys.rank_known() && zs.rank_known()) {
-      bool same = ys.rank() == zs.rank();
-      for (int64_t i = 0; same && i < ys.rank(); ++i)
-        if (ys[i].known() && zs[i].known() && ys[i].value != zs[i].value) same = false;
-      if (!same) return ctx.fail("residual Z ", zs.to_string(), " must have the output's shape ", ys.to_string());
-    }
-  }
+  KESTREL_RETURN_IF_ERROR(expect_residual_shape(ctx, 3, ys));
   return Status::ok();
 }
 

@@ -51,15 +51,7 @@ Status infer_matmul_weight_int8(InferContext& ctx) {
     if (bs.rank_known() && bs[0].known() && n.known() && bs[0].value != n.value)
       return ctx.fail("bias ", bs.to_string(), " must have N = ", n.value, " elements");
   }
-  if (ctx.has_input(4)) {
-    const Shape& zs = ctx.input_shape(4);
-    if (zs.rank_known()) {
-      bool same = zs.rank() == ys.rank();
-      for (int64_t i = 0; same && i < ys.rank(); ++i)
-        if (ys[i].known() && zs[i].known() && ys[i].value != zs[i].value) same = false;
-      if (!same) return ctx.fail("residual Z ", zs.to_string(), " must have the output's shape ", ys.to_string());
-    }
-  }
+  KESTREL_RETURN_IF_ERROR(expect_residual_shape(ctx, 4, ys));
   ctx.set_output(0, DType::kF32, ys);
   return Status::ok();
 }
