@@ -88,8 +88,8 @@ int64_t depthwise_block_scratch_floats(int64_t rows_out, int64_t ow, int k, int 
 // the blocked time; 56-wide even with ReLU6 and 1.15x with SiLU, whose constants then compete with the accumulators
 // for registers). Stride 2 copied to scratch (even / odd columns) was slower, also with whole planes per task.
 // Stride 2 runs plane-direct on planes of at least kDirectStride2MinWidth outputs (the 112-wide inputs of the
-// MobileNets), read in place with in-lane shuffles (dw_s2_channel), unless the activation is Sigmoid, GELU or Tanh:
-// measured (kestrel_conv_bench, alternating runs) AVX-512 96 ch ReLU6 196-200 -> 156-161 us, 48 ch ReLU 99-101 ->
+// MobileNets), read in place with in-lane shuffles (dw_inplace_channel), unless the activation is Sigmoid, GELU or
+// Tanh: measured (kestrel_conv_bench, alternating runs) AVX-512 96 ch ReLU6 196-200 -> 156-161 us, 48 ch ReLU 99-101 ->
 // 94-97; AVX2 48 ch 120 -> 111, 96 ch 236 -> 232; SiLU 2-5% slower on both; 56-wide outputs 25-70% slower.
 // Those were on Zen 5. On an AVX2-only host (Zen 2, 3 interleaved runs) the channel-blocked path is
 // the faster one: 48 ch ReLU 165 against 176 us, 96 ch ReLU6 311 against 356, cold (BM_ConvCold) 724
@@ -115,7 +115,7 @@ constexpr bool depthwise_runs_narrow(int stride, int64_t ow, int width) {
   return stride == 1 && width >= 16 && ow <= 4 * width && ow * 8 >= lanes * 7;
 }
 // Plane-direct planes up to this size are copied zero-padded to scratch (dw_direct_channel); larger ones are read
-// straight from the input with masked loads at the edges (dw_s1_channel): a copy that does not fit L1 goes through
+// straight from the input with masked loads at the edges (dw_inplace_channel): a copy that does not fit L1 goes through
 // L2 twice. kestrel_conv_bench, alternating runs: 32 ch at 112 (50 KiB planes) AVX-512 125-131 -> 113-117 us, AVX2
 // 151 -> 139; AVX2's 56-wide planes (12.5 KiB) were slower read from the input (SiLU 361 -> 405 us).
 constexpr int64_t kDirectCopyMaxPlaneBytes = int64_t{32} << 10;

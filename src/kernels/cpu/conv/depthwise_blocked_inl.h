@@ -224,9 +224,9 @@ void transpose_out(const TransposeOutArgs& a, int64_t c0, int64_t c1) {
 
 // Plane-direct depthwise for planes at least a vector wide: at stride 1 each channel's input rows are copied
 // zero-padded into the scratch (dw_direct_channel) or, for planes past kDirectCopyMaxPlaneBytes, read in place
-// (dw_s1_channel); stride 2 reads them in place with in-lane shuffles (dw_s2_channel). W outputs of one row are one
-// vector. No transposes in or out, and the epilogue runs on the accumulators; only the last vector of a row has idle
-// lanes.
+// (dw_inplace_channel); stride 2 reads them in place with in-lane shuffles (dw_inplace_channel). W outputs of one row
+// are one vector. No transposes in or out, and the epilogue runs on the accumulators; only the last vector of a row has
+// idle lanes.
 constexpr int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 // NR output rows x NX vectors at column ox0 of the zero-padded rows:
@@ -290,7 +290,7 @@ inline void dw_direct_row(const float* rows, int64_t rs, const float* wk, float 
   });
 }
 
-// Stride 1 only (stride 2 reads the input in place: dw_s2_channel).
+// Stride 1 only (stride 2 reads the input in place: dw_inplace_channel).
 template <class S, int K, class F>
 void dw_direct_channel(const DepthwiseBlockArgs& a, int64_t ch, const float* wk, int64_t oy0, int64_t oy1, StreamIf st,
                        F act) {
@@ -431,20 +431,6 @@ inline void dw_s1_row(const DepthwiseBlockArgs& a, const float* xc, const float*
   });
 }
 
-template <class S, int K, class F>
-void dw_s1_channel(const DepthwiseBlockArgs& a, int64_t ch, const float* wk, int64_t oy0, int64_t oy1, StreamIf st,
-                   F act) {
-  const float bias = a.bias ? a.bias[ch] : 0.f;
-  const int64_t ohw = a.oh * a.ow;
-  const float* xc = a.x + ch * a.in_plane();
-  const float* res = a.residual ? a.residual + ch * ohw : nullptr;
-  float* y = a.y + ch * ohw;
-  int64_t oy = oy0;
-  for (; oy + 2 <= oy1; oy += 2)
-    dw_s1_row<S, K, 2>(a, xc, wk, bias, oy, res ? res + oy * a.ow : nullptr, y + oy * a.ow, st, act);
-  if (oy < oy1) dw_s1_row<S, K, 1>(a, xc, wk, bias, oy, res ? res + oy * a.ow : nullptr, y + oy * a.ow, st, act);
-}
-
 // Stride-2 plane-direct rows read in place: for W outputs from column ox0, tap kx reads input columns
 // base + kx + 2i (base = 2 * ox0 - pad_left), the even (kx even) or odd (kx odd) elements of the two vectors at
 // base + (kx & ~1). Those are split with in-lane shuffles only, so every tap and the accumulators hold the outputs
@@ -517,18 +503,28 @@ inline void dw_s2_rows(const DepthwiseBlockArgs& a, const float* xc, const float
   }
 }
 
-template <class S, int K, class F>
-void dw_s2_channel(const DepthwiseBlockArgs& a, int64_t ch, const float* wk, int64_t oy0, int64_t oy1, StreamIf st,
-                   F act) {
+// Output rows [oy0, oy1) of channel ch read in place from the input, two rows at a time: stride 1 (dw_s1_row) or 2
+// (dw_s2_rows).
+template <class S, int K, int STRIDE, class F>
+void dw_inplace_channel(const DepthwiseBlockArgs& a, int64_t ch, const float* wk, int64_t oy0, int64_t oy1, StreamIf st,
+                        F act) {
   const float bias = a.bias ? a.bias[ch] : 0.f;
   const int64_t ohw = a.oh * a.ow;
   const float* xc = a.x + ch * a.in_plane();
   const float* res = a.residual ? a.residual + ch * ohw : nullptr;
   float* y = a.y + ch * ohw;
+  auto rows = [&](auto nr, int64_t oy) {
+    constexpr int NR = decltype(nr)::value;
+    const float* r = res ? res + oy * a.ow : nullptr;
+    if constexpr (STRIDE == 1) {
+      dw_s1_row<S, K, NR>(a, xc, wk, bias, oy, r, y + oy * a.ow, st, act);
+    } else {
+      dw_s2_rows<S, K, NR>(a, xc, wk, bias, oy, r, y + oy * a.ow, st, act);
+    }
+  };
   int64_t oy = oy0;
-  for (; oy + 2 <= oy1; oy += 2)
-    dw_s2_rows<S, K, 2>(a, xc, wk, bias, oy, res ? res + oy * a.ow : nullptr, y + oy * a.ow, st, act);
-  if (oy < oy1) dw_s2_rows<S, K, 1>(a, xc, wk, bias, oy, res ? res + oy * a.ow : nullptr, y + oy * a.ow, st, act);
+  for (; oy + 2 <= oy1; oy += 2) rows(std::integral_constant<int, 2>{}, oy);
+  if (oy < oy1) rows(std::integral_constant<int, 1>{}, oy);
 }
 
 // Stem: dense 3x3 stride-2 convolution over a.cg (few) input channels into a.mg output channels, output rows
@@ -757,15 +753,15 @@ void depthwise_direct(const DepthwiseBlockArgs& a, int64_t block, int64_t oy0, i
         k == 3 ? dw_narrow_any<S, 3>(a, c0 + l, wk, oy0, oy1, act) : dw_narrow_any<S, 5>(a, c0 + l, wk, oy0, oy1, act);
       } else if (a.stride == 2) {
         if (k == 3) {
-          dw_s2_channel<S, 3>(a, c0 + l, wk, oy0, oy1, st, act);
+          dw_inplace_channel<S, 3, 2>(a, c0 + l, wk, oy0, oy1, st, act);
         } else {
-          dw_s2_channel<S, 5>(a, c0 + l, wk, oy0, oy1, st, act);
+          dw_inplace_channel<S, 5, 2>(a, c0 + l, wk, oy0, oy1, st, act);
         }
       } else if (from_input) {
         if (k == 3) {
-          dw_s1_channel<S, 3>(a, c0 + l, wk, oy0, oy1, st, act);
+          dw_inplace_channel<S, 3, 1>(a, c0 + l, wk, oy0, oy1, st, act);
         } else {
-          dw_s1_channel<S, 5>(a, c0 + l, wk, oy0, oy1, st, act);
+          dw_inplace_channel<S, 5, 1>(a, c0 + l, wk, oy0, oy1, st, act);
         }
       } else if (k == 3) {
         dw_direct_channel<S, 3>(a, c0 + l, wk, oy0, oy1, st, act);
