@@ -24,17 +24,6 @@ void OpRegistry::add(OpSchema s) {
   schemas_[key] = std::move(s);
 }
 
-void OpRegistry::add_kestrel(const char* name, int min_inputs, int max_inputs, InferFn infer, const char* doc) {
-  OpSchema s;
-  s.domain = kKestrelDomain;
-  s.name = name;
-  s.min_inputs = min_inputs;
-  s.max_inputs = max_inputs;
-  s.infer = std::move(infer);
-  s.doc = doc;
-  add(std::move(s));
-}
-
 const OpSchema* OpRegistry::find(std::string_view domain, std::string_view name) const {
   auto it = schemas_.find(std::make_pair(std::string(domain), std::string(name)));
   return it == schemas_.end() ? nullptr : &it->second;

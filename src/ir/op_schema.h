@@ -50,8 +50,6 @@ class OpRegistry {
   static const OpRegistry& global();
 
   void add(OpSchema s);
-  // A Kestrel op (domain kKestrelDomain) with only these fields set.
-  void add_kestrel(const char* name, int min_inputs, int max_inputs, InferFn infer, const char* doc);
   const OpSchema* find(std::string_view domain, std::string_view name) const;
   std::vector<const OpSchema*> all() const;
 

@@ -82,7 +82,7 @@ Status infer_attention(InferContext& ctx) {
 }  // namespace
 
 void register_attention_ops(OpRegistry& r) {
-  r.add_kestrel("Attention", 3, 4, infer_attention, "softmax(scale * Q K^T + mask) V on [B, H, S, D]");
+  add_kestrel_op(r, "Attention", 3, 4, infer_attention, "softmax(scale * Q K^T + mask) V on [B, H, S, D]");
 }
 
 }  // namespace kestrel::ir

@@ -97,8 +97,9 @@ Status expect_float(const InferContext& ctx, size_t input) {
 }
 
 void add_op(OpRegistry& r, const char* name, int min_in, int max_in, int min_out, int max_out, InferFn fn,
-            const char* doc, uint64_t value_inputs) {
+            const char* doc, uint64_t value_inputs, const char* domain) {
   OpSchema s;
+  s.domain = domain;
   s.name = name;
   s.min_inputs = min_in;
   s.max_inputs = max_in;

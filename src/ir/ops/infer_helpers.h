@@ -2,6 +2,7 @@
 #pragma once
 
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -34,8 +35,12 @@ core::Status expect_float(const InferContext& ctx, size_t input);
 // sides equal; unknown ranks pass).
 core::Status expect_residual_shape(const InferContext& ctx, size_t input, const Shape& out);
 
-// Registers a simple op: fixed arity and an inference function.
+// Registers a simple op: fixed arity and an inference function (domain "": ONNX's).
 void add_op(OpRegistry& r, const char* name, int min_in, int max_in, int min_out, int max_out, InferFn fn,
-            const char* doc, uint64_t value_inputs = 0);
+            const char* doc, uint64_t value_inputs = 0, const char* domain = "");
+// A Kestrel op (domain kKestrelDomain) with one output.
+inline void add_kestrel_op(OpRegistry& r, const char* name, int min_in, int max_in, InferFn fn, const char* doc) {
+  add_op(r, name, min_in, max_in, 1, 1, std::move(fn), doc, 0, kKestrelDomain);
+}
 
 }  // namespace kestrel::ir

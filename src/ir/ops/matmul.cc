@@ -125,8 +125,8 @@ Status infer_fused_matmul(InferContext& ctx) {
 void register_matmul_ops(OpRegistry& r) {
   add_op(r, "Gemm", 2, 3, 1, 1, infer_gemm, "alpha * op(A) * op(B) + beta * C");
   add_op(r, "MatMul", 2, 2, 1, 1, infer_matmul, "numpy.matmul");
-  r.add_kestrel("FusedGemm", 2, 3, infer_fused_gemm, "activation(alpha * op(A) * op(B) + beta * C)");
-  r.add_kestrel("FusedMatMul", 2, 4, infer_fused_matmul, "activation(matmul(A, B) + bias + Z)");
+  add_kestrel_op(r, "FusedGemm", 2, 3, infer_fused_gemm, "activation(alpha * op(A) * op(B) + beta * C)");
+  add_kestrel_op(r, "FusedMatMul", 2, 4, infer_fused_matmul, "activation(matmul(A, B) + bias + Z)");
 }
 
 }  // namespace kestrel::ir

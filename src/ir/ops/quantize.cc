@@ -457,19 +457,19 @@ void register_quantize_ops(OpRegistry& r) {
          "int32 convolution of (x - x_zero_point) and (w - w_zero_point)");
   add_op(r, "QLinearConv", 8, 9, 1, 1, infer_qlinear_conv,
          "quantized convolution with int32 bias, requantized to y's scale and zero point");
-  r.add_kestrel("QConv", 8, 9, infer_kestrel_qconv,
-                "QLinearConv (u8 x, s8 w per channel, int32 bias) with the output clamped to [out_min, out_max]");
-  r.add_kestrel("QMatMul", 8, 9, infer_kestrel_qmatmul,
-                "u8 a x constant s8 b [K, N] (+ int32 bias [N]), requantized, clamped to [out_min, out_max]");
-  r.add_kestrel("QAdd", 8, 8, infer_kestrel_qbinary,
-                "u8 (a, b) -> u8 dequantized sum, broadcast, requantized, clamped to [out_min, out_max]");
-  r.add_kestrel("QMul", 8, 8, infer_kestrel_qbinary,
-                "u8 (a, b) -> u8 dequantized product, broadcast, requantized, clamped to [out_min, out_max]");
-  r.add_kestrel("QLookup", 2, 2, infer_kestrel_qlookup, "y = table[x] for u8 x and a u8 table of 256 entries");
-  r.add_kestrel("QConcat", 5, -1, infer_kestrel_qconcat,
-                "Concat of u8 tensors, each requantized to (y_scale, y_zero_point)");
-  r.add_kestrel("QGlobalAveragePool", 5, 5, infer_kestrel_qgap, "GlobalAveragePool of u8 x, requantized");
-  r.add_kestrel("QMaxPool", 1, 1, infer_kestrel_qmaxpool, "2-D MaxPool (no indices) of u8 NCHW x");
+  add_kestrel_op(r, "QConv", 8, 9, infer_kestrel_qconv,
+                 "QLinearConv (u8 x, s8 w per channel, int32 bias) with the output clamped to [out_min, out_max]");
+  add_kestrel_op(r, "QMatMul", 8, 9, infer_kestrel_qmatmul,
+                 "u8 a x constant s8 b [K, N] (+ int32 bias [N]), requantized, clamped to [out_min, out_max]");
+  add_kestrel_op(r, "QAdd", 8, 8, infer_kestrel_qbinary,
+                 "u8 (a, b) -> u8 dequantized sum, broadcast, requantized, clamped to [out_min, out_max]");
+  add_kestrel_op(r, "QMul", 8, 8, infer_kestrel_qbinary,
+                 "u8 (a, b) -> u8 dequantized product, broadcast, requantized, clamped to [out_min, out_max]");
+  add_kestrel_op(r, "QLookup", 2, 2, infer_kestrel_qlookup, "y = table[x] for u8 x and a u8 table of 256 entries");
+  add_kestrel_op(r, "QConcat", 5, -1, infer_kestrel_qconcat,
+                 "Concat of u8 tensors, each requantized to (y_scale, y_zero_point)");
+  add_kestrel_op(r, "QGlobalAveragePool", 5, 5, infer_kestrel_qgap, "GlobalAveragePool of u8 x, requantized");
+  add_kestrel_op(r, "QMaxPool", 1, 1, infer_kestrel_qmaxpool, "2-D MaxPool (no indices) of u8 NCHW x");
 }
 
 }  // namespace kestrel::ir

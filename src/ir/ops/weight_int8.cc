@@ -59,8 +59,8 @@ Status infer_matmul_weight_int8(InferContext& ctx) {
 }  // namespace
 
 void register_weight_int8_ops(OpRegistry& r) {
-  r.add_kestrel("MatMulWeightInt8", 3, 5, infer_matmul_weight_int8,
-                "activation(matmul(A, W * scale per output channel) + bias + Z), W int8");
+  add_kestrel_op(r, "MatMulWeightInt8", 3, 5, infer_matmul_weight_int8,
+                 "activation(matmul(A, W * scale per output channel) + bias + Z), W int8");
 }
 
 }  // namespace kestrel::ir
