@@ -1,6 +1,7 @@
 // SGEMM benchmarks: square sizes and the conv-shaped GEMMs of MobileNetV2 (1x1) and ResNet-50
 // (3x3 im2col, 1x1), for Kestrel (plain and with pre-packed A, the conv-weight case) and, in the
-// same binary when oneDNN is available, dnnl_sgemm; 1 and 2 threads; counter GFLOP/s. Also the
+// same binary when oneDNN is available, dnnl_sgemm; 1 and 2 threads; counter GFLOP/s. On CPUs with
+// AVX512_BF16 also bf16_gemm (bf16 products, f32 sums; pre-packed A) beside kestrel_packedA. Also the
 // single-core FMA peaks (AVX-512 and AVX2) the efficiency targets refer to.
 //
 //   kestrel_kernel_bench --benchmark_filter=sgemm --benchmark_repetitions=5
@@ -16,6 +17,7 @@
 
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
+#include "kernels/cpu/gemm/bf16_gemm.h"
 #include "kernels/cpu/gemm/sgemm.h"
 
 #ifdef KESTREL_BENCH_DNNL
@@ -134,6 +136,30 @@ void bm_kestrel(benchmark::State& st, Shape s, int threads, bool prepack_a) {
   set_counters(st, s, thread_cpu_seconds() - t0);
 }
 
+// bf16_gemm with A packed once (the weights of a conv allowed to run in bf16).
+void bm_bf16(benchmark::State& st, Shape s, int threads) {
+  if (!kernels::cpu::bf16_gemm_available()) {
+    st.SkipWithError("no AVX512_BF16");
+    return;
+  }
+  Data d(s);
+  auto pa = kernels::cpu::PackedBf16A::pack(s.m, s.k, d.a.data(), s.k);
+  if (!pa) {
+    st.SkipWithError(pa.status().to_string().c_str());
+    return;
+  }
+  const double t0 = thread_cpu_seconds();
+  for (auto _ : st) {
+    auto status = kernels::cpu::bf16_gemm(*pa, s.n, d.b.data(), s.n, d.c.data(), s.n, {}, pool_for(threads));
+    if (!status.is_ok()) {
+      st.SkipWithError(status.to_string().c_str());
+      return;
+    }
+    benchmark::ClobberMemory();
+  }
+  set_counters(st, s, thread_cpu_seconds() - t0);
+}
+
 #ifdef KESTREL_BENCH_DNNL
 void bm_dnnl(benchmark::State& st, Shape s, int threads) {
   Data d(s);
@@ -227,6 +253,7 @@ int register_all() {
 #endif
       benchmark::RegisterBenchmark(("sgemm/kestrel_packedA/" + suffix).c_str(), bm_kestrel, s, threads, true)
           ->UseRealTime();
+      benchmark::RegisterBenchmark(("sgemm/bf16_packedA/" + suffix).c_str(), bm_bf16, s, threads)->UseRealTime();
     }
   }
   return 0;
