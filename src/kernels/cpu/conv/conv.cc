@@ -428,6 +428,20 @@ Status FastConv::run_pointwise(const Geometry& g, const float* x, const float* b
   ep.act_alpha = act_.alpha;
   ep.act_beta = act_.beta;
   if (pointwise_transposed(hw)) return run_pointwise_transposed(g, x, bias, z, y, pool);
+  if (!bf16_.empty()) {
+    if (bias) {
+      ep.bias_kind = GemmBias::kPerRow;
+      ep.bias = bias;
+    }
+    for (int64_t n = 0; n < g.n; ++n) {
+      if (z) {
+        ep.residual = z + n * m_ * hw;
+        ep.ldr = hw;
+      }
+      KESTREL_RETURN_IF_ERROR(bf16_gemm(bf16_, hw, x + n * g.c * hw, hw, y + n * m_ * hw, hw, ep, pool));
+    }
+    return Status::ok();
+  }
   if (group_ == 1) {
     // One GEMM per image, batched over images, sharing the packed weights.
     if (bias) {
@@ -623,7 +637,15 @@ Status FastConv::pointwise_columns(const float* x, int64_t ldx, int64_t cols, co
   }
   ep.residual = z;
   ep.ldr = ldz;
+  if (!bf16_.empty()) return bf16_gemm(bf16_, cols, x, ldx, y, ldy, ep);
   return sgemm(m_, cols, cg_, 1.f, SgemmA(packed_[0]), SgemmB(x, ldx), 0.f, y, ldy, ep, SgemmContext{nullptr, isa_});
+}
+
+Status FastConv::enable_bf16() {
+  if (!is_pointwise() || isa_ != core::Isa::kAvx512 || !bf16_gemm_available() || !bf16_.empty()) return Status::ok();
+  if (m_ < kBf16MinOutputChannels) return Status::ok();
+  KESTREL_ASSIGN_OR_RETURN(bf16_, PackedBf16A::pack(m_, cg_, w_->data(), cg_));
+  return Status::ok();
 }
 
 int64_t FastConv::direct_rows_scratch_floats(int64_t rows, int64_t ow, int stride) const {

@@ -19,6 +19,7 @@
 #include "core/tensor.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/conv/depthwise.h"
+#include "kernels/cpu/gemm/bf16_gemm.h"
 #include "kernels/cpu/gemm/sgemm.h"
 #include "kernels/cpu/matmul/matmul.h"
 #include "kernels/cpu/pool/pool.h"
@@ -93,6 +94,17 @@ class FastConv {
   // of rows, which share the rows the same way, so each thread reads the rows it wrote from its own cache. (Other
   // readers keep the streaming stores: RegNet's stem, read by 1x1 convs, took 174 -> 330 us without them.)
   void set_stem_rows_per_thread(bool on) { stem_rows_per_thread_ = on; }
+
+  // Lets a 1x1 group-1 conv (is_pointwise) round its weights and inputs to bf16 and sum their products in f32
+  // (bf16_gemm) on its plain pointwise path and in pointwise_columns, when the CPU has AVX512_BF16 and this conv is
+  // for AVX-512; a no-op otherwise (other convs, small planes on the transposed path keep f32). For models whose
+  // float layers may run in reduced precision (docs/quantization.md, "bf16 for the float layers").
+  Status enable_bf16();
+  // Fewer output channels keep f32: each bf16 B panel (packed per call) then serves too few rows. MobileNet-V2 at 1
+  // thread (kestrel bench --trace, 5 rounds): features.1's 32 -> 16 projection 183 us in f32, 201 in bf16; the
+  // 24-channel projections of features.2-3 gain 10-25% with their chains.
+  static constexpr int64_t kBf16MinOutputChannels = 24;
+  bool uses_bf16() const { return !bf16_.empty(); }
 
   // Building blocks for kernels that run several convs over strips of rows (conv_chain.h), on the calling thread.
   // A 1x1 group-1 conv (is_pointwise) over `cols` pixels: y[m][j] = act(sum_c W[m][c] x[c][j] + bias[m] + z[m][j]),
@@ -177,6 +189,7 @@ class FastConv {
   std::shared_ptr<const std::vector<float>> w_;  // [M, Cg*KH*KW]
   bool depthwise_shaped_ = false;                // one 3x3 / 5x5 filter per channel
   std::vector<PackedA> packed_;                  // group == 1: the weights packed as GEMM A
+  PackedBf16A bf16_;                             // enable_bf16() on a pointwise conv: the weights in bf16
   PackedB pointwise_t_;                          // pointwise on a small plane: W^T packed as GEMM B
   int dw_width_ = 1;                             // depthwise: channels per block of dw_packed_
   std::shared_ptr<const std::vector<float>> dw_packed_;  // depthwise: [ceil(M / width)][k * k][width]
