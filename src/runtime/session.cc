@@ -105,6 +105,15 @@ Status Session::init_graph() {
     if (want < eo.kernel.isa) eo.kernel.isa = want;
   }
   isa_ = eo.kernel.isa;
+  const auto& md = model_.graph->metadata();
+  const auto model_math = md.find(kFloatMathKey);
+  const std::string& math = !opts_.float_math.empty() ? opts_.float_math
+                            : model_math != md.end()  ? model_math->second
+                                                      : "f32";
+  if (math != "f32" && math != "bf16")
+    return core::invalid_argument(str_cat("unknown float math '", math, "' (f32, bf16)",
+                                          opts_.float_math.empty() ? str_cat(" in the model's ", kFloatMathKey) : ""));
+  eo.kernel.bf16 = math == "bf16" && !opts_.reference_only;
   KESTREL_ASSIGN_OR_RETURN(executor_, Executor::create(*model_.graph, eo));
   return Status::ok();
 }

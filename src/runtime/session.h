@@ -16,11 +16,18 @@
 
 namespace kestrel::runtime {
 
+// Graph metadata key naming the float math a model allows (SessionOptions::float_math).
+inline constexpr const char* kFloatMathKey = "kestrel.float_math";
+
 struct SessionOptions {
   int num_threads = 1;
   int opt_level = 2;            // for models optimized at load (ONNX)
   bool reference_only = false;  // run every op with its reference kernel
   std::string isa;              // "", "scalar", "avx2", "avx512": cap the instruction set
+  // Float math of the convolutions: "" = what the model asks (its kestrel.float_math metadata, which
+  // `kestrel quantize` sets for mixed models; absent = "f32"), "f32", or "bf16" (1x1 convs round weights and
+  // inputs to bf16 and sum in f32 where the CPU has AVX512_BF16; relative error ~1e-3 instead of ~1e-6).
+  std::string float_math;
 };
 
 struct IoInfo {

@@ -4,8 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "common/onnx_builder.h"
 #include "core/tensor.h"
+#include "format/kst_loader.h"
+#include "format/kst_writer.h"
+#include "frontend/onnx/onnx_importer.h"
+#include "kernels/cpu/gemm/bf16_gemm.h"
 
 namespace kestrel {
 namespace {
@@ -291,6 +297,63 @@ TEST(Session, UnknownOpFailsAtLoadNamingNodeOpAndOpset) {
   EXPECT_NE(m.find("mystery"), std::string::npos) << m;
   EXPECT_NE(m.find("FancyNewOp"), std::string::npos) << m;
   EXPECT_NE(m.find("opset 11"), std::string::npos) << m;
+}
+
+// The float math of a model's 1x1 convs: f32 unless the model's kestrel.float_math metadata or the session option
+// says bf16 (then weights and inputs are rounded to bf16 where the CPU has AVX512_BF16); bad values are refused.
+TEST(Session, FloatMathFromTheModelOrTheOptions) {
+  OnnxBuilder b;
+  b.input("x", 1, {1, 16, 12, 12});  // 144 pixels: the plain pointwise path, not the transposed one
+  std::vector<float> w(32 * 16);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * static_cast<float>((i * 37) % 101) - 0.5f;
+  b.initializer_f32("w", {32, 16, 1, 1}, w);
+  b.node("Conv", {"x", "w"}, {"y"});
+  b.output("y");
+  const std::string onnx = b.bytes();
+  auto g = frontend::import_onnx(onnx.data(), onnx.size(), {});
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  format::KstWriteOptions wo;
+  wo.metadata[runtime::kFloatMathKey] = "bf16";
+  auto bf16_kst = format::write_kst(**g, wo);
+  wo.metadata[runtime::kFloatMathKey] = "f8";
+  auto bad_kst = format::write_kst(**g, wo);
+  ASSERT_TRUE(bf16_kst.is_ok() && bad_kst.is_ok());
+
+  Tensor x = *Tensor::allocate(DType::kF32, {1, 16, 12, 12});
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = std::sin(0.37f * static_cast<float>(i));
+  auto run = [&](const std::string& bytes, const std::string& math) {
+    runtime::SessionOptions so;
+    so.float_math = math;
+    auto s = runtime::Session::open_memory(bytes.data(), bytes.size(), so);
+    EXPECT_TRUE(s.is_ok()) << s.status().to_string();
+    std::vector<Tensor> out;
+    if (s.is_ok()) EXPECT_TRUE((*s)->run({{"x", x}}, out).is_ok());
+    return out.empty() ? Tensor() : out[0];
+  };
+  auto max_diff = [](const Tensor& a, const Tensor& b) {
+    double d = 0;
+    for (int64_t i = 0; i < a.num_elements(); ++i)
+      d = std::max(d, static_cast<double>(std::fabs(a.data<float>()[i] - b.data<float>()[i])));
+    return d;
+  };
+  const Tensor f32 = run(onnx, ""), f32_kst = run(*bf16_kst, "f32"), bf16_kst_run = run(*bf16_kst, ""),
+               bf16_opt = run(onnx, "bf16");
+  EXPECT_EQ(max_diff(f32, f32_kst), 0.0);  // the option overrides the model
+  if (kernels::cpu::bf16_gemm_available()) {
+    EXPECT_GT(max_diff(f32, bf16_kst_run), 1e-5);  // rounded: sums of 16 products of ~0.5 move by ~1e-3
+    EXPECT_LT(max_diff(f32, bf16_kst_run), 2e-2);
+    EXPECT_EQ(max_diff(bf16_kst_run, bf16_opt), 0.0);
+  } else {
+    EXPECT_EQ(max_diff(f32, bf16_kst_run), 0.0);
+  }
+  runtime::SessionOptions so;
+  so.float_math = "f16";
+  auto bad_opt = runtime::Session::open_memory(onnx.data(), onnx.size(), so);
+  ASSERT_FALSE(bad_opt.is_ok());
+  EXPECT_NE(bad_opt.status().message().find("'f16'"), std::string::npos) << bad_opt.status().message();
+  auto bad_model = runtime::Session::open_memory(bad_kst->data(), bad_kst->size());
+  ASSERT_FALSE(bad_model.is_ok());
+  EXPECT_NE(bad_model.status().message().find("kestrel.float_math"), std::string::npos) << bad_model.status().message();
 }
 
 }  // namespace

@@ -38,6 +38,7 @@ struct BenchOptions {
   double max_time = 0;  // seconds of timed runs after which to stop early (0: no limit)
   int opt_level = 2;
   std::string isa;
+  std::string float_math;
   uint64_t seed = 0;
   bool reference = false;
   bool profile = false;
@@ -298,6 +299,7 @@ void bench(const BenchOptions& o) {
   so.opt_level = o.opt_level;
   so.reference_only = o.reference;
   so.isa = o.isa;
+  so.float_math = o.float_math;
   auto t_open = Clock::now();
   auto opened = runtime::Session::open(o.model, so);
   api::throw_if_error(opened.status());
@@ -466,6 +468,10 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--isa", o->isa, "Cap the instruction set (default: the best this CPU has)")
       ->check(CLI::IsMember({"scalar", "avx2", "avx512"}));
+  sub->add_option("--float-math", o->float_math,
+                  "Float math of the 1x1 convs: f32, or bf16 where the CPU has AVX512_BF16 (default: what the model "
+                  "asks: bf16 in mixed files of `kestrel quantize`, else f32)")
+      ->check(CLI::IsMember({"f32", "bf16"}));
   sub->add_option("--seed", o->seed, "Seed for random inputs")->capture_default_str();
   sub->add_flag("--reference", o->reference, "Use the plain reference kernels only");
   sub->callback([o] { bench(*o); });

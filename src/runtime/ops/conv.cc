@@ -176,6 +176,7 @@ Result<std::optional<cpu::FastConv>> make_fast_conv(const KernelCreateInfo& info
                            cpu::FastConv::create(*w, b.group, act, info.options.isa, /*allow_winograd=*/true, plane));
   c.set_split_columns(info.node.num_outputs() == 1 && !read_by_channel_groups(*info.node.output(0)));
   c.set_stem_rows_per_thread(info.node.num_outputs() == 1 && read_only_by_chains(*info.node.output(0)));
+  if (info.options.bf16) KESTREL_RETURN_IF_ERROR(c.enable_bf16());
   return std::optional<cpu::FastConv>(std::move(c));
 }
 
@@ -525,9 +526,11 @@ Result<std::optional<cpu::FastConvChain>> make_fast_chain(
   const auto plane = xt ? xt->shape.known_plane() : std::nullopt;
   const bool small = w1 && w3 && g == m && plane &&
                      cpu::FastConvChain::small_plane(plane->first, plane->second, stride, info.options.threads);
-  auto pointwise = [&](const Tensor& w, const cpu::FusedActivation& act) {
-    return small ? cpu::FastConv::create_transposed_pointwise(w, act, isa)
-                 : cpu::FastConv::create(w, 1, act, isa, false, 0);
+  auto pointwise = [&](const Tensor& w, const cpu::FusedActivation& act) -> Result<cpu::FastConv> {
+    if (small) return cpu::FastConv::create_transposed_pointwise(w, act, isa);
+    KESTREL_ASSIGN_OR_RETURN(cpu::FastConv c, cpu::FastConv::create(w, 1, act, isa, false, 0));
+    if (info.options.bf16) KESTREL_RETURN_IF_ERROR(c.enable_bf16());
+    return c;
   };
   std::optional<cpu::FastConv> expansion, projection;
   if (w1) {
