@@ -423,6 +423,7 @@ double float_set_cost(const ir::Graph& prepared, const std::vector<QuantizedNode
 format::KstWriteOptions int8_kst_options(const PtqOptions& opts) {
   format::KstWriteOptions wo;
   wo.fp16_weights = wo.fp16_float_ops_only = opts.fp16_float_weights;
+  if (opts.bf16_float_layers) wo.metadata[runtime::kFloatMathKey] = "bf16";
   return wo;
 }
 

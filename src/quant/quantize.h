@@ -110,10 +110,14 @@ struct PtqOptions {
   // The int8 file stores the weights of the layers left in float as f16 (widened back at load);
   // the automatic mode measures the model with them.
   bool fp16_float_weights = true;
+  // The int8 file lets its float layers' 1x1 convs compute in bf16 (metadata runtime::kFloatMathKey = "bf16";
+  // FastConv::enable_bf16, on CPUs with AVX512_BF16); the automatic mode measures the model that way.
+  bool bf16_float_layers = true;
 };
 
 // How the int8 .kst is written for these options (optimized_kst): f16 storage of the float layers'
-// weights when opts.fp16_float_weights (format::KstWriteOptions::fp16_float_ops_only).
+// weights when opts.fp16_float_weights (format::KstWriteOptions::fp16_float_ops_only), their bf16 math
+// when opts.bf16_float_layers.
 format::KstWriteOptions int8_kst_options(const PtqOptions& opts);
 
 // What keeping `float_set` (node names) in float costs against int8, in multiply-adds: the float nodes' own

@@ -317,5 +317,13 @@ TEST(QuantQdq, FloatLayerWeightsStoredAsF16) {
   EXPECT_LT(a.cosine, 1.0) << "f16 weights should change the float layer's output";
 }
 
+// The int8 file lets its float layers compute in bf16 (the metadata the session reads), unless told not to.
+TEST(QuantQdq, FloatLayersMayRunInBf16) {
+  PtqOptions o;
+  EXPECT_EQ(int8_kst_options(o).metadata.at(runtime::kFloatMathKey), "bf16");
+  o.bf16_float_layers = false;
+  EXPECT_EQ(int8_kst_options(o).metadata.count(runtime::kFloatMathKey), 0u);
+}
+
 }  // namespace
 }  // namespace kestrel::quant

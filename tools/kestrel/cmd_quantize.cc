@@ -36,7 +36,7 @@ using core::str_cat;
 struct QuantizeOptions {
   std::string input, output, calib, method = "percentile", resize, layout = "nchw", labels;
   double percentile = 99.99, target_cosine = 0, holdout = 0.2;
-  bool per_tensor = false, bgr = false, quiet = false, f32_float_weights = false;
+  bool per_tensor = false, bgr = false, quiet = false, f32_float_weights = false, f32_float_math = false;
   std::vector<std::string> keep_float;
   std::vector<float> mean, std;
   int threads = 1;
@@ -114,6 +114,7 @@ void quantize(const QuantizeOptions& o) {
   }
   po.target_cosine = o.target_cosine;
   po.fp16_float_weights = !o.f32_float_weights;
+  po.bf16_float_layers = !o.f32_float_math;
   po.num_threads = o.threads;
   po.progress = make_progress(o.quiet);
   if (o.layout != "nchw" && o.layout != "nhwc")
@@ -167,7 +168,7 @@ void quantize(const QuantizeOptions& o) {
   wo.metadata["quantize.calibration_samples"] = std::to_string(calib.size());
   wo.metadata["quantize.float_layer_weights"] = po.fp16_float_weights ? "f16" : "f32";
   format::KstWriteOptions int8_wo = quant::int8_kst_options(po);
-  int8_wo.metadata = wo.metadata;
+  for (const auto& [key, value] : wo.metadata) int8_wo.metadata[key] = value;
   const std::string int8_kst = value_or_throw(quant::optimized_kst(*r.graph, int8_wo));
   {
     std::ofstream f(o.output + ".tmp", std::ios::binary);
@@ -251,6 +252,8 @@ void add_quantize_command(CLI::App& app) {
   sub->add_flag("--per-tensor", o->per_tensor, "One weight scale per tensor (default: per output channel)");
   sub->add_flag("--f32-float-weights", o->f32_float_weights,
                 "Store the weights of layers left in float as f32 (default: f16, widened at load)");
+  sub->add_flag("--f32-float-math", o->f32_float_math,
+                "Run the layers left in float in f32 (default: their 1x1 convs in bf16 on CPUs with AVX512_BF16)");
   sub->add_option("--keep-float", o->keep_float, "Nodes to leave in float: NODE,NODE,...");
   sub->add_option("--target-cosine", o->target_cosine,
                   "Keep the most sensitive layers in float until the held-out output cosine reaches this")
