@@ -7,6 +7,7 @@
 
 #include "ir/graph.h"
 #include "ir/op_schema.h"
+#include "kernels/cpu/gemm/bf16_gemm.h"
 #include "runtime/session.h"
 
 namespace kestrel {
@@ -27,7 +28,8 @@ Tensor random_tensor(core::Dims dims, uint32_t seed, float lo = -1.f, float hi =
 // Runs one node (all inputs fed at run time unless `constant` says otherwise; undefined tensors =
 // omitted inputs).
 core::Result<Tensor> run_one(const std::string& domain, const std::string& op, const std::vector<Tensor>& inputs,
-                             const Attrs& attrs, const std::vector<bool>& constant = {}) {
+                             const Attrs& attrs, const std::vector<bool>& constant = {},
+                             const runtime::SessionOptions& so = {}) {
   auto g = std::make_unique<ir::Graph>("test");
   std::vector<ir::Value*> ins;
   std::vector<const Tensor*> feed;
@@ -48,7 +50,7 @@ core::Result<Tensor> run_one(const std::string& domain, const std::string& op, c
   g->add_output(n->output(0));
   runtime::LoadedModel m;
   m.graph = std::move(g);
-  KESTREL_ASSIGN_OR_RETURN(auto s, runtime::Session::from_model(std::move(m)));
+  KESTREL_ASSIGN_OR_RETURN(auto s, runtime::Session::from_model(std::move(m), so));
   std::vector<Tensor> outs;
   KESTREL_RETURN_IF_ERROR(s->run(feed, outs));
   return std::move(outs[0]);
@@ -143,6 +145,37 @@ TEST(FusedConv, MatchesNaiveConvResidualAndEveryActivation) {
       for (size_t i = 0; i < want.size(); ++i) want[i] = act_naive(a, conv[i] + (residual ? z.data<float>()[i] : 0));
       expect_close(*y, want, std::string("FusedConv act=") + a.name + (residual ? " +Z" : ""));
     }
+}
+
+// FusedConv with a channel scale S (a squeeze-excite gate folded into a 1x1 projection) and constant weights: the
+// fast kernel scales the weights per image; with bf16 float math it rounds the scaled weights and X to bf16.
+TEST(FusedConv, ChannelScaledPointwiseInF32AndBf16) {
+  const int64_t N = 2, C = 40, H = 9, W = 15, M = 32, HW = H * W;
+  Tensor x = random_tensor({N, C, H, W}, 31), w = random_tensor({M, C, 1, 1}, 32), b = random_tensor({M}, 33);
+  Tensor z = random_tensor({N, M, H, W}, 34), sc = random_tensor({N, C, 1, 1}, 35, 0.f, 1.f);
+  const Act act{"HardSwish", {}};
+  for (const char* math : {"f32", "bf16"}) {
+    const bool bf16 = std::string(math) == "bf16" && kernels::cpu::bf16_gemm_available();
+    auto round = [&](float v) { return bf16 ? kernels::cpu::bf16_round(v) : v; };
+    std::vector<double> want(static_cast<size_t>(N * M * HW));
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t p = 0; p < HW; ++p) {
+          double acc = b.data<float>()[m];
+          for (int64_t c = 0; c < C; ++c)
+            acc += double(round(w.data<float>()[m * C + c] * sc.data<float>()[n * C + c])) *
+                   round(x.data<float>()[(n * C + c) * HW + p]);
+          const size_t i = static_cast<size_t>((n * M + m) * HW + p);
+          want[i] = act_naive(act, acc + z.data<float>()[i]);
+        }
+    Attrs attrs;
+    add_act(attrs, act);
+    runtime::SessionOptions so;
+    so.float_math = math;
+    auto y = run_one("kestrel", "FusedConv", {x, w, b, z, sc}, attrs, {false, true}, so);
+    ASSERT_TRUE(y.is_ok()) << y.status().to_string();
+    expect_close(*y, want, std::string("channel-scaled FusedConv, float math ") + math);
+  }
 }
 
 TEST(FusedMatMul, BiasResidualActivationAndBatchBroadcast) {

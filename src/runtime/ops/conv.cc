@@ -220,8 +220,11 @@ Result<std::unique_ptr<OpKernel>> make_channel_scaled_pointwise(const KernelCrea
   const int64_t m = w->dim(0), c = w->dim(1);
   auto weights = std::make_shared<const std::vector<float>>(w->data<float>(), w->data<float>() + m * c);
   const core::Isa isa = info.options.isa;
+  // bf16 float math: the scaled weights packed to bf16 per run (FastConv::enable_bf16's rule for which convs).
+  const bool bf16 = info.options.bf16 && isa == core::Isa::kAvx512 && cpu::bf16_gemm_available() &&
+                    m >= cpu::FastConv::kBf16MinOutputChannels;
   return make_kernel(
-      [m, c, weights, act, isa](KernelContext& ctx) -> Status {
+      [m, c, weights, act, isa, bf16](KernelContext& ctx) -> Status {
         const Tensor& x = ctx.input(0);
         const Tensor& s = ctx.input(4);
         const Tensor* bias = ctx.input_or_null(2);
@@ -236,7 +239,10 @@ Result<std::unique_ptr<OpKernel>> make_channel_scaled_pointwise(const KernelCrea
         const int64_t n_img = x.dim(0), hw = x.dim(2) * x.dim(3);
         const float* sv = s.data<float>();
         thread_local std::vector<float> scratch;
-        if (scratch.size() < static_cast<size_t>(m * c)) scratch.resize(static_cast<size_t>(m * c));
+        thread_local std::vector<uint32_t> scratch_bf16;
+        const int64_t floats = bf16 ? 0 : m * c, words = bf16 ? cpu::bf16_packed_a_words(m, c) : 0;
+        if (scratch.size() < static_cast<size_t>(floats)) scratch.resize(static_cast<size_t>(floats));
+        if (scratch_bf16.size() < static_cast<size_t>(words)) scratch_bf16.resize(static_cast<size_t>(words));
         cpu::GemmEpilogue ep;
         if (bias) {
           ep.bias_kind = cpu::GemmBias::kPerRow;
@@ -253,6 +259,13 @@ Result<std::unique_ptr<OpKernel>> make_channel_scaled_pointwise(const KernelCrea
         for (int64_t n = 0; n < n_img; ++n) {
           const float* sn = sv + n * c;
           const float* wv = weights->data();
+          if (bf16) {
+            cpu::bf16_pack_a(m, c, wv, c, sn, scratch_bf16.data());
+            ep.residual = z ? z->data<float>() + n * m * hw : nullptr;
+            KESTREL_RETURN_IF_ERROR(cpu::bf16_gemm(scratch_bf16.data(), m, c, hw, x.data<float>() + n * c * hw, hw,
+                                                   y.data<float>() + n * m * hw, hw, ep, ctx.pool()));
+            continue;
+          }
           for (int64_t i = 0; i < m; ++i)
             for (int64_t j = 0; j < c; ++j) scratch[static_cast<size_t>(i * c + j)] = wv[i * c + j] * sn[j];
           ep.residual = z ? z->data<float>() + n * m * hw : nullptr;
@@ -262,7 +275,7 @@ Result<std::unique_ptr<OpKernel>> make_channel_scaled_pointwise(const KernelCrea
         }
         return Status::ok();
       },
-      "conv.channel_scaled");
+      bf16 ? "conv.channel_scaled_bf16" : "conv.channel_scaled");
 }
 
 }  // namespace

@@ -60,15 +60,25 @@ class PackedBf16A {
   int64_t m_ = 0, k_ = 0;
 };
 
+// PackedBf16A's layout written into caller memory (weights that change per run, e.g. scaled per input channel by
+// a squeeze-excite gate): A [m, k] rows lda apart, column j times col_scale[j] when col_scale is given, into dst of
+// bf16_packed_a_words(m, k) words.
+int64_t bf16_packed_a_words(int64_t m, int64_t k);
+void bf16_pack_a(int64_t m, int64_t k, const float* a, int64_t lda, const float* col_scale, uint32_t* dst);
+
 // Whether this CPU (and build) runs bf16_gemm.
 bool bf16_gemm_available();
 
-// C = act(A * B + bias + residual) as in the header comment; B [K, N] f32 rows ldb apart, C rows ldc
-// apart; ep.bias_kind kNone or kPerRow (one per row of C), ep.residual [M, N] rows ep.ldr apart (may be
-// C itself: each element is read before it is written). With a pool, threads take blocks of columns.
+// C = act(A * B + bias + residual) as in the header comment; A [m, k] packed (bf16_pack_a), B [K, N] f32 rows ldb
+// apart, C rows ldc apart; ep.bias_kind kNone or kPerRow (one per row of C), ep.residual [M, N] rows ep.ldr apart
+// (may be C itself: each element is read before it is written). With a pool, threads take blocks of columns.
 // Unsupported when !bf16_gemm_available().
-Status bf16_gemm(const PackedBf16A& a, int64_t n, const float* b, int64_t ldb, float* c, int64_t ldc,
+Status bf16_gemm(const uint32_t* a, int64_t m, int64_t k, int64_t n, const float* b, int64_t ldb, float* c, int64_t ldc,
                  const GemmEpilogue& ep, core::ThreadPool* pool = nullptr);
+inline Status bf16_gemm(const PackedBf16A& a, int64_t n, const float* b, int64_t ldb, float* c, int64_t ldc,
+                        const GemmEpilogue& ep, core::ThreadPool* pool = nullptr) {
+  return bf16_gemm(a.data(), a.m(), a.k(), n, b, ldb, c, ldc, ep, pool);
+}
 
 namespace bf16_detail {
 // One block of columns (n <= kBf16BlockCols), all rows of A: B packed into `bpack` (k_pairs *
