@@ -50,7 +50,6 @@ class PackedBf16A {
   static Result<PackedBf16A> pack(int64_t m, int64_t k, const float* a, int64_t lda);
   int64_t m() const { return m_; }
   int64_t k() const { return k_; }
-  int64_t k_pairs() const { return (k_ + 1) / 2; }
   bool empty() const { return data_ == nullptr; }
   const uint32_t* data() const { return data_ ? data_->data() : nullptr; }
   size_t bytes() const { return data_ ? data_->size() * sizeof(uint32_t) : 0; }
