@@ -7,6 +7,7 @@
 #include <cmath>
 #include <random>
 
+#include "common/conv_ref_util.h"
 #include "common/fast_kernel_util.h"
 #include "core/str_util.h"
 #include "core/thread_pool.h"
@@ -22,31 +23,12 @@ using core::Isa;
 using core::Tensor;
 using testing::close_f32;
 using testing::random_f32;
-
-const FusedActivation kActs[] = {
-    {GemmActivation::kNone, 0, 0},         {GemmActivation::kRelu, 0, 0},    {GemmActivation::kClip, 0.f, 0.5f},
-    {GemmActivation::kLeakyRelu, 0.1f, 0}, {GemmActivation::kSigmoid, 0, 0}, {GemmActivation::kHardSigmoid, 0.2f, 0.5f},
-    {GemmActivation::kHardSwish, 0, 0},    {GemmActivation::kSilu, 0, 0},    {GemmActivation::kGelu, 0, 0},
-    {GemmActivation::kTanh, 0, 0},
-};
+constexpr const auto& kActs = testing::kEveryFusedActivation;
 
 Tensor rounded(const Tensor& t) {
   Tensor r = *t.clone();
   for (int64_t i = 0; i < r.num_elements(); ++i) r.data<float>()[i] = bf16_round(r.data<float>()[i]);
   return r;
-}
-
-// y = act(conv(x, w, b) + z) with the reference conv.
-Tensor ref_stage(const Tensor& x, const Tensor& w, const Tensor* b, int64_t group, int64_t stride, int64_t pad,
-                 const Dims& yd, const FusedActivation& act, const Tensor* z) {
-  ref::ConvParams p{{stride, stride}, {1, 1}, {pad, pad}, group};
-  Tensor y = testing::filled_f32(yd, NAN);
-  EXPECT_TRUE(ref::conv(p, x, w, b, y).is_ok());
-  for (int64_t i = 0; i < y.num_elements(); ++i) {
-    const double v = y.data<float>()[i] + (z ? z->data<float>()[i] : 0.f);
-    y.data<float>()[i] = static_cast<float>(testing::activation_ref(act.kind, v, act.alpha, act.beta));
-  }
-  return y;
 }
 
 // Whether a and b differ somewhere by more than tol (relative to b's largest magnitude): bf16 math must show.
@@ -82,13 +64,14 @@ TEST_F(FastConvBf16, PointwiseMatchesTheRoundedReference) {
     const ref::ConvParams p{{1, 1}, {1, 1}, {0, 0}, 1};
     Tensor got = testing::filled_f32({n, m, h, w}, NAN);
     ASSERT_TRUE(conv->run(p, x, bias ? &b : nullptr, residual ? &z : nullptr, got, i % 2 ? &pool2 : nullptr).is_ok());
-    const Tensor want =
-        ref_stage(rounded(x), rounded(wt), bias ? &b : nullptr, 1, 1, 0, {n, m, h, w}, act, residual ? &z : nullptr);
+    const Tensor want = testing::ref_conv_stage(rounded(x), rounded(wt), bias ? &b : nullptr, 1, 1, 0, 0, {n, m, h, w},
+                                                act, residual ? &z : nullptr);
     EXPECT_TRUE(close_f32(got, want, 2e-5));
     // Against the f32 conv: farther than the summation order's error, within bf16's (relative to the largest
     // output: only for activations that keep the sums' scale).
     if (c >= 8 && (act.kind == GemmActivation::kNone || act.kind == GemmActivation::kRelu)) {
-      const Tensor f32 = ref_stage(x, wt, bias ? &b : nullptr, 1, 1, 0, {n, m, h, w}, act, residual ? &z : nullptr);
+      const Tensor f32 =
+          testing::ref_conv_stage(x, wt, bias ? &b : nullptr, 1, 1, 0, 0, {n, m, h, w}, act, residual ? &z : nullptr);
       EXPECT_TRUE(differ(got, f32, 2e-5));
       EXPECT_TRUE(close_f32(got, f32, 1e-2));
     }
@@ -123,9 +106,9 @@ TEST_F(FastConvBf16, ChainRoundsTheInputsOfBothPointwiseConvs) {
     Tensor w3 = random_f32({pr, m, 1, 1}, rng), b3 = random_f32({pr}, rng);
     const Dims yd{n, pr, oh, ow};
     Tensor z = random_f32(yd, rng);
-    Tensor e = ref_stage(rounded(x), rounded(w1), &b1, 1, 1, 0, {n, m, h, w}, a1, nullptr);
-    Tensor d = ref_stage(e, w2, &b2, m, s, pad, {n, m, oh, ow}, a2, nullptr);
-    Tensor want = ref_stage(rounded(d), rounded(w3), &b3, 1, 1, 0, yd, a3, residual ? &z : nullptr);
+    Tensor e = testing::ref_conv_stage(rounded(x), rounded(w1), &b1, 1, 1, 0, 0, {n, m, h, w}, a1, nullptr);
+    Tensor d = testing::ref_conv_stage(e, w2, &b2, m, s, pad, pad, {n, m, oh, ow}, a2, nullptr);
+    Tensor want = testing::ref_conv_stage(rounded(d), rounded(w3), &b3, 1, 1, 0, 0, yd, a3, residual ? &z : nullptr);
     auto f1 = FastConv::create(w1, 1, a1, Isa::kAvx512, false), f2 = FastConv::create(w2, m, a2, Isa::kAvx512, false),
          f3 = FastConv::create(w3, 1, a3, Isa::kAvx512, false);
     ASSERT_TRUE(f1.is_ok() && f2.is_ok() && f3.is_ok());

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <random>
 
+#include "common/conv_ref_util.h"
 #include "common/fast_kernel_util.h"
 #include "core/str_util.h"
 #include "core/thread_pool.h"
@@ -23,26 +24,7 @@ using core::Isa;
 using core::Tensor;
 using testing::close_f32;
 using testing::random_f32;
-
-const FusedActivation kActs[] = {
-    {GemmActivation::kNone, 0, 0},         {GemmActivation::kRelu, 0, 0},    {GemmActivation::kClip, 0.f, 0.5f},
-    {GemmActivation::kLeakyRelu, 0.1f, 0}, {GemmActivation::kSigmoid, 0, 0}, {GemmActivation::kHardSigmoid, 0.2f, 0.5f},
-    {GemmActivation::kHardSwish, 0, 0},    {GemmActivation::kSilu, 0, 0},    {GemmActivation::kGelu, 0, 0},
-    {GemmActivation::kTanh, 0, 0},
-};
-
-// y = act(conv(x, w, b) + z) with the reference conv.
-Tensor ref_stage(const Tensor& x, const Tensor& w, const Tensor* b, int64_t group, int64_t stride, int64_t pt,
-                 int64_t pl, const Dims& yd, const FusedActivation& act, const Tensor* z) {
-  ref::ConvParams p{{stride, stride}, {1, 1}, {pt, pl}, group};
-  Tensor y = testing::filled_f32(yd, NAN);
-  EXPECT_TRUE(ref::conv(p, x, w, b, y).is_ok());
-  for (int64_t i = 0; i < y.num_elements(); ++i) {
-    const double v = y.data<float>()[i] + (z ? z->data<float>()[i] : 0.f);
-    y.data<float>()[i] = static_cast<float>(testing::activation_ref(act.kind, v, act.alpha, act.beta));
-  }
-  return y;
-}
+constexpr const auto& kActs = testing::kEveryFusedActivation;
 
 class FastConvChainTest : public ::testing::TestWithParam<Isa> {};
 
@@ -79,9 +61,10 @@ TEST_P(FastConvChainTest, MatchesReference) {
     const Dims yd{n, project ? pr : m, oh, ow};
     Tensor z = random_f32(yd, rng);
     for (int64_t j = 5; j < z.num_elements(); j += 11) z.data<float>()[j] = NAN;
-    Tensor e = expand ? ref_stage(x, w1, bias ? &b1 : nullptr, 1, 1, 0, 0, {n, m, h, w}, a1, nullptr) : x;
-    Tensor want = ref_stage(e, w2, bias ? &b2 : nullptr, group2, s, pt, pl, {n, m, oh, ow}, a2, nullptr);
-    if (project) want = ref_stage(want, w3, bias ? &b3 : nullptr, 1, 1, 0, 0, yd, a3, residual ? &z : nullptr);
+    Tensor e = expand ? testing::ref_conv_stage(x, w1, bias ? &b1 : nullptr, 1, 1, 0, 0, {n, m, h, w}, a1, nullptr) : x;
+    Tensor want = testing::ref_conv_stage(e, w2, bias ? &b2 : nullptr, group2, s, pt, pl, {n, m, oh, ow}, a2, nullptr);
+    if (project)
+      want = testing::ref_conv_stage(want, w3, bias ? &b3 : nullptr, 1, 1, 0, 0, yd, a3, residual ? &z : nullptr);
 
     auto f1 = FastConv::create(w1, 1, a1, isa, false), f2 = FastConv::create(w2, group2, a2, isa, false),
          f3 = FastConv::create(w3, 1, a3, isa, false);
@@ -125,9 +108,9 @@ TEST_P(FastConvChainTest, SmallPlanesMatchReference) {
     const Dims yd{n, pr, oh, ow};
     Tensor z = random_f32(yd, rng);
     for (int64_t j = 5; j < z.num_elements(); j += 11) z.data<float>()[j] = NAN;
-    Tensor e = ref_stage(x, w1, bias ? &b1 : nullptr, 1, 1, 0, 0, {n, m, h, w}, a1, nullptr);
-    Tensor d = ref_stage(e, w2, bias ? &b2 : nullptr, m, s, pt, pl, {n, m, oh, ow}, a2, nullptr);
-    Tensor want = ref_stage(d, w3, bias ? &b3 : nullptr, 1, 1, 0, 0, yd, a3, residual ? &z : nullptr);
+    Tensor e = testing::ref_conv_stage(x, w1, bias ? &b1 : nullptr, 1, 1, 0, 0, {n, m, h, w}, a1, nullptr);
+    Tensor d = testing::ref_conv_stage(e, w2, bias ? &b2 : nullptr, m, s, pt, pl, {n, m, oh, ow}, a2, nullptr);
+    Tensor want = testing::ref_conv_stage(d, w3, bias ? &b3 : nullptr, 1, 1, 0, 0, yd, a3, residual ? &z : nullptr);
 
     auto f1 = FastConv::create_transposed_pointwise(w1, a1, isa), f2 = FastConv::create(w2, m, a2, isa, false),
          f3 = FastConv::create_transposed_pointwise(w3, a3, isa);

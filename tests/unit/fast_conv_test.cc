@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/conv_ref_util.h"
 #include "common/fast_kernel_util.h"
 #include "core/str_util.h"
 #include "core/thread_pool.h"
@@ -38,13 +39,7 @@ int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
 
 class FastConvTest : public ::testing::TestWithParam<Isa> {};
 
-// Every fused activation, with non-default parameters where it has them.
-const FusedActivation kAllActivations[] = {
-    {GemmActivation::kNone, 0, 0},         {GemmActivation::kRelu, 0, 0},    {GemmActivation::kClip, 0.f, 0.5f},
-    {GemmActivation::kLeakyRelu, 0.1f, 0}, {GemmActivation::kSigmoid, 0, 0}, {GemmActivation::kHardSigmoid, 0.2f, 0.5f},
-    {GemmActivation::kHardSwish, 0, 0},    {GemmActivation::kSilu, 0, 0},    {GemmActivation::kGelu, 0, 0},
-    {GemmActivation::kTanh, 0, 0},
-};
+using testing::kEveryFusedActivation;
 
 // plane_hint: the plane size FastConv::create is told (0: unknown). nan_residual: every 7th residual element is NaN,
 // which every activation must pass on as NaN (activation_ref), on every path.
@@ -206,7 +201,7 @@ TEST_P(FastConvTest, FusedEpilogues) {
                             kCases[47], kCases[49], kCases[50], kCases[51], kCases[53], kCases[54]};
   int i = 0;
   for (const ConvCase& cc : cases)
-    for (const FusedActivation& a : kAllActivations)
+    for (const FusedActivation& a : kEveryFusedActivation)
       for (int residual = 0; residual < 3; ++residual, ++i) {  // 2: a residual with NaNs
         SCOPED_TRACE(i);
         check(cc, GetParam(), a, residual > 0, true, i % 3 == 0 ? &pool : nullptr, rng, 0, false, residual == 2);
@@ -228,15 +223,15 @@ TEST_P(FastConvTest, TransposedPointwise) {
     const int64_t m = i % 5 == 0 ? pick(100, 300) : pick(1, 70);
     const ConvCase cc{pick(1, 2), pick(1, 80), h, w, m, 1, 1, 1, 1, 0, 1, P::kPointwise, one_d};
     SCOPED_TRACE(core::str_cat("case ", i, ": n ", cc.n, " c ", cc.c, " h ", h, " w ", w, " m ", m));
-    check(cc, GetParam(), kAllActivations[i % 10], i % 2 == 1, i % 3 != 0, i % 4 < 2 ? &pool : nullptr, rng, h * w,
-          false, i % 6 == 5);
+    check(cc, GetParam(), kEveryFusedActivation[i % 10], i % 2 == 1, i % 3 != 0, i % 4 < 2 ? &pool : nullptr, rng,
+          h * w, false, i % 6 == 5);
   }
-  check({2, 24, 12, 12, 40, 1, 1, 1, 1, 0, 1, P::kPointwise}, GetParam(), kAllActivations[2], true, true, nullptr, rng,
-        49);
-  check({1, 24, 12, 12, 40, 1, 1, 1, 1, 0, 1, P::kPointwise}, GetParam(), kAllActivations[1], false, true, &pool, rng,
-        49);
-  check({1, 24, 7, 7, 40, 1, 1, 1, 1, 0, 1, P::kPointwise}, GetParam(), kAllActivations[1], true, true, nullptr, rng,
-        144);
+  check({2, 24, 12, 12, 40, 1, 1, 1, 1, 0, 1, P::kPointwise}, GetParam(), kEveryFusedActivation[2], true, true, nullptr,
+        rng, 49);
+  check({1, 24, 12, 12, 40, 1, 1, 1, 1, 0, 1, P::kPointwise}, GetParam(), kEveryFusedActivation[1], false, true, &pool,
+        rng, 49);
+  check({1, 24, 7, 7, 40, 1, 1, 1, 1, 0, 1, P::kPointwise}, GetParam(), kEveryFusedActivation[1], true, true, nullptr,
+        rng, 144);
 }
 
 // How threads share a transposed pointwise conv: every (pixel, channel) of the image exactly once, pixel ranges
@@ -301,8 +296,8 @@ TEST_P(FastConvTest, NarrowDepthwisePlanes) {
     const ConvCase cc{pick(1, 2), c, h, w, c, c, k, k, 1, pad, 1, P::kDepthwise};
     SCOPED_TRACE(core::str_cat("case ", i, ": n ", cc.n, " c ", c, " h ", h, " w ", w, " k ", k, " pad ", pad));
     const bool residual = i / 8 % 2 == 0;
-    check(cc, GetParam(), kAllActivations[i % 10], residual, i % 5 != 0, i / 2 % 2 ? &pool : nullptr, rng, 0, false,
-          residual && i / 16 % 2 == 1);
+    check(cc, GetParam(), kEveryFusedActivation[i % 10], residual, i % 5 != 0, i / 2 % 2 ? &pool : nullptr, rng, 0,
+          false, residual && i / 16 % 2 == 1);
   }
 }
 
@@ -318,7 +313,7 @@ TEST_P(FastConvTest, StemRowsPerThread) {
     const int64_t c = pick(1, FastConv::kStemMaxChannels), m = pick(1, 40), pad = pick(0, 1);
     const ConvCase cc{pick(1, 3), c, pick(3, i % 5 == 0 ? 120 : 30), pick(3, 70), m, 1, 3, 3, 2, pad, 1, P::kStem};
     SCOPED_TRACE(core::str_cat("case ", i, ": n ", cc.n, " c ", c, " h ", cc.h, " w ", cc.w, " m ", m, " pad ", pad));
-    check(cc, GetParam(), kAllActivations[i % 10], i % 3 == 0, i % 4 != 0, i % 2 ? &pool2 : &pool3, rng, 0, false,
+    check(cc, GetParam(), kEveryFusedActivation[i % 10], i % 3 == 0, i % 4 != 0, i % 2 ? &pool2 : &pool3, rng, 0, false,
           false, true);
   }
 }
@@ -340,7 +335,7 @@ TEST_P(FastConvTest, GroupedRandomShapes) {
                       k,          k,           stride, pad, 1,           stride == 3 ? P::kIm2col : P::kGrouped};
     SCOPED_TRACE(core::str_cat("case ", i, ": n ", cc.n, " groups ", groups, " cg ", cg, " mg ", mg, " k ", k,
                                " stride ", stride, " pad ", pad, " h ", h, " w ", w));
-    check(cc, GetParam(), kAllActivations[i % 10], i % 2 == 1, i % 3 != 0, i % 4 < 2 ? &pool : nullptr, rng);
+    check(cc, GetParam(), kEveryFusedActivation[i % 10], i % 2 == 1, i % 3 != 0, i % 4 < 2 ? &pool : nullptr, rng);
   }
 }
 
@@ -382,7 +377,7 @@ TEST_P(FastConvTest, ColumnSplitWithThreads) {
     for (const ConvCase& cc : cases)
       for (int residual = 0; residual < 2; ++residual, ++i) {
         SCOPED_TRACE(core::str_cat(threads, " threads, case ", i));
-        check(cc, GetParam(), kAllActivations[1 + i % 9], residual, i % 3 != 2, &pool, rng, 0, true);
+        check(cc, GetParam(), kEveryFusedActivation[1 + i % 9], residual, i % 3 != 2, &pool, rng, 0, true);
       }
   }
 }
