@@ -220,9 +220,8 @@ Result<std::unique_ptr<OpKernel>> make_channel_scaled_pointwise(const KernelCrea
   const int64_t m = w->dim(0), c = w->dim(1);
   auto weights = std::make_shared<const std::vector<float>>(w->data<float>(), w->data<float>() + m * c);
   const core::Isa isa = info.options.isa;
-  // bf16 float math: the scaled weights packed to bf16 per run (FastConv::enable_bf16's rule for which convs).
-  const bool bf16 = info.options.bf16 && isa == core::Isa::kAvx512 && cpu::bf16_gemm_available() &&
-                    m >= cpu::FastConv::kBf16MinOutputChannels;
+  // bf16 float math: the scaled weights packed to bf16 per run.
+  const bool bf16 = info.options.bf16 && cpu::FastConv::bf16_applies(m, isa);
   return make_kernel(
       [m, c, weights, act, isa, bf16](KernelContext& ctx) -> Status {
         const Tensor& x = ctx.input(0);

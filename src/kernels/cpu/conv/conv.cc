@@ -642,8 +642,7 @@ Status FastConv::pointwise_columns(const float* x, int64_t ldx, int64_t cols, co
 }
 
 Status FastConv::enable_bf16() {
-  if (!is_pointwise() || isa_ != core::Isa::kAvx512 || !bf16_gemm_available() || !bf16_.empty()) return Status::ok();
-  if (m_ < kBf16MinOutputChannels) return Status::ok();
+  if (!is_pointwise() || !bf16_applies(m_, isa_) || !bf16_.empty()) return Status::ok();
   KESTREL_ASSIGN_OR_RETURN(bf16_, PackedBf16A::pack(m_, cg_, w_->data(), cg_));
   return Status::ok();
 }

@@ -104,6 +104,11 @@ class FastConv {
   // thread (kestrel bench --trace, 5 rounds): features.1's 32 -> 16 projection 183 us in f32, 201 in bf16; the
   // 24-channel projections of features.2-3 gain 10-25% with their chains.
   static constexpr int64_t kBf16MinOutputChannels = 24;
+  // Whether a 1x1 conv of this many output channels for this ISA runs in bf16 when allowed (the CPU has AVX512_BF16,
+  // the ISA is AVX-512, at least kBf16MinOutputChannels): enable_bf16's rule, also the channel-scaled 1x1 kernel's.
+  static bool bf16_applies(int64_t out_channels, core::Isa isa) {
+    return isa == core::Isa::kAvx512 && out_channels >= kBf16MinOutputChannels && bf16_gemm_available();
+  }
   bool uses_bf16() const { return !bf16_.empty(); }
 
   // Building blocks for kernels that run several convs over strips of rows (conv_chain.h), on the calling thread.
