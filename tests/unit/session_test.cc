@@ -327,7 +327,9 @@ TEST(Session, FloatMathFromTheModelOrTheOptions) {
     auto s = runtime::Session::open_memory(bytes.data(), bytes.size(), so);
     EXPECT_TRUE(s.is_ok()) << s.status().to_string();
     std::vector<Tensor> out;
-    if (s.is_ok()) EXPECT_TRUE((*s)->run({{"x", x}}, out).is_ok());
+    if (s.is_ok()) {
+      EXPECT_TRUE((*s)->run({{"x", x}}, out).is_ok());
+    }
     return out.empty() ? Tensor() : out[0];
   };
   auto max_diff = [](const Tensor& a, const Tensor& b) {
