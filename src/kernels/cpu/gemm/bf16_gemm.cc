@@ -90,7 +90,6 @@ Status bf16_gemm(const uint32_t* a, int64_t m, int64_t k, int64_t n, const float
       bf16_detail::Block t;
       t.a = a;
       t.m = m;
-      t.k_pairs = kp;
       t.b = b + j0;
       t.ldb = ldb;
       t.k = k;

@@ -80,12 +80,12 @@ inline Status bf16_gemm(const PackedBf16A& a, int64_t n, const float* b, int64_t
 }
 
 namespace bf16_detail {
-// One block of columns (n <= kBf16BlockCols), all rows of A: B packed into `bpack` (k_pairs *
-// round_up(n, 16) words), then every tile. The AVX512_BF16 translation unit defines it.
+// One block of columns (n <= kBf16BlockCols), all rows of A: B packed into `bpack` ((k + 1) / 2 * kBf16BlockCols
+// words), then every tile. The AVX512_BF16 translation unit defines it.
 inline constexpr int64_t kBf16BlockCols = 256;
 struct Block {
   const uint32_t* a = nullptr;  // PackedBf16A::data()
-  int64_t m = 0, k_pairs = 0;
+  int64_t m = 0;
   const float* b = nullptr;  // B[0, first column of the block]
   int64_t ldb = 0, k = 0, n = 0;
   uint32_t* bpack = nullptr;

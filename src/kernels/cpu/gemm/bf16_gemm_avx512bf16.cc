@@ -67,7 +67,7 @@ __attribute__((always_inline)) inline void tile(const uint32_t* a, const uint32_
 
 template <class F>
 void run_block(const Block& blk, F act) {
-  const int64_t kp = blk.k_pairs;
+  const int64_t kp = (blk.k + 1) / 2;
   pack_b(blk.b, blk.ldb, blk.k, blk.n, kp, blk.bpack);
   for (int64_t j0 = 0; j0 < blk.n; j0 += kBf16Nr) {
     const int cols = static_cast<int>(blk.n - j0 < kBf16Nr ? blk.n - j0 : kBf16Nr);
