@@ -90,8 +90,9 @@ struct KernelOptions {
   core::Isa isa = core::Isa::kScalar;
   bool reference_only = false;  // use reference kernels everywhere (tests, constant folding)
   int threads = 1;              // the session's thread count (a kernel may pick its path by it)
-  // Float 1x1 convs may round their operands to bf16 and sum in f32 (FastConv::enable_bf16): the model's
-  // kestrel.float_math metadata or SessionOptions::float_math says "bf16".
+  // Float 1x1 convs may round their operands to bf16 and sum in f32, and convs compute a fused SiLU to bf16's
+  // precision (FastConv::enable_bf16): the model's kestrel.float_math metadata or SessionOptions::float_math says
+  // "bf16".
   bool bf16 = false;
 };
 

@@ -48,6 +48,7 @@ inline double activation_ref(kernels::cpu::GemmActivation act, double x, double 
     case GemmActivation::kHardSwish:
       return x * std::min(std::max(x / 6 + 0.5, 0.0), 1.0);
     case GemmActivation::kSilu:
+    case GemmActivation::kSiluBf16:
       return x / (1 + std::exp(-x));
     case GemmActivation::kGelu:
       return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));

@@ -1,7 +1,8 @@
 // FastConv::enable_bf16: 1x1 convs (plain pointwise path and inside FastConvChain) against the reference conv of the
 // bf16-rounded weights and inputs: random channel counts around the 6-row tile and the channel minimum, planes around
-// the 64-column tile and 256-column block, batches, bias, residual with NaNs, every activation, 1 and 2 threads; and
-// the convs that keep f32 (too few output channels, not 1x1, AVX2). Skipped (visibly) without AVX512_BF16.
+// the 64-column tile and 256-column block, batches, bias, residual with NaNs, every activation, 1 and 2 threads; the
+// convs that keep f32 (too few output channels, not 1x1, AVX2); SiLU to bf16's precision on every conv. Skipped
+// (visibly) without AVX512_BF16.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -24,6 +25,11 @@ using core::Tensor;
 using testing::close_f32;
 using testing::random_f32;
 constexpr const auto& kActs = testing::kEveryFusedActivation;
+
+// enable_bf16 turns SiLU into kSiluBf16 (relative error under 1e-4, SgemmIsaTest.SiluBf16WithinItsBound).
+double tolerance(const FusedActivation& act) {
+  return act.kind == GemmActivation::kSilu ? 1e-4 : 2e-5;
+}
 
 Tensor rounded(const Tensor& t) {
   Tensor r = *t.clone();
@@ -66,7 +72,7 @@ TEST_F(FastConvBf16, PointwiseMatchesTheRoundedReference) {
     ASSERT_TRUE(conv->run(p, x, bias ? &b : nullptr, residual ? &z : nullptr, got, i % 2 ? &pool2 : nullptr).is_ok());
     const Tensor want = testing::ref_conv_stage(rounded(x), rounded(wt), bias ? &b : nullptr, 1, 1, 0, 0, {n, m, h, w},
                                                 act, residual ? &z : nullptr);
-    EXPECT_TRUE(close_f32(got, want, 2e-5));
+    EXPECT_TRUE(close_f32(got, want, tolerance(act)));
     // Against the f32 conv: farther than the summation order's error, within bf16's (relative to the largest
     // output: only for activations that keep the sums' scale).
     if (c >= 8 && (act.kind == GemmActivation::kNone || act.kind == GemmActivation::kRelu)) {
@@ -119,7 +125,49 @@ TEST_F(FastConvBf16, ChainRoundsTheInputsOfBothPointwiseConvs) {
     Tensor got = testing::filled_f32(yd, NAN);
     ASSERT_TRUE(
         chain->run({s, pad, pad}, x, &b1, &b2, &b3, residual ? &z : nullptr, got, i % 2 ? &pool2 : nullptr).is_ok());
-    EXPECT_TRUE(close_f32(got, want, 2e-5));
+    EXPECT_TRUE(close_f32(got, want, tolerance(a3)));
+  }
+}
+
+// Convs that keep f32 sums still take the bf16-precision SiLU (a depthwise 3x3, a 3x3, a 16-channel 1x1): within
+// 1e-4 of the reference, not equal to the f32 conv; other activations and AVX2 convs unchanged.
+TEST_F(FastConvBf16, SiluToBf16PrecisionOnEveryConv) {
+  std::mt19937 rng(23);
+  const FusedActivation silu{GemmActivation::kSilu, 0, 0}, relu{GemmActivation::kRelu, 0, 0};
+  struct Shape {
+    Dims wd;
+    int64_t group, stride;
+  };
+  const Shape shapes[] = {{{40, 1, 3, 3}, 40, 1}, {{40, 1, 5, 5}, 40, 2}, {{24, 8, 3, 3}, 1, 1}, {{16, 8, 1, 1}, 1, 1}};
+  for (const Shape& s : shapes) {
+    SCOPED_TRACE(core::str_cat("W ", core::dims_to_string(s.wd), " group ", s.group, " stride ", s.stride));
+    const int64_t c = s.wd[1] * s.group, m = s.wd[0], k = s.wd[2], pad = k / 2, h = 29, w = 37;
+    const int64_t oh = (h + 2 * pad - k) / s.stride + 1, ow = (w + 2 * pad - k) / s.stride + 1;
+    Tensor x = random_f32({1, c, h, w}, rng), wt = random_f32(s.wd, rng), b = random_f32({m}, rng);
+    for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] *= 4;  // SiLU's curve, not just its middle
+    const ref::ConvParams p{{s.stride, s.stride}, {1, 1}, {pad, pad}, s.group};
+    auto run = [&](const FusedActivation& act, Isa isa, bool bf16) {
+      auto conv = FastConv::create(wt, s.group, act, isa, false);
+      EXPECT_TRUE(conv.is_ok());
+      if (bf16) {
+        EXPECT_TRUE(conv->enable_bf16().is_ok());
+      }
+      EXPECT_EQ(conv->activation().kind, bf16 && isa == Isa::kAvx512 && act.kind == GemmActivation::kSilu
+                                             ? GemmActivation::kSiluBf16
+                                             : act.kind);
+      Tensor y = testing::filled_f32({1, m, oh, ow}, NAN);
+      EXPECT_TRUE(conv->run(p, x, &b, nullptr, y, nullptr).is_ok());
+      return y;
+    };
+    const Tensor want = testing::ref_conv_stage(x, wt, &b, s.group, s.stride, pad, pad, {1, m, oh, ow}, silu, nullptr);
+    const Tensor got = run(silu, Isa::kAvx512, true), f32 = run(silu, Isa::kAvx512, false);
+    EXPECT_TRUE(close_f32(f32, want, 2e-5));
+    EXPECT_TRUE(close_f32(got, want, 1e-4));
+    EXPECT_TRUE(differ(got, f32, 1e-7));
+    const Tensor r = run(relu, Isa::kAvx512, true);
+    EXPECT_TRUE(close_f32(
+        r, testing::ref_conv_stage(x, wt, &b, s.group, s.stride, pad, pad, {1, m, oh, ow}, relu, nullptr), 2e-5));
+    EXPECT_TRUE(close_f32(run(silu, Isa::kAvx2, true), want, 2e-5));
   }
 }
 

@@ -539,8 +539,8 @@ Result<std::optional<cpu::FastConvChain>> make_fast_chain(
   const bool small = w1 && w3 && g == m && plane &&
                      cpu::FastConvChain::small_plane(plane->first, plane->second, stride, info.options.threads);
   auto pointwise = [&](const Tensor& w, const cpu::FusedActivation& act) -> Result<cpu::FastConv> {
-    if (small) return cpu::FastConv::create_transposed_pointwise(w, act, isa);
-    KESTREL_ASSIGN_OR_RETURN(cpu::FastConv c, cpu::FastConv::create(w, 1, act, isa, false, 0));
+    KESTREL_ASSIGN_OR_RETURN(cpu::FastConv c, small ? cpu::FastConv::create_transposed_pointwise(w, act, isa)
+                                                    : cpu::FastConv::create(w, 1, act, isa, false, 0));
     if (info.options.bf16) KESTREL_RETURN_IF_ERROR(c.enable_bf16());
     return c;
   };
@@ -550,6 +550,7 @@ Result<std::optional<cpu::FastConvChain>> make_fast_chain(
     expansion = std::move(c);
   }
   KESTREL_ASSIGN_OR_RETURN(cpu::FastConv depthwise, cpu::FastConv::create(*w2, g, *acts[1], isa, false, 0));
+  if (info.options.bf16) KESTREL_RETURN_IF_ERROR(depthwise.enable_bf16());
   if (w3) {
     KESTREL_ASSIGN_OR_RETURN(cpu::FastConv c, pointwise(*w3, *acts[2]));
     projection = std::move(c);

@@ -642,8 +642,11 @@ Status FastConv::pointwise_columns(const float* x, int64_t ldx, int64_t cols, co
 }
 
 Status FastConv::enable_bf16() {
-  if (!is_pointwise() || !bf16_applies(m_, isa_) || !bf16_.empty()) return Status::ok();
-  KESTREL_ASSIGN_OR_RETURN(bf16_, PackedBf16A::pack(m_, cg_, w_->data(), cg_));
+  if (!bf16_cpu(isa_)) return Status::ok();
+  if (act_.kind == GemmActivation::kSilu) act_.kind = GemmActivation::kSiluBf16;
+  if (is_pointwise() && bf16_applies(m_, isa_) && bf16_.empty()) {
+    KESTREL_ASSIGN_OR_RETURN(bf16_, PackedBf16A::pack(m_, cg_, w_->data(), cg_));
+  }
   return Status::ok();
 }
 

@@ -95,10 +95,12 @@ class FastConv {
   // readers keep the streaming stores: RegNet's stem, read by 1x1 convs, took 174 -> 330 us without them.)
   void set_stem_rows_per_thread(bool on) { stem_rows_per_thread_ = on; }
 
-  // Lets a 1x1 group-1 conv (is_pointwise) round its weights and inputs to bf16 and sum their products in f32
-  // (bf16_gemm) on its plain pointwise path and in pointwise_columns, when the CPU has AVX512_BF16 and this conv is
-  // for AVX-512; a no-op otherwise (other convs, small planes on the transposed path keep f32). For models whose
-  // float layers may run in reduced precision (docs/quantization.md, "bf16 for the float layers").
+  // Lets this conv trade f32 precision for bf16's, when the CPU has AVX512_BF16 and the conv is for AVX-512 (a no-op
+  // otherwise): a 1x1 group-1 conv (is_pointwise) of at least kBf16MinOutputChannels rounds its weights and inputs
+  // to bf16 and sums their products in f32 (bf16_gemm) on its plain pointwise path and in pointwise_columns (small
+  // planes on the transposed path keep f32), and any conv computes a fused SiLU to bf16's precision
+  // (GemmActivation::kSiluBf16). For models whose float layers may run in reduced precision (docs/quantization.md,
+  // "bf16 for the float layers").
   Status enable_bf16();
   // Fewer output channels keep f32: each bf16 B panel (packed per call) then serves too few rows. MobileNet-V2 at 1
   // thread (kestrel bench --trace, 5 rounds): features.1's 32 -> 16 projection 183 us in f32, 201 in bf16; the
@@ -107,8 +109,9 @@ class FastConv {
   // Whether a 1x1 conv of this many output channels for this ISA runs in bf16 when allowed (the CPU has AVX512_BF16,
   // the ISA is AVX-512, at least kBf16MinOutputChannels): enable_bf16's rule, also the channel-scaled 1x1 kernel's.
   static bool bf16_applies(int64_t out_channels, core::Isa isa) {
-    return isa == core::Isa::kAvx512 && out_channels >= kBf16MinOutputChannels && bf16_gemm_available();
+    return out_channels >= kBf16MinOutputChannels && bf16_cpu(isa);
   }
+  static bool bf16_cpu(core::Isa isa) { return isa == core::Isa::kAvx512 && bf16_gemm_available(); }
   bool uses_bf16() const { return !bf16_.empty(); }
 
   // Building blocks for kernels that run several convs over strips of rows (conv_chain.h), on the calling thread.

@@ -46,6 +46,8 @@ void with_fused_activation(GemmActivation kind, float alpha, float beta, F f) {
       return f([](V x) { return vhard_swish<S>(x); });
     case GemmActivation::kSilu:
       return f([](V x) { return vsilu<S>(x); });
+    case GemmActivation::kSiluBf16:
+      return f([](V x) { return vsilu_bf16<S>(x); });
     default:
       return f([=](V x) { return activation_call<S>(kind, alpha, beta, x); });
   }

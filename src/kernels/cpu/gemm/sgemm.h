@@ -29,6 +29,7 @@ enum class GemmActivation : uint8_t {
   kHardSigmoid,  // max(0, min(1, act_alpha * x + act_beta))  (ONNX defaults 0.2, 0.5)
   kHardSwish,    // x * max(0, min(1, x / 6 + 0.5))
   kSilu,         // x * sigmoid(x)
+  kSiluBf16,     // x * sigmoid(x) to bf16's precision (relative error under 1e-4): bf16 math, FastConv::enable_bf16
   kGelu,         // 0.5 x (1 + erf(x / sqrt 2))
   kTanh,
 };

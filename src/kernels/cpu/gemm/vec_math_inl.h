@@ -50,6 +50,8 @@ void with_activation(GemmActivation kind, float alpha, float beta, F f) {
       return f([](V x) { return vhard_swish<S>(x); });
     case GemmActivation::kSilu:
       return f([](V x) { return vsilu<S>(x); });
+    case GemmActivation::kSiluBf16:
+      return f([](V x) { return vsilu_bf16<S>(x); });
     case GemmActivation::kGelu:
       return f([](V x) { return vgelu<S>(x); });
     case GemmActivation::kTanh:
