@@ -58,26 +58,34 @@ def main():
         m = re.search(r"cosine ([0-9.]+) \(worst sample ([0-9.]+)\)", q)
         cos, worst = (float(m.group(1)), float(m.group(2))) if m else (float("nan"), float("nan"))
         kept = re.search(r"(\d+) layers kept in float", q)
-        lat = {f32: [], i8: []}
-        for _ in range(a.reps):
-            for path in (f32, i8):
+        rows.append([name, cos, worst, kept.group(1) if kept else "0", os.path.getsize(f32), os.path.getsize(i8), f32,
+                     i8])
+        print(f"[int8_table] {name}: cosine {cos} (worst {worst})"
+              + (f", {kept.group(1)} layers kept in float" if kept else ""), file=sys.stderr, flush=True)
+
+    # Latency in rounds over every model (float then int8 of one model back to back), so that each model's samples
+    # spread over the whole run: this host's load comes in bursts of tens of seconds.
+    lat = {r[6]: [] for r in rows} | {r[7]: [] for r in rows}
+    for rep in range(a.reps):
+        for r in rows:
+            for path in (r[6], r[7]):
                 out = subprocess.run([a.kestrel, "bench", path, "--threads", str(a.threads), "--iters", str(a.iters),
                                       "--json"], check=True, capture_output=True, text=True).stdout
                 lat[path].append(json.loads(out.strip().splitlines()[-1])["median_ms"])
-        lf, li = statistics.median(lat[f32]), statistics.median(lat[i8])
-        sf, si = os.path.getsize(f32), os.path.getsize(i8)
-        rows.append((name, cos, worst, kept.group(1) if kept else "0", sf, si, lf, li))
-        print(f"[int8_table] {name}: cosine {cos} (worst {worst}), float {lf:.3f} ms, int8 {li:.3f} ms"
-              + (f", {kept.group(1)} layers kept in float" if kept else ""), file=sys.stderr, flush=True)
+        print(f"[int8_table] latency round {rep + 1}/{a.reps}", file=sys.stderr, flush=True)
 
-    print(f"| model | held-out cosine (worst sample) | layers kept float | float .kst | int8 .kst | size | float ms | int8 ms | int8 / float |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
-    for name, cos, worst, nkept, sf, si, lf, li in rows:
-        print(f"| {name} | {cos:.5f} ({worst:.5f}) | {nkept} | {sf / 2**20:.1f} MiB | {si / 2**20:.1f} MiB | {100 * si / sf:.1f} % "
-              f"| {lf:.3f} | {li:.3f} | {li / lf:.2f} |")
+    print("| model | held-out cosine (worst sample) | layers kept float | float .kst | int8 .kst | size | float ms | "
+          "int8 ms | int8 / float | per round |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, cos, worst, nkept, sf, si, f32, i8 in rows:
+        lf, li = statistics.median(lat[f32]), statistics.median(lat[i8])
+        per_round = statistics.median(y / x for x, y in zip(lat[f32], lat[i8]))
+        print(f"| {name} | {cos:.5f} ({worst:.5f}) | {nkept} | {sf / 2**20:.1f} MiB | {si / 2**20:.1f} MiB | "
+              f"{100 * si / sf:.1f} % | {lf:.3f} | {li:.3f} | {li / lf:.2f} | {per_round:.2f} |")
     print(f"\nCommand: {' '.join(sys.argv)}\nkestrel quantize --method {a.method}, {a.samples} seeded N(0,1) samples, "
-          f"last {a.holdout:.0%} held out (the cosine is over them); latency: median of {a.reps} interleaved "
-          f"`kestrel bench --threads {a.threads} --iters {a.iters}` medians; files in {work}")
+          f"last {a.holdout:.0%} held out (the cosine is over them); latency: median of {a.reps} rounds over all models "
+          f"of `kestrel bench --threads {a.threads} --iters {a.iters}` medians (float, then int8); per round: the "
+          f"median of the rounds' int8 / float; files in {work}")
 
 
 if __name__ == "__main__":
