@@ -301,10 +301,11 @@ TEST_P(SgemmIsaTest, MEqual15And16) {
       }
 }
 
-// kSiluBf16 (bf16 math's SiLU: a shorter exp polynomial, the reciprocal estimate without its Newton step) within
-// 1e-4 of SiLU relative to the value: C = act(1 x B) over 200001 points of [-100, 100] plus zeros, tiny and large
-// values; NaN stays NaN. (Below -88, as with kSilu, exp's clamp makes it x e^-88, 6e-37 at -100.) The bound is what
-// bf16 math may spend (bf16 rounds to 2^-9 = 2e-3); exact SiLU (kSilu) stays within 2e-6 in EveryEpilogue.
+// kSiluBf16 (bf16 math's SiLU on AVX-512: a shorter exp polynomial, the reciprocal estimate without its Newton step;
+// other ISAs compute SiLU for it) within 1e-4 of SiLU relative to the value: C = act(1 x B) over 200001 points of
+// [-100, 100] plus zeros, tiny and large values; NaN stays NaN. (Below -88, as with kSilu, exp's clamp makes it
+// x e^-88, 6e-37 at -100.) The bound is what bf16 math may spend (bf16 rounds to 2^-9 = 2e-3); exact SiLU (kSilu)
+// stays within 2e-6 in EveryEpilogue.
 TEST_P(SgemmIsaTest, SiluBf16WithinItsBound) {
   std::vector<float> x;
   for (int i = -100000; i <= 100000; ++i) x.push_back(static_cast<float>(i) * 1e-3f);
@@ -327,7 +328,9 @@ TEST_P(SgemmIsaTest, SiluBf16WithinItsBound) {
     ASSERT_LE(std::fabs(got - want), 1e-4 * std::fabs(want) + 1e-35) << "x = " << v << ": " << got << ", want " << want;
     if (std::fabs(want) > 1e-30) worst = std::max(worst, std::fabs(got - want) / std::fabs(want));
   }
-  EXPECT_GT(worst, 0.0);  // not exact: the approximation is what runs
+  if (GetParam() == Isa::kAvx512) {
+    EXPECT_GT(worst, 1e-5);  // the approximation is what runs
+  }
   RecordProperty("worst_relative_error", std::to_string(worst));
 }
 

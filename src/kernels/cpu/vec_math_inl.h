@@ -89,14 +89,15 @@ inline __attribute__((always_inline)) typename S::V vsilu(typename S::V x) {
   }
 }
 
-// SiLU to bf16's precision, for the conv epilogues of bf16 math (GemmActivation::kSiluBf16): exp with a degree-4
-// polynomial (the minimax fit of relative error 2.9e-6 on |r| <= ln2 / 2, Lawson's iteration; range reduction with
-// one ln2 constant) and AVX-512's reciprocal estimate without its Newton step (2^-14), 14 instructions a vector
-// against vsilu's 19. Relative error at most 5.3e-5 (AVX-512; 7e-6 where S divides) against bf16's rounding of 2^-9
+// SiLU to bf16's precision, for the conv epilogues of bf16 math (GemmActivation::kSiluBf16), AVX-512 only (S with
+// 16 lanes, vscalefps and the 14-bit reciprocal estimate; other ISAs run vsilu for it, see with_activation): exp
+// with a degree-4 polynomial (the minimax fit of relative error 2.9e-6 on |r| <= ln2 / 2, Lawson's iteration; range
+// reduction with one ln2 constant) and the reciprocal estimate without its Newton step (2^-14), 14 instructions a
+// vector against vsilu's 19. Relative error at most 5.3e-5 against bf16's rounding of 2^-9
 // (SgemmIsaTest.SiluBf16WithinItsBound). Zen 5, 1 thread: SiLU in every conv epilogue, 9 interleaved rounds of
 // kestrel bench, EfficientNet-B0's mixed int8 file 0.91-0.94x (its float layers: 1x1 convs, depthwise, the stem).
 template <class S>
-inline __attribute__((always_inline)) typename S::V vsilu_bf16(typename S::V x) {
+requires(S::kWidth == 16) inline __attribute__((always_inline)) typename S::V vsilu_bf16(typename S::V x) {
   using V = typename S::V;
   const V t = vclamp<S>(S::sub(S::zero(), x), S::set1(-87.0f), S::set1(88.0f));  // exp(t), t = -x
   const V n = S::round(S::mul(t, S::set1(1.44269504088896341f)));
@@ -106,18 +107,7 @@ inline __attribute__((always_inline)) typename S::V vsilu_bf16(typename S::V x) 
   p = S::fmadd(p, r, S::set1(5.000301600e-01f));
   p = S::fmadd(p, r, S::set1(9.999668598e-01f));
   p = S::fmadd(p, r, S::set1(1.f));
-  V e;
-  if constexpr (requires { S::scale_pow2(p, n); }) {
-    e = S::scale_pow2(p, n);
-  } else {
-    e = S::mul(p, S::pow2i(n));
-  }
-  const V d = S::add(S::set1(1.f), e);
-  if constexpr (requires { S::rcp(d); }) {
-    return S::mul(x, S::rcp(d));
-  } else {
-    return S::div(x, d);
-  }
+  return S::mul(x, S::rcp(S::add(S::set1(1.f), S::scale_pow2(p, n))));
 }
 
 // x * clamp(x / 6 + 1 / 2, 0, 1); a NaN x gives NaN.
