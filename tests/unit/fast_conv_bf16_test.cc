@@ -129,8 +129,8 @@ TEST_F(FastConvBf16, ChainRoundsTheInputsOfBothPointwiseConvs) {
   }
 }
 
-// Convs that keep f32 sums still take the bf16-precision SiLU (a depthwise 3x3, a 3x3, a 16-channel 1x1): within
-// 1e-4 of the reference, not equal to the f32 conv; other activations and AVX2 convs unchanged.
+// Convs that keep f32 sums still take the bf16-precision SiLU (depthwise 3x3 and 5x5 stride 2, a dense 3x3, a
+// 16-channel 1x1): within 1e-4 of the reference, not equal to the f32 conv; other activations and AVX2 convs unchanged.
 TEST_F(FastConvBf16, SiluToBf16PrecisionOnEveryConv) {
   std::mt19937 rng(23);
   const FusedActivation silu{GemmActivation::kSilu, 0, 0}, relu{GemmActivation::kRelu, 0, 0};
