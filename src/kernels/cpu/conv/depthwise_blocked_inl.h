@@ -27,14 +27,13 @@ template <class S>
 
 // As with_activation, for kernels whose whole loop nest is instantiated inside f (the plane-direct depthwise, the
 // stem): copies only for one clamp (None, Relu, Clip: NaN passes through), HardSwish and SiLU, the activations these
-// convolutions carry in the shared models, and on AVX-512 bf16 math's SiLU (as in with_activation: elsewhere it
-// shares SiLU's copy); the others (LeakyRelu, HardSigmoid, Sigmoid, Gelu, Tanh) go through activation_call. Ten copies,
-// each twice (streaming stores or not), made depthwise_avx512.cc 9 MB of code and 22 minutes of compile.
+// convolutions carry in the shared models, and on AVX-512 bf16 math's SiLU (with_silu); the others (LeakyRelu,
+// HardSigmoid, Sigmoid, Gelu, Tanh) go through activation_call. Ten copies, each twice (streaming stores or not), made
+// depthwise_avx512.cc 9 MB of code and 22 minutes of compile.
 template <class S, class F>
 void with_fused_activation(GemmActivation kind, float alpha, float beta, F f) {
   using V = typename S::V;
   constexpr float kInf = std::numeric_limits<float>::infinity();
-  const auto silu = [](V x) { return vsilu<S>(x); };
   switch (kind) {
     case GemmActivation::kNone:
     case GemmActivation::kRelu:
@@ -46,13 +45,8 @@ void with_fused_activation(GemmActivation kind, float alpha, float beta, F f) {
     case GemmActivation::kHardSwish:
       return f([](V x) { return vhard_swish<S>(x); });
     case GemmActivation::kSilu:
-      return f(silu);
     case GemmActivation::kSiluBf16:
-      if constexpr (S::kWidth == 16) {
-        return f([](V x) { return vsilu_bf16<S>(x); });
-      } else {
-        return f(silu);
-      }
+      return with_silu<S>(kind, f);
     default:
       return f([=](V x) { return activation_call<S>(kind, alpha, beta, x); });
   }

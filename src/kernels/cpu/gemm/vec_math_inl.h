@@ -27,15 +27,24 @@ inline void activate_rows_with(float* c, int64_t ldc, int64_t m, int64_t n, F f)
   }
 }
 
+// Calls f with the functor of kSilu or kSiluBf16. bf16 math's SiLU has a copy of its own only on AVX-512 (the one ISA
+// FastConv::enable_bf16 gives it to); elsewhere it shares SiLU's, which is within its bound, so kernels instantiated
+// per activation do not grow there (with_activation, conv_detail::with_fused_activation).
+template <class S, class F>
+void with_silu(GemmActivation kind, F f) {
+  using V = typename S::V;
+  if constexpr (S::kWidth == 16) {
+    if (kind == GemmActivation::kSiluBf16) return f([](V x) { return vsilu_bf16<S>(x); });
+  }
+  return f([](V x) { return vsilu<S>(x); });
+}
+
 // Calls f with a functor V -> V for one GemmActivation: the one place the fused activations are written for the fast
-// kernels. A NaN input gives NaN for every kind (vclamp / vrelu in kernels/cpu/vec_math_inl.h). kSiluBf16 has a copy
-// of its own only on AVX-512 (the one ISA FastConv::enable_bf16 gives it to); elsewhere it shares SiLU's, which is
-// within its bound, so kernels instantiated per activation do not grow there.
+// kernels. A NaN input gives NaN for every kind (vclamp / vrelu in kernels/cpu/vec_math_inl.h).
 template <class S, class F>
 void with_activation(GemmActivation kind, float alpha, float beta, F f) {
   using V = typename S::V;
   const V va = S::set1(alpha), vb = S::set1(beta), zero = S::zero(), one = S::set1(1.f);
-  const auto silu = [](V x) { return vsilu<S>(x); };
   switch (kind) {
     case GemmActivation::kNone:
       return f([](V x) { return x; });
@@ -52,13 +61,8 @@ void with_activation(GemmActivation kind, float alpha, float beta, F f) {
     case GemmActivation::kHardSwish:
       return f([](V x) { return vhard_swish<S>(x); });
     case GemmActivation::kSilu:
-      return f(silu);
     case GemmActivation::kSiluBf16:
-      if constexpr (S::kWidth == 16) {
-        return f([](V x) { return vsilu_bf16<S>(x); });
-      } else {
-        return f(silu);
-      }
+      return with_silu<S>(kind, f);
     case GemmActivation::kGelu:
       return f([](V x) { return vgelu<S>(x); });
     case GemmActivation::kTanh:
