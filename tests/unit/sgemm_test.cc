@@ -301,11 +301,11 @@ TEST_P(SgemmIsaTest, MEqual15And16) {
       }
 }
 
-// kSiluBf16 (bf16 math's SiLU on AVX-512: a shorter exp polynomial, the reciprocal estimate without its Newton step;
-// other ISAs compute SiLU for it) within 1e-4 of SiLU relative to the value: C = act(1 x B) over 200001 points of
-// [-100, 100] plus zeros, tiny and large values; NaN stays NaN. (Below -88, as with kSilu, exp's clamp makes it
-// x e^-88, 6e-37 at -100.) The bound is what bf16 math may spend (bf16 rounds to 2^-9 = 2e-3); exact SiLU (kSilu)
-// stays within 2e-6 in EveryEpilogue.
+// kSiluBf16 (bf16 math's SiLU on AVX-512: 2^t by vreduceps, a degree-4 polynomial and vscalefps, the reciprocal
+// estimate without its Newton step; other ISAs compute SiLU for it) within 1e-4 of SiLU relative to the value:
+// C = act(1 x B) over 200001 points of [-100, 100] plus zeros, tiny and large values; NaN stays NaN. (Below about -88
+// it gives -0, SiLU a denormal: within the 1e-35 absolute slack.) The bound is what bf16 math may spend (bf16 rounds to
+// 2^-9 = 2e-3); exact SiLU (kSilu) stays within 2e-6 in EveryEpilogue.
 TEST_P(SgemmIsaTest, SiluBf16WithinItsBound) {
   std::vector<float> x;
   for (int i = -100000; i <= 100000; ++i) x.push_back(static_cast<float>(i) * 1e-3f);

@@ -8,7 +8,8 @@
 // S provides: V, kWidth, zero, set1, load, load_n, store, store_n, add, sub, mul, div,
 // fmadd (a*b+c), max, min, round (to nearest integral value), scale_pow2 (a * 2^n in one instruction) or else
 // pow2i (2^n for integral n in [-126, 127]), abs, copysign (magnitude of the first, sign of the second), sqrt,
-// select_gt, reduce_add, reduce_max, load_i8 / load_i8_n (int8 widened to float).
+// select_gt, reduce_add, reduce_max, load_i8 / load_i8_n (int8 widened to float); AVX-512's also frac_floor
+// (a - floor(a), for vsilu_bf16).
 #pragma once
 
 #include <cstdint>
@@ -90,24 +91,24 @@ inline __attribute__((always_inline)) typename S::V vsilu(typename S::V x) {
 }
 
 // SiLU to bf16's precision, for the conv epilogues of bf16 math (GemmActivation::kSiluBf16), AVX-512 only (S with
-// 16 lanes, vscalefps and the 14-bit reciprocal estimate; other ISAs run vsilu for it, see with_activation): exp
-// with a degree-4 polynomial (the minimax fit of relative error 2.9e-6 on |r| <= ln2 / 2, Lawson's iteration; range
-// reduction with one ln2 constant) and the reciprocal estimate without its Newton step (2^-14), 14 instructions a
-// vector against vsilu's 19. Relative error at most 5.3e-5 against bf16's rounding of 2^-9
-// (SgemmIsaTest.SiluBf16WithinItsBound). Zen 5, 1 thread: SiLU in every conv epilogue, 9 interleaved rounds of
-// kestrel bench, EfficientNet-B0's mixed int8 file 0.91-0.94x (its float layers: 1x1 convs, depthwise, the stem).
+// 16 lanes, vreduceps, vscalefps and the 14-bit reciprocal estimate; other ISAs run vsilu for it, see
+// with_activation): exp(-x) = 2^t with t = -x log2(e) = floor(t) + f, f = t - floor(t) in [0, 1) in one vreduceps,
+// 2^f by a degree-4 polynomial (the minimax fit of relative error 2.6e-6 on [0, 1], Lawson's iteration), and
+// vscalefps multiplies by 2^floor(t) itself (it floors its exponent operand), so no clamp and no rounding step; the
+// reciprocal estimate without its Newton step (2^-14). 10 instructions a vector against vsilu's 19. Out of range
+// scalef saturates (x < -88: 1 / inf = 0; x > 104: 1), NaN stays NaN. Relative error at most 5.4e-5 against bf16's
+// rounding of 2^-9 (SgemmIsaTest.SiluBf16WithinItsBound).
 template <class S>
 requires(S::kWidth == 16) inline __attribute__((always_inline)) typename S::V vsilu_bf16(typename S::V x) {
   using V = typename S::V;
-  const V t = vclamp<S>(S::sub(S::zero(), x), S::set1(-87.0f), S::set1(88.0f));  // exp(t), t = -x
-  const V n = S::round(S::mul(t, S::set1(1.44269504088896341f)));
-  const V r = S::fmadd(n, S::set1(-0.693147180559945f), t);
-  V p = S::set1(4.151369631e-02f);
-  p = S::fmadd(p, r, S::set1(1.678745747e-01f));
-  p = S::fmadd(p, r, S::set1(5.000301600e-01f));
-  p = S::fmadd(p, r, S::set1(9.999668598e-01f));
-  p = S::fmadd(p, r, S::set1(1.f));
-  return S::mul(x, S::rcp(S::add(S::set1(1.f), S::scale_pow2(p, n))));
+  const V t = S::mul(x, S::set1(-1.44269504088896341f));
+  const V f = S::frac_floor(t);
+  V p = S::set1(1.353417016e-02f);
+  p = S::fmadd(p, f, S::set1(5.201146716e-02f));
+  p = S::fmadd(p, f, S::set1(2.414427442e-01f));
+  p = S::fmadd(p, f, S::set1(6.930038398e-01f));
+  p = S::fmadd(p, f, S::set1(1.000002593e+00f));
+  return S::mul(x, S::rcp(S::add(S::set1(1.f), S::scale_pow2(p, t))));
 }
 
 // x * clamp(x / 6 + 1 / 2, 0, 1); a NaN x gives NaN.

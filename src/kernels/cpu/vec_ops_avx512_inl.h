@@ -52,7 +52,10 @@ struct VecOps {
   static KESTREL_VEC_INLINE V max(V a, V b) { return _mm512_max_ps(a, b); }
   static KESTREL_VEC_INLINE V min(V a, V b) { return _mm512_min_ps(a, b); }
   static KESTREL_VEC_INLINE V round(V a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT); }
-  static KESTREL_VEC_INLINE V scale_pow2(V a, V n) { return _mm512_scalef_ps(a, n); }  // a * 2^n, n integral
+  static KESTREL_VEC_INLINE V scale_pow2(V a, V n) { return _mm512_scalef_ps(a, n); }  // a * 2^floor(n)
+  static KESTREL_VEC_INLINE V frac_floor(V a) {                                        // a - floor(a), in [0, 1)
+    return _mm512_reduce_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  }
   static KESTREL_VEC_INLINE V abs(V a) { return _mm512_abs_ps(a); }
   static KESTREL_VEC_INLINE V copysign(V mag, V sgn) {
     const V sign = _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(0x80000000u)));

@@ -88,6 +88,7 @@ struct Avx512Ops {
   static V min(V a, V b) { return _mm512_min_ps(a, b); }
   static V round(V a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT); }
   static V scale_pow2(V a, V n) { return _mm512_scalef_ps(a, n); }
+  static V frac_floor(V a) { return _mm512_reduce_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
   static V abs(V a) { return _mm512_abs_ps(a); }
   static V copysign(V mag, V sgn) {
     const V sign = _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(0x80000000u)));
