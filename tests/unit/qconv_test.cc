@@ -163,6 +163,9 @@ const Case kCases[] = {
     {1, 48, 5, 8, 17, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},     // pointwise, 16 x 16 transposed blocks + edges
     {1, 32, 9, 21, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},     // 3x3 over 32 channels (blocked HWC copy)
     {2, 34, 6, 18, 4, 3, 3, 2, 2, 1, 1, 2, 0, 2, 1, 3},     // grouped (17 per group), dilated width
+    {1, 40, 7, 7, 19, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},     // 49 pixels: a tile of 48, then one column
+    {1, 24, 1, 1, 20, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},     // one pixel (squeeze-excite)
+    {1, 9, 14, 14, 11, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},    // 196 pixels: four tiles, then four columns
 };
 
 TEST_P(QConvTest, MatchesNaiveU8) {

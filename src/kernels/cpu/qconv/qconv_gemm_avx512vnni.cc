@@ -90,6 +90,58 @@ struct Avx512VnniQc {
     row(7, a70, a71, a72);
   }
 
+  // The last 1 to kColumnMax pixels of a panel (7x7 planes: 49 = 48 + 1; 14x14: 196 = 4 x 48 + 4; 1x1: 1) with
+  // rows on the lanes: one 32-byte load of a group's 8 x 4 weights (the packed block's layout) and, per pixel, its 4
+  // bytes broadcast into one ymm vpdpbusd; a 16-pixel tile spent 8 broadcasts and 8 vpdpbusd a group on them.
+  static constexpr int kColumnMax = 4;
+  template <bool I32>
+  static void column_tile(const uint8_t* w, const uint8_t* x, int64_t groups, int64_t xs, const int32_t* off,
+                          const float* sc, const QcEpilogue& ep, uint8_t* y, int64_t ldy_bytes, int rows, int cols) {
+    switch (cols) {
+      case 1:
+        return columns<1, I32>(w, x, groups, xs, off, sc, ep, y, ldy_bytes, rows);
+      case 2:
+        return columns<2, I32>(w, x, groups, xs, off, sc, ep, y, ldy_bytes, rows);
+      case 3:
+        return columns<3, I32>(w, x, groups, xs, off, sc, ep, y, ldy_bytes, rows);
+      default:
+        return columns<4, I32>(w, x, groups, xs, off, sc, ep, y, ldy_bytes, rows);
+    }
+  }
+  template <int C, bool I32>
+  static void columns(const uint8_t* w, const uint8_t* x, int64_t groups, int64_t xs, const int32_t* off,
+                      const float* sc, const QcEpilogue& ep, uint8_t* y, int64_t ldy_bytes, int rows) {
+    const __mmask8 rm = static_cast<__mmask8>((1u << rows) - 1);
+    __m256i acc[C];
+    acc[0] = _mm256_maskz_loadu_epi32(rm, off);  // the sums start at the rows' offsets
+    for (int c = 1; c < C; ++c) acc[c] = acc[0];
+    for (int64_t g = 0; g < groups; ++g, x += xs, w += 32) {
+      const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w));
+      for (int c = 0; c < C; ++c) {
+        int32_t xc;
+        std::memcpy(&xc, x + 4 * c, 4);
+        acc[c] = _mm256_dpbusd_epi32(acc[c], _mm256_set1_epi32(xc), wv);
+      }
+    }
+    alignas(32) int32_t out[C][8];
+    if constexpr (I32) {
+      for (int c = 0; c < C; ++c) _mm256_store_si256(reinterpret_cast<__m256i*>(out[c]), acc[c]);
+      for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < C; ++c) std::memcpy(y + r * ldy_bytes + 4 * c, &out[c][r], 4);
+    } else {
+      const __m256 scale = _mm256_maskz_loadu_ps(rm, sc);
+      for (int c = 0; c < C; ++c) {  // as finish, with a scale per lane
+        __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(acc[c]), scale);
+        f = _mm256_max_ps(f, _mm256_load_ps(ep.lo16));  // NaN -> lo (max returns the second operand)
+        f = _mm256_min_ps(f, _mm256_load_ps(ep.hi16));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(out[c]),
+                           _mm256_add_epi32(_mm256_cvtps_epi32(f), _mm256_set1_epi32(ep.zp)));
+      }
+      for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < C; ++c) y[r * ldy_bytes + c] = static_cast<uint8_t>(out[c][r]);
+    }
+  }
+
   template <bool I32>
   static KESTREL_QC_INLINE void finish(V acc, float scale, const QcEpilogue& ep, uint8_t* out, int n) {
     const __mmask16 mask = static_cast<__mmask16>(n >= 16 ? 0xffff : (1u << n) - 1);

@@ -8,7 +8,8 @@
 // kLanes, kKg (4: u8 x s8 bytes, 2: u16 x s16), splat(int32), add(V, V), load_x(p) (kLanes groups of 4
 // bytes), bcast_w(p) (one 4-byte group to every lane), dot(acc, x, w), and
 // finish<I32>(acc, scale, ep, out, n): the epilogue of the first n pixels of one row; optionally
-// full_tile<R, NE, I32>(...): the ISA's own version of tile<R, NE, I32> (same arguments).
+// full_tile<R, NE, I32>(...): the ISA's own version of tile<R, NE, I32> (same arguments); kColumnMax and
+// column_tile<I32>(..., rows, cols): the last cols <= kColumnMax pixels of a panel, for all rows of a block.
 #pragma once
 
 #include <algorithm>
@@ -105,6 +106,14 @@ struct QcKernel {
       const float* sc = p.scale ? p.scale + m : nullptr;
       for (int64_t j = 0; j < p.cols; j += kNr) {
         const int cols = static_cast<int>(p.cols - j < kNr ? p.cols - j : kNr);
+        if constexpr (requires { T::kColumnMax; }) {
+          if (cols <= T::kColumnMax) {
+            (p.ep->i32 ? &T::template column_tile<true>
+                       : &T::template column_tile<false>)(w, p.x + j * 4, p.groups, p.pt * 4, p.offset + m, sc, *p.ep,
+                                                          p.y + (m * p.ldy + j) * esize, ldy_bytes, rows, cols);
+            continue;
+          }
+        }
         tiles[(cols + kLanes - 1) / kLanes - 1][rows - 1](w, p.x + j * 4, p.groups, p.pt * 4, p.offset + m, sc, *p.ep,
                                                           p.y + (m * p.ldy + j) * esize, ldy_bytes, cols);
       }
