@@ -204,6 +204,47 @@ TEST_F(BenchCli, InputFromFileAndShapeErrors) {
   EXPECT_NE(no_trace.err.find("/nonexistent/dir/t.json"), std::string::npos) << no_trace.err;
 }
 
+// --against: a second model (here the small model without its Neg) timed in alternation; its statistics and the ratio
+// in the JSON and the text; refused with --profile; a bad second model fails naming it.
+TEST_F(BenchCli, AgainstTimesASecondModel) {
+  OnnxBuilder b;
+  b.input("x", 1, {1, 4, 6, 6}).initializer_f32("c", {6}, {1, -2, 3, -4, 5, -6});
+  b.node("Add", {"x", "c"}, {"s"}, "add");
+  b.node("Sigmoid", {"s"}, {"y"}, "sigmoid");
+  b.output("y");
+  const std::string second = dir.write("second.onnx", b.bytes());
+  CliResult r = run_cli(dir, "bench " + q(model) + " --json --iters 6 --warmup 1 --against " + q(second));
+  ASSERT_TRUE(r.exited);
+  ASSERT_EQ(r.code, 0) << r.err;
+  json j = parse_single_line(r.out);
+  EXPECT_EQ(j["iters"], 6);
+  ASSERT_TRUE(j.contains("against"));
+  const json& a = j["against"];
+  EXPECT_EQ(a["model"], "second");
+  EXPECT_EQ(a["model_path"], second);
+  for (const char* k : {"median_ms", "p10_ms", "p90_ms", "min_ms", "session_ms", "ratio", "ratio_of_medians"}) {
+    ASSERT_TRUE(a.contains(k)) << k;
+    EXPECT_GT(a[k].get<double>(), 0.0) << k;
+  }
+  EXPECT_LE(a["min_ms"].get<double>(), a["median_ms"].get<double>());
+  EXPECT_NEAR(a["ratio_of_medians"].get<double>(), a["median_ms"].get<double>() / j["median_ms"].get<double>(), 1e-6);
+
+  CliResult text = run_cli(dir, "bench " + q(model) + " --iters 2 --against " + q(second));
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("against    " + second), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("of this model"), std::string::npos) << text.out;
+
+  CliResult with_profile = run_cli(dir, "bench " + q(model) + " --profile --against " + q(second));
+  ASSERT_TRUE(with_profile.exited);
+  EXPECT_NE(with_profile.code, 0);
+  EXPECT_NE(with_profile.err.find("--against"), std::string::npos) << with_profile.err;
+
+  CliResult missing = run_cli(dir, "bench " + q(model) + " --against " + q(dir.file("missing.onnx")));
+  ASSERT_TRUE(missing.exited);
+  EXPECT_NE(missing.code, 0);
+  EXPECT_NE(missing.err.find("missing.onnx"), std::string::npos) << missing.err;
+}
+
 // ------------------------------------------------------------------ helpers
 
 TEST(BenchUtil, Percentile) {

@@ -45,6 +45,7 @@ struct BenchOptions {
   bool json = false;
   int top = 25;
   std::string trace;
+  std::string against;  // a second model timed in alternation with the first
 };
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
@@ -286,6 +287,53 @@ void write_trace(std::ofstream& f, const std::string& path, const Profiler& prof
   if (!f) fail(ErrorCode::kIoError, str_cat("cannot write trace file '", path, "'"));
 }
 
+// A model opened for timing: its session, inputs (random unless given) and bound outputs, after the plan, the first
+// run and the warm-up runs.
+struct TimedModel {
+  std::unique_ptr<runtime::Session> session;
+  std::vector<TensorInfo> infos;
+  ModelInputs feeds;
+  std::vector<core::Tensor> inputs, outputs;
+  std::vector<const core::Tensor*> input_ptrs;
+  std::string path;
+  double open_ms = 0, plan_ms = 0, first_run_ms = 0;
+
+  std::span<const core::Tensor* const> in() const { return input_ptrs; }
+  void check(const core::Status& st) const {
+    if (!st.is_ok()) api::throw_if_error(st.with_context(str_cat(path, ": run failed")));
+  }
+  // One run; its milliseconds.
+  double timed_run() {
+    auto t0 = Clock::now();
+    core::Status st = session->run(in(), outputs);
+    auto t1 = Clock::now();
+    check(st);
+    return ms_between(t0, t1);
+  }
+};
+
+std::unique_ptr<TimedModel> open_timed(const std::string& path, const BenchOptions& o,
+                                       const runtime::SessionOptions& so) {
+  auto m = std::make_unique<TimedModel>();
+  m->path = path;
+  auto t_open = Clock::now();
+  auto opened = runtime::Session::open(path, so);
+  api::throw_if_error(opened.status());
+  m->session = std::move(opened).value();
+  m->open_ms = ms_between(t_open, Clock::now());
+  for (const runtime::IoInfo& io : m->session->inputs()) m->infos.push_back(api::to_public(io.name, io.type));
+  m->feeds = make_inputs(m->infos, o.inputs, o.shapes, o.seed);
+  for (const Tensor& t : m->feeds.tensors) m->inputs.push_back(api::to_core(t));
+  for (const core::Tensor& t : m->inputs) m->input_ptrs.push_back(&t);
+  auto t_plan = Clock::now();
+  m->check(m->session->prepare(m->in()));
+  m->plan_ms = ms_between(t_plan, Clock::now());
+  // Outputs stay bound between runs: after the first run, kernels write into them in place.
+  m->first_run_ms = m->timed_run();
+  for (int i = 1; i < o.warmup; ++i) m->timed_run();
+  return m;
+}
+
 void bench(const BenchOptions& o) {
   // Open the trace file first: a bad path should fail before minutes of running.
   std::ofstream trace_file;
@@ -300,34 +348,18 @@ void bench(const BenchOptions& o) {
   so.reference_only = o.reference;
   so.isa = o.isa;
   so.float_math = o.float_math;
-  auto t_open = Clock::now();
-  auto opened = runtime::Session::open(o.model, so);
-  api::throw_if_error(opened.status());
-  std::unique_ptr<runtime::Session> session = std::move(opened).value();
-  double open_ms = ms_between(t_open, Clock::now());
-
-  std::vector<TensorInfo> infos;
-  for (const runtime::IoInfo& io : session->inputs()) infos.push_back(api::to_public(io.name, io.type));
-  ModelInputs feeds = make_inputs(infos, o.inputs, o.shapes, o.seed);
-  std::vector<core::Tensor> inputs;
-  for (const Tensor& t : feeds.tensors) inputs.push_back(api::to_core(t));
-  std::vector<const core::Tensor*> input_ptrs;
-  for (const core::Tensor& t : inputs) input_ptrs.push_back(&t);
-  std::span<const core::Tensor* const> in_span(input_ptrs);
-
-  auto check = [&](const core::Status& st) {
-    if (!st.is_ok()) api::throw_if_error(st.with_context(str_cat(o.model, ": run failed")));
-  };
-  auto t_plan = Clock::now();
-  check(session->prepare(in_span));
-  double plan_ms = ms_between(t_plan, Clock::now());
-
-  // Outputs stay bound between runs: after the first run, kernels write into them in place.
-  std::vector<core::Tensor> outputs;
-  auto t_first = Clock::now();
-  check(session->run(in_span, outputs));
-  double first_run_ms = ms_between(t_first, Clock::now());
-  for (int i = 1; i < o.warmup; ++i) check(session->run(in_span, outputs));
+  if (!o.against.empty() && (o.profile || !o.trace.empty()))
+    fail(ErrorCode::kInvalidArgument, "--against does not combine with --profile or --trace");
+  std::unique_ptr<TimedModel> model = open_timed(o.model, o, so);
+  std::unique_ptr<TimedModel> other = o.against.empty() ? nullptr : open_timed(o.against, o, so);
+  runtime::Session* session = model->session.get();
+  const std::vector<TensorInfo>& infos = model->infos;
+  const ModelInputs& feeds = model->feeds;
+  const std::vector<core::Tensor>& inputs = model->inputs;
+  std::span<const core::Tensor* const> in_span = model->in();
+  std::vector<core::Tensor>& outputs = model->outputs;
+  auto check = [&](const core::Status& st) { model->check(st); };
+  const double open_ms = model->open_ms, plan_ms = model->plan_ms, first_run_ms = model->first_run_ms;
 
   std::unique_ptr<Profiler> prof;
   if (o.profile || !o.trace.empty()) {
@@ -342,14 +374,17 @@ void bench(const BenchOptions& o) {
     prof->set_recording(true);
   }
 
-  std::vector<double> times;
+  std::vector<double> times, other_times;
   std::vector<uint64_t> allocs;
   times.reserve(static_cast<size_t>(o.iters));
+  other_times.reserve(other ? static_cast<size_t>(o.iters) : 0);
   allocs.reserve(static_cast<size_t>(o.iters));
   if (prof) prof->set_origin(Clock::now());
   double timed_s = 0;
   for (int i = 0; i < o.iters; ++i) {
     if (o.max_time > 0 && i > 0 && timed_s >= o.max_time) break;
+    // --against: the other model's run before this one's every other iteration, after it otherwise.
+    if (other && i % 2 == 1) other_times.push_back(other->timed_run());
     uint64_t a0 = testing::alloc_count();
     auto t0 = Clock::now();
     if (prof) prof->start_run(t0);
@@ -361,6 +396,7 @@ void bench(const BenchOptions& o) {
     times.push_back(ms_between(t0, t1));
     timed_s += times.back() / 1000;
     allocs.push_back(a1 - a0);
+    if (other && i % 2 == 0) other_times.push_back(other->timed_run());
   }
   session->executor().set_profiler(nullptr);
 
@@ -377,6 +413,33 @@ void bench(const BenchOptions& o) {
   int runs = static_cast<int>(times.size());
   double wall_total = 0;
   for (double t : times) wall_total += t;
+
+  // --against: the other model's order statistics, and the median of the per-iteration ratios (other / this; the
+  // two runs of an iteration are back to back, so a burst of load on the machine is in both).
+  std::string against_json, against_text;
+  if (other) {
+    std::vector<double> os = other_times, ratios;
+    std::sort(os.begin(), os.end());
+    for (size_t i = 0; i < times.size() && i < other_times.size(); ++i)
+      if (times[i] > 0) ratios.push_back(other_times[i] / times[i]);
+    std::sort(ratios.begin(), ratios.end());
+    const double om = percentile(os, 0.5), ratio = percentile(ratios, 0.5);
+    const double of_medians = median > 0 ? om / median : 0;
+    against_json =
+        str_cat(",\"against\":{\"model\":", json_string(std::filesystem::path(o.against).stem().string()),
+                ",\"model_path\":", json_string(o.against), ",\"median_ms\":", json_number(om),
+                ",\"p10_ms\":", json_number(percentile(os, 0.1)), ",\"p90_ms\":", json_number(percentile(os, 0.9)),
+                ",\"min_ms\":", json_number(os.empty() ? 0 : os.front()),
+                ",\"session_ms\":", json_number(other->open_ms + other->plan_ms), ",\"ratio\":", json_number(ratio),
+                ",\"ratio_of_medians\":", json_number(of_medians), "}");
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "against    %s: median %.3f ms, p10 %.3f, p90 %.3f, min %.3f\n"
+                  "ratio      %.3f of this model (median of the per-run ratios, runs alternated); of medians %.3f\n",
+                  o.against.c_str(), om, percentile(os, 0.1), percentile(os, 0.9), os.empty() ? 0 : os.front(), ratio,
+                  of_medians);
+    against_text = line;
+  }
 
   const runtime::PlanStats& ps = session->plan_stats();
   uint64_t rss = peak_rss_bytes();
@@ -405,7 +468,7 @@ void bench(const BenchOptions& o) {
         ",\"allocs_per_run\":", allocs_per_run, ",\"static_steps\":", ps.static_steps,
         ",\"dynamic_steps\":", ps.dynamic_steps, ",\"folded_steps\":", ps.folded_steps,
         ",\"view_steps\":", ps.view_steps, ",\"inputs\":[", in_json, "]",
-        o.profile && prof ? profile_json(*prof) : std::string(),
+        o.profile && prof ? profile_json(*prof) : std::string(), against_json,
         o.trace.empty() ? "" : ",\"trace\":", o.trace.empty() ? std::string() : json_string(o.trace), "}");
     std::printf("%s\n", line.c_str());
     return;
@@ -421,6 +484,7 @@ void bench(const BenchOptions& o) {
               session_ms, open_ms, plan_ms, first_run_ms);
   std::printf("latency    median %.3f ms, p10 %.3f, p90 %.3f, min %.3f, max %.3f (%d runs after %d warm-up)\n", median,
               p10, p90, min, max, runs, o.warmup);
+  std::printf("%s", against_text.c_str());
   std::printf("memory     arena %s (%s without reuse); peak RSS %s\n", format_bytes(ps.arena_bytes).c_str(),
               format_bytes(ps.sum_activation_bytes).c_str(), format_bytes(rss).c_str());
   std::printf("steps      %d per run (%d with run-time shapes), %d computed at plan time, %d views of their input\n",
@@ -474,6 +538,10 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::IsMember({"f32", "bf16"}));
   sub->add_option("--seed", o->seed, "Seed for random inputs")->capture_default_str();
   sub->add_flag("--reference", o->reference, "Use the plain reference kernels only");
+  sub->add_option("--against", o->against,
+                  "Also time this model, alternating runs with the first (same options and inputs), and print the "
+                  "ratio of its latency to the first's")
+      ->type_name("MODEL");
   sub->callback([o] { bench(*o); });
 }
 
