@@ -23,7 +23,7 @@ const char* calib_method_name(CalibMethod m);
 
 struct CalibOptions {
   CalibMethod method = CalibMethod::kPercentile;
-  double percentile = 99.99;  // kPercentile: keep this share of the values inside the range (each side)
+  double percentile = 99.999;  // kPercentile: keep this share of the values inside the range (each side)
   double ema_decay = 0.9;     // kEma: range = decay * range + (1 - decay) * this sample's min/max
   int num_bins = 2048;        // histogram bins for kl and percentile
 };

@@ -514,10 +514,13 @@ core::Result<PtqResult> quantize_ptq(const ir::Graph& prepared, const std::vecto
   }
   // The ranking is by single layers, so the set's edge can fall inside a block: MobileNet-V2's greedy set kept
   // features.3's expansion and depthwise in float, its projection in int8 and features.4's expansion in float again,
-  // two QuantizeLinear over 144 x 56 x 56 tensors and two broken block fusions. Graph-order prefixes of the
-  // quantizable nodes of about the same size have one edge: try those cheaper than the current set (float_set_cost),
-  // cheapest first, and keep the first that meets the target. MobileNet-V2: the 10-node prefix (features.0-3 whole)
-  // reached 0.99124 against the greedy set's 0.99077 and ran 4.09-4.10 ms against 4.27-4.43 at 1 thread.
+  // two QuantizeLinear over 144 x 56 x 56 tensors and two broken block fusions; and it ranks by the error at a
+  // layer's output, so outputs that squash errors (every Sigmoid) rank high: EfficientNet-B0's greedy set held the
+  // Sigmoids and squeeze-excite blocks of features.4.1-7.0 (141 nodes). Errors grow with depth, so the other
+  // candidate is the shortest graph-order prefix of the quantizable nodes that meets the target (bisection; one
+  // edge, whole blocks): it is kept when it costs less (float_set_cost). MobileNet-V2: the 10-node prefix
+  // (features.0-3 whole) reached 0.99124 against the greedy set's 0.99077 and ran 4.09-4.10 ms against 4.27-4.43
+  // at 1 thread; EfficientNet-B0 (percentile 99.999): 72 nodes (features.0-3.1) against 125.
   if (res.holdout_cosine >= opts.target_cosine) {
     std::map<std::string, size_t> pos;
     for (const ir::Node* n : prepared.nodes()) pos.emplace(n->name(), pos.size());
@@ -532,17 +535,38 @@ core::Result<PtqResult> quantize_ptq(const ir::Graph& prepared, const std::vecto
     auto cost_of = [&](const std::vector<std::string>& names) {
       return float_set_cost(prepared, initial_nodes, std::set<std::string>(names.begin(), names.end()));
     };
-    double best = cost_of(res.auto_float);
-    std::vector<std::pair<double, size_t>> prefixes;
-    for (size_t j = hit > 2 ? hit - 2 : 1; j <= std::min(order.size(), hit + 2); ++j) {
-      const double c = cost_of(std::vector<std::string>(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(j)));
-      if (c < best) prefixes.emplace_back(c, j);
+    auto prefix = [&](size_t j) {
+      return std::vector<std::string>(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(j));
+    };
+    // Bisect between a miss (the empty prefix: the fully quantized graph missed) and a hit (every node float, not
+    // measured); each hit is shorter than the last, and the last is kept.
+    size_t lo = 0, hi = order.size();
+    struct Hit {
+      std::unique_ptr<ir::Graph> graph;
+      QdqResult qdq;
+      double cosine = 0;
+    } best_prefix;
+    while (hi - lo > 1) {
+      const size_t mid = lo + (hi - lo) / 2;
+      QdqOptions qo = opts.qdq;
+      const std::vector<std::string> names = prefix(mid);
+      qo.keep_float.insert(names.begin(), names.end());
+      if (opts.progress) opts.progress(str_cat("auto: the first ", mid, " layers in float").c_str(), 0, 1);
+      QdqResult r;
+      KESTREL_ASSIGN_OR_RETURN(auto g, build_qdq(prepared, res.ranges, qo, &r));
+      KESTREL_ASSIGN_OR_RETURN(double cos, measure(*g));
+      if (cos >= opts.target_cosine) {
+        hi = mid;
+        best_prefix = {std::move(g), std::move(r), cos};
+      } else {
+        lo = mid;
+      }
     }
-    std::sort(prefixes.begin(), prefixes.end());
-    for (const auto& [c, j] : prefixes) {
-      const std::vector<std::string> names(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(j));
-      KESTREL_ASSIGN_OR_RETURN(bool ok, attempt_set(names, false));
-      if (ok) break;
+    if (best_prefix.graph && cost_of(prefix(hi)) < cost_of(res.auto_float)) {
+      res.graph = std::move(best_prefix.graph);
+      res.qdq = std::move(best_prefix.qdq);
+      res.holdout_cosine = best_prefix.cosine;
+      res.auto_float = prefix(hi);
     }
   }
   KESTREL_ASSIGN_OR_RETURN(res.layers,

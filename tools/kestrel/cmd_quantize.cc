@@ -35,7 +35,7 @@ using core::str_cat;
 
 struct QuantizeOptions {
   std::string input, output, calib, method = "percentile", resize, layout = "nchw", labels;
-  double percentile = 99.99, target_cosine = 0, holdout = 0.2;
+  double percentile = 99.999, target_cosine = 0, holdout = 0.2;
   bool per_tensor = false, bgr = false, quiet = false, f32_float_weights = false, f32_float_math = false;
   std::vector<std::string> keep_float;
   std::vector<float> mean, std;
@@ -248,7 +248,7 @@ void add_quantize_command(CLI::App& app) {
   sub->add_option("--method", o->method, "Calibration: minmax, kl, percentile, ema")->default_val("percentile");
   sub->add_option("--percentile", o->percentile, "Percentile for --method percentile")
       ->check(CLI::Range(50.0, 100.0))
-      ->default_val(99.99);
+      ->default_val(99.999);
   sub->add_flag("--per-tensor", o->per_tensor, "One weight scale per tensor (default: per output channel)");
   sub->add_flag("--f32-float-weights", o->f32_float_weights,
                 "Store the weights of layers left in float as f32 (default: f16, widened at load)");
