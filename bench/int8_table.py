@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Int8 against float, per shared CNN, in one run: quantize with `kestrel quantize`, then time the
-float and int8 .kst files with `kestrel bench` (interleaved, same thread count) and print a table
+float and int8 .kst files with `kestrel bench --against` (runs alternated, same thread count) and print a table
 of held-out cosine, file sizes and latency ratio. A measuring script, never a build or test
 dependency; needs numpy (for the seeded N(0,1) calibration samples).
 
@@ -63,29 +63,34 @@ def main():
         print(f"[int8_table] {name}: cosine {cos} (worst {worst})"
               + (f", {kept.group(1)} layers kept in float" if kept else ""), file=sys.stderr, flush=True)
 
-    # Latency in rounds over every model (float then int8 of one model back to back), so that each model's samples
-    # spread over the whole run: this host's load comes in bursts of tens of seconds.
+    # Latency in rounds over every model, each round one `kestrel bench FLOAT --against INT8`: the two files' runs
+    # alternate, so a burst of this host's load lands on both runs of a pair; the rounds spread each model's samples
+    # over the whole run.
     lat = {r[6]: [] for r in rows} | {r[7]: [] for r in rows}
+    ratios = {r[7]: [] for r in rows}
     for rep in range(a.reps):
         for r in rows:
-            for path in (r[6], r[7]):
-                out = subprocess.run([a.kestrel, "bench", path, "--threads", str(a.threads), "--iters", str(a.iters),
-                                      "--json"], check=True, capture_output=True, text=True).stdout
-                lat[path].append(json.loads(out.strip().splitlines()[-1])["median_ms"])
+            out = subprocess.run([a.kestrel, "bench", r[6], "--against", r[7], "--threads", str(a.threads), "--iters",
+                                  str(a.iters), "--json"], check=True, capture_output=True, text=True).stdout
+            j = json.loads(out.strip().splitlines()[-1])
+            lat[r[6]].append(j["median_ms"])
+            lat[r[7]].append(j["against"]["median_ms"])
+            ratios[r[7]].append(j["against"]["ratio"])
         print(f"[int8_table] latency round {rep + 1}/{a.reps}", file=sys.stderr, flush=True)
 
     print("| model | held-out cosine (worst sample) | layers kept float | float .kst | int8 .kst | size | float ms | "
-          "int8 ms | int8 / float | per round |")
+          "int8 ms | int8 / float | per run |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, cos, worst, nkept, sf, si, f32, i8 in rows:
         lf, li = statistics.median(lat[f32]), statistics.median(lat[i8])
-        per_round = statistics.median(y / x for x, y in zip(lat[f32], lat[i8]))
+        per_run = statistics.median(ratios[i8])
         print(f"| {name} | {cos:.5f} ({worst:.5f}) | {nkept} | {sf / 2**20:.1f} MiB | {si / 2**20:.1f} MiB | "
-              f"{100 * si / sf:.1f} % | {lf:.3f} | {li:.3f} | {li / lf:.2f} | {per_round:.2f} |")
+              f"{100 * si / sf:.1f} % | {lf:.3f} | {li:.3f} | {li / lf:.2f} | {per_run:.2f} |")
     print(f"\nCommand: {' '.join(sys.argv)}\nkestrel quantize --method {a.method}, {a.samples} seeded N(0,1) samples, "
           f"last {a.holdout:.0%} held out (the cosine is over them); latency: median of {a.reps} rounds over all models "
-          f"of `kestrel bench --threads {a.threads} --iters {a.iters}` medians (float, then int8); per round: the "
-          f"median of the rounds' int8 / float; files in {work}")
+          f"of `kestrel bench FLOAT --against INT8 --threads {a.threads} --iters {a.iters}` medians (runs of the two "
+          f"files alternate); per run: the median over the rounds of the median of the per-run int8 / float; "
+          f"files in {work}")
 
 
 if __name__ == "__main__":
