@@ -135,6 +135,7 @@ TEST_P(QgemmIsaTest, RandomShapesInt32) {
       {2 * mr + 3, 2 * nr + 5, 63},
       {37, 80, 257},
       {1, 200, 301},
+      {1, 70, 1283},  // one row (the four-way split of the groups) and a remainder group
       {7, 16, 1},
       {3, 64, 2},
       {11, 5, 3},

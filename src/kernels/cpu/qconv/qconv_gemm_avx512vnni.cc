@@ -112,26 +112,38 @@ struct Avx512VnniQc {
   static void columns(const uint8_t* w, const uint8_t* x, int64_t groups, int64_t xs, const int32_t* off,
                       const float* sc, const QcEpilogue& ep, uint8_t* y, int64_t ldy_bytes, int rows) {
     const __mmask8 rm = static_cast<__mmask8>((1u << rows) - 1);
-    __m256i acc[C];
-    acc[0] = _mm256_maskz_loadu_epi32(rm, off);  // the sums start at the rows' offsets
-    for (int c = 1; c < C; ++c) acc[c] = acc[0];
-    for (int64_t g = 0; g < groups; ++g, x += xs, w += 32) {
+    // P sets of accumulators take the groups in turn (summed after): with one chain per pixel, the loop waited on
+    // vpdpbusd's latency.
+    constexpr int P = C == 1 ? 4 : 2;
+    __m256i acc[P][C];
+    for (int q = 0; q < P; ++q)
+      for (int c = 0; c < C; ++c) acc[q][c] = _mm256_setzero_si256();
+    auto step = [&](int q) {
       const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w));
       for (int c = 0; c < C; ++c) {
         int32_t xc;
         std::memcpy(&xc, x + 4 * c, 4);
-        acc[c] = _mm256_dpbusd_epi32(acc[c], _mm256_set1_epi32(xc), wv);
+        acc[q][c] = _mm256_dpbusd_epi32(acc[q][c], _mm256_set1_epi32(xc), wv);
       }
-    }
+      x += xs;
+      w += 32;
+    };
+    int64_t g = 0;
+    for (; g + P <= groups; g += P)
+      for (int q = 0; q < P; ++q) step(q);
+    for (int q = 0; g < groups; ++g, ++q) step(q);
+    for (int q = 1; q < P; ++q)
+      for (int c = 0; c < C; ++c) acc[0][c] = _mm256_add_epi32(acc[0][c], acc[q][c]);
+    for (int c = 0; c < C; ++c) acc[0][c] = _mm256_add_epi32(acc[0][c], _mm256_maskz_loadu_epi32(rm, off));
     alignas(32) int32_t out[C][8];
     if constexpr (I32) {
-      for (int c = 0; c < C; ++c) _mm256_store_si256(reinterpret_cast<__m256i*>(out[c]), acc[c]);
+      for (int c = 0; c < C; ++c) _mm256_store_si256(reinterpret_cast<__m256i*>(out[c]), acc[0][c]);
       for (int r = 0; r < rows; ++r)
         for (int c = 0; c < C; ++c) std::memcpy(y + r * ldy_bytes + 4 * c, &out[c][r], 4);
     } else {
       const __m256 scale = _mm256_maskz_loadu_ps(rm, sc);
       for (int c = 0; c < C; ++c) {  // as finish, with a scale per lane
-        __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(acc[c]), scale);
+        __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(acc[0][c]), scale);
         f = _mm256_max_ps(f, _mm256_load_ps(ep.lo16));  // NaN -> lo (max returns the second operand)
         f = _mm256_min_ps(f, _mm256_load_ps(ep.hi16));
         _mm256_store_si256(reinterpret_cast<__m256i*>(out[c]),
