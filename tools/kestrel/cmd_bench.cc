@@ -432,13 +432,12 @@ void bench(const BenchOptions& o) {
                 ",\"min_ms\":", json_number(os.empty() ? 0 : os.front()),
                 ",\"session_ms\":", json_number(other->open_ms + other->plan_ms), ",\"ratio\":", json_number(ratio),
                 ",\"ratio_of_medians\":", json_number(of_medians), "}");
-    char line[512];
-    std::snprintf(line, sizeof line,
-                  "against    %s: median %.3f ms, p10 %.3f, p90 %.3f, min %.3f\n"
+    char stats[256];
+    std::snprintf(stats, sizeof stats,
+                  ": median %.3f ms, p10 %.3f, p90 %.3f, min %.3f\n"
                   "ratio      %.3f of this model (median of the per-run ratios, runs alternated); of medians %.3f\n",
-                  o.against.c_str(), om, percentile(os, 0.1), percentile(os, 0.9), os.empty() ? 0 : os.front(), ratio,
-                  of_medians);
-    against_text = line;
+                  om, percentile(os, 0.1), percentile(os, 0.9), os.empty() ? 0 : os.front(), ratio, of_medians);
+    against_text = str_cat("against    ", o.against, stats);
   }
 
   const runtime::PlanStats& ps = session->plan_stats();
