@@ -1,7 +1,6 @@
 // bf16 GEMM tiles for AVX-512 + AVX512_BF16 (compiled with those flags; used only when the CPU has them):
 // 6 x 64 register tiles of vdpbf16ps over a block of B packed as bf16 pairs of rows.
 #include "kernels/cpu/gemm/bf16_gemm.h"
-#include "kernels/cpu/gemm/sgemm_ukernel.h"  // gemm_detail::activation_is_clamp
 #include "kernels/cpu/gemm/vec_math_inl.h"
 #include "kernels/cpu/vec_ops_avx512_inl.h"  // first: it silences GCC's AVX-512 header warnings
 
@@ -120,13 +119,18 @@ void run_block(const Block& blk, F act) {
 }
 
 void block(const Block& blk) {
-  with_activation<S>(blk.activation, blk.act_alpha, blk.act_beta, [&](auto f) {
-    if (gemm_detail::activation_is_clamp(blk.activation)) {
-      run_block<false>(blk, f);
-    } else {
-      run_block<true>(blk, f);
+  switch (blk.activation) {  // the clamps in the store, the others out of line (tile)
+    case GemmActivation::kNone:
+      return run_block<false>(blk, [](__m512 x) { return x; });
+    case GemmActivation::kRelu:
+      return run_block<false>(blk, [](__m512 x) { return vrelu<S>(x); });
+    case GemmActivation::kClip: {
+      const __m512 lo = S::set1(blk.act_alpha), hi = S::set1(blk.act_beta);
+      return run_block<false>(blk, [=](__m512 x) { return vclamp<S>(x, lo, hi); });
     }
-  });
+    default:
+      return with_activation<S>(blk.activation, blk.act_alpha, blk.act_beta, [&](auto f) { run_block<true>(blk, f); });
+  }
 }
 
 }  // namespace
