@@ -583,6 +583,41 @@ TEST(QOps, LookupEveryIsaMatchesPlainLookup) {
   }
 }
 
+// Every ISA's plane sums (vpsadbw on AVX-512 / AVX2 with masked or scalar tails) against the sum in double: plane
+// sizes around the 32- and 64-byte vectors (1x1 to 56x56), all-255 planes, unaligned starts, two threads; every ISA
+// gives the scalar one's bytes exactly (the sums are exact).
+TEST(QOps, GlobalAveragePoolEveryIsaAndPlaneSize) {
+  std::mt19937 rng(21);
+  core::ThreadPool pool(2);
+  for (int64_t hw : {1, 7, 31, 32, 33, 49, 63, 64, 65, 196, 3136}) {
+    for (int64_t nc : {1, 5, 300}) {
+      std::vector<uint8_t> x(static_cast<size_t>(nc * hw + 1));
+      for (auto& v : x) v = static_cast<uint8_t>(rng() & 255);
+      if (nc == 5) std::fill(x.begin(), x.begin() + hw, uint8_t{255});  // plane 0 saturates every byte
+      std::vector<uint8_t> want;
+      for (core::Isa isa : {core::Isa::kScalar, core::Isa::kAvx2, core::Isa::kAvx512}) {
+        if (isa > core::detected_isa()) continue;
+        std::vector<uint8_t> y(static_cast<size_t>(nc), 0xA5);
+        const uint8_t* src = x.data() + (nc == 300 ? 1 : 0);  // unaligned
+        ASSERT_TRUE(kernels::cpu::qglobal_avg_pool_u8(src, nc, hw, 0.05f, 7, 0.02f, 3, y.data(),
+                                                      nc == 300 ? &pool : nullptr, isa)
+                        .is_ok());
+        for (int64_t c = 0; c < nc; ++c) {
+          double sum = 0;
+          for (int64_t i = 0; i < hw; ++i) sum += src[c * hw + i];
+          const double q = std::clamp<double>(std::nearbyint((sum / hw - 7) * 0.05 / 0.02) + 3, 0, 255);
+          ASSERT_LE(std::abs(y[static_cast<size_t>(c)] - q), 1) << core::isa_name(isa) << " hw=" << hw << " c=" << c;
+        }
+        if (want.empty()) {
+          want = y;
+        } else {
+          ASSERT_EQ(y, want) << core::isa_name(isa) << " hw=" << hw << " nc=" << nc;
+        }
+      }
+    }
+  }
+}
+
 TEST(QOps, GlobalAveragePoolMatchesNaive) {
   std::mt19937 rng(3);
   std::vector<uint8_t> x(6 * 49), y(6);

@@ -503,23 +503,26 @@ void register_int8_kernels(KernelRegistry& r) {
         },
         "qops.concat");
   });
-  r.add(ir::kKestrelDomain, "QGlobalAveragePool", [](const KernelCreateInfo&) -> Result<std::unique_ptr<OpKernel>> {
-    return make_kernel(
-        [](KernelContext& ctx) -> Status {
-          const Tensor& x = ctx.input(0);
-          float xs, ys;
-          int32_t xz, yz;
-          KESTREL_RETURN_IF_ERROR(read_q_param(ctx.input(1), ctx.input(2), &xs, &xz));
-          KESTREL_RETURN_IF_ERROR(read_q_param(ctx.input(3), ctx.input(4), &ys, &yz));
-          if (x.dtype() != core::DType::kU8 || x.rank() < 3) return core::invalid_argument("QGlobalAveragePool: x must be u8 [N, C, ...]");
-          const int64_t nc = x.dim(0) * x.dim(1);
-          const int64_t hw = nc == 0 ? 0 : x.num_elements() / nc;
-          if (nc == 0) return Status::ok();
-          return kernels::cpu::qglobal_avg_pool_u8(x.data<uint8_t>(), nc, hw, xs, xz, ys, yz,
-                                                   ctx.output(0).data<uint8_t>(), ctx.pool());
-        },
-        "qops.gap");
-  });
+  r.add(ir::kKestrelDomain, "QGlobalAveragePool",
+        [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
+          const core::Isa isa = info.options.isa;
+          return make_kernel(
+              [isa](KernelContext& ctx) -> Status {
+                const Tensor& x = ctx.input(0);
+                float xs, ys;
+                int32_t xz, yz;
+                KESTREL_RETURN_IF_ERROR(read_q_param(ctx.input(1), ctx.input(2), &xs, &xz));
+                KESTREL_RETURN_IF_ERROR(read_q_param(ctx.input(3), ctx.input(4), &ys, &yz));
+                if (x.dtype() != core::DType::kU8 || x.rank() < 3)
+                  return core::invalid_argument("QGlobalAveragePool: x must be u8 [N, C, ...]");
+                const int64_t nc = x.dim(0) * x.dim(1);
+                const int64_t hw = nc == 0 ? 0 : x.num_elements() / nc;
+                if (nc == 0) return Status::ok();
+                return kernels::cpu::qglobal_avg_pool_u8(x.data<uint8_t>(), nc, hw, xs, xz, ys, yz,
+                                                         ctx.output(0).data<uint8_t>(), ctx.pool(), isa);
+              },
+              "qops.gap");
+        });
   r.add(ir::kKestrelDomain, "QMaxPool", [](const KernelCreateInfo& info) -> Result<std::unique_ptr<OpKernel>> {
     KESTREL_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, info.node.attr_ints("kernel_shape"));
     if (kernel.size() != 2) return info.fail("kernel_shape must have 2 values");

@@ -174,18 +174,22 @@ void qrequant_table(double xs, int32_t xz, double ys, int32_t yz, int32_t lo, in
 }
 
 Status qglobal_avg_pool_u8(const uint8_t* x, int64_t nc, int64_t hw, float x_scale, int32_t x_zp, float y_scale,
-                           int32_t y_zp, uint8_t* y, core::ThreadPool* pool) {
+                           int32_t y_zp, uint8_t* y, core::ThreadPool* pool, core::Isa isa) {
   if (hw <= 0 || hw > (int64_t{1} << 23)) return core::invalid_argument("qglobal_avg_pool: plane size out of range");
   if (!(y_scale > 0.f)) return core::invalid_argument("qglobal_avg_pool: y_scale must be > 0");
   const double k = static_cast<double>(x_scale) / static_cast<double>(y_scale) / static_cast<double>(hw);
+  const qops_detail::QopsFns& fns = qops_detail::qops_fns(isa);
   run_ranges(pool, nc, std::max<int64_t>(1, kGrain / hw), [&](int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; ++c) {
-      const uint8_t* p = x + c * hw;
-      uint32_t s = 0;
-      for (int64_t i = 0; i < hw; ++i) s += p[i];
-      const double f = (static_cast<double>(s) - static_cast<double>(x_zp) * static_cast<double>(hw)) * k;
-      const double q = std::nearbyint(f) + y_zp;
-      y[c] = static_cast<uint8_t>(std::min(255.0, std::max(0.0, q)));
+    constexpr int64_t kChunk = 256;
+    uint32_t sums[kChunk];
+    for (int64_t b = c0; b < c1; b += kChunk) {
+      const int64_t n = std::min(kChunk, c1 - b);
+      fns.plane_sums(x + b * hw, n, hw, sums);
+      for (int64_t c = 0; c < n; ++c) {
+        const double f = (static_cast<double>(sums[c]) - static_cast<double>(x_zp) * static_cast<double>(hw)) * k;
+        const double q = std::nearbyint(f) + y_zp;
+        y[b + c] = static_cast<uint8_t>(std::min(255.0, std::max(0.0, q)));
+      }
     }
   });
   return Status::ok();

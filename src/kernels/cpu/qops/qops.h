@@ -41,7 +41,7 @@ void qrequant_table(double xs, int32_t xz, double ys, int32_t yz, int32_t lo, in
 
 // y[nc] = saturate(round((mean(x[nc, :]) - xz) * xs / ys) + yz) for planes of hw elements.
 core::Status qglobal_avg_pool_u8(const uint8_t* x, int64_t nc, int64_t hw, float x_scale, int32_t x_zp, float y_scale,
-                                 int32_t y_zp, uint8_t* y, core::ThreadPool* pool);
+                                 int32_t y_zp, uint8_t* y, core::ThreadPool* pool, core::Isa isa = core::active_isa());
 
 // 2-D max pooling of u8 NCHW planes (the max commutes with the monotone quantization, so MaxPool
 // between equal Q/DQ parameters runs on u8). Padding never wins (it is absent).

@@ -17,6 +17,8 @@ struct QopsFns {
   // x [rows, inner] against v[rows] (one value per row); x_is_a: x is operand a of p.
   void (*binary_rows)(const QBinaryParams& p, const uint8_t* x, const uint8_t* v, uint8_t* y, int64_t rows,
                       int64_t inner, bool x_is_a);
+  // sums[i] = the sum of the hw bytes of plane i of x (planes contiguous); hw < 2^24.
+  void (*plane_sums)(const uint8_t* x, int64_t planes, int64_t hw, uint32_t* sums);
 };
 
 // The table for an ISA (the scalar one when the ISA is not compiled in).
