@@ -292,9 +292,11 @@ TEST_P(QConvTest, DepthwiseBlockedSmallPlanes) {
     EXPECT_EQ(blocked, 0);
 }
 
-// Planes the row tiles take (dw_int_rows: at least 4 / 7 output rows and 3/4 of a vector wide):
-// heights around the tile (the last tile overlapping the one before), widths around one and two
-// vectors (masked column tails), 3x3 and 5x5, strides 1 and 2, every output kind.
+// Planes the row tiles take (dw_int_rows: at least 4 / 7 output rows and 3/4 of a vector wide, or 7 columns
+// where they read the plane in place): heights around the tile (the last tile overlapping the one before),
+// widths around one and two vectors (masked column tails), 3x3 and 5x5, strides 1 and 2, every output kind;
+// each pad from 0 to k / 2 on its own (the in-place loads mask the columns and rows outside the plane), and at
+// stride 2 sometimes a row or column past the last window.
 TEST_P(QConvTest, DepthwiseRowTiles) {
   const Level& lv = kLevels[GetParam()];
   uint32_t seed = 500;
@@ -305,10 +307,10 @@ TEST_P(QConvTest, DepthwiseRowTiles) {
     for (int64_t k : {3, 5})
       for (int64_t oh : heights)
         for (int64_t ow : widths) {
-          const int64_t pad = (seed % 2) ? k / 2 : 0;
-          const Case c{
-              1,   3,  (oh - 1) * st + k - 2 * pad, (ow - 1) * st + k - 2 * pad, 3, k, k, 3, st, st, 1, 1, pad, pad,
-              pad, pad};
+          const int64_t h = k / 2 + 1, pt = seed % h, pl = seed / 3 % h, pb = seed / 5 % h, pr = seed / 7 % h;
+          const int64_t extra = st == 2 ? seed / 2 % 2 : 0;
+          const int64_t ih = (oh - 1) * st + k - pt - pb + extra, iw = (ow - 1) * st + k - pl - pr + extra;
+          const Case c{1, 3, ih, iw, 3, k, k, 3, st, st, 1, 1, pt, pl, pb, pr};
           run_case(c, lv, seed % 5 == 0 ? QOut::kI32 : QOut::kU8, seed % 3 != 0, seed, nullptr, seed % 7 == 0);
           ++seed;
           ++ran;
