@@ -480,7 +480,11 @@ TEST(QOps, BinaryBroadcastMatchesNaive) {
                          {{1, 6, 7, 7}, {1, 6, 1, 1}, {1, 6, 7, 7}},
                          {{1, 5, 1, 1}, {1, 5, 3, 11}, {1, 5, 3, 11}},
                          {{4, 37}, {4, 1}, {4, 37}},
-                         {{3, 16}, {3, 1}, {3, 16}}};
+                         {{3, 16}, {3, 1}, {3, 16}},
+                         // Rows of 64 bytes and more (affine_row's packed path), with and without a tail.
+                         {{1, 4, 14, 14}, {1, 4, 1, 1}, {1, 4, 14, 14}},
+                         {{1, 3, 1, 1}, {1, 3, 8, 16}, {1, 3, 8, 16}},
+                         {{2, 70}, {2, 1}, {2, 70}}};
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> du(0, 255);
   for (const auto op : {kernels::cpu::QBinaryOp::kAdd, kernels::cpu::QBinaryOp::kMul})

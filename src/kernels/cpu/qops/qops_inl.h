@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -41,6 +42,34 @@ inline void affine_row(const uint8_t* x, uint8_t* y, int64_t n, float s, float t
 #if defined(__AVX512BW__)
   const __m512 vs = _mm512_set1_ps(s), vt = _mm512_set1_ps(t), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
   const __m512i vz = _mm512_set1_epi32(zy);
+  // 64 bytes at a time while x * s + t cannot overflow int32 (|x s + t| <= 255 |s| + |t|; false for NaN): round,
+  // add the zero point, narrow with the saturating packs (to [0, 255]) and clamp the bytes to [lo, hi] + zy, which is
+  // f32_to_u8's clamp-then-round for integer bounds; one pack, permute and store for four f32_to_u8. The last
+  // (n % 64) bytes masked; rows under 32 bytes keep the 16-lane loop. Squeeze-excite gates (x [C, H, W] times one
+  // value per channel; kestrel_kernel_bench qbinary/mul, 5 interleaved runs, Zen 5): 96 x 28 x 28 5.19 -> 4.05 us,
+  // 240 x 14 x 14 3.70 -> 3.51, 576 x 7 x 7 even. In EfficientNet-B0 the gates take 8-10 us a call: their input
+  // comes from L2 or further.
+  const int32_t qlo = static_cast<int32_t>(lo) + zy, qhi = static_cast<int32_t>(hi) + zy;
+  if (n >= 32 && std::fabs(s) * 255.f + std::fabs(t) < 1073741824.f && 0 <= qlo && qlo <= qhi && qhi <= 255) {
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    const __m512i blo = _mm512_set1_epi8(static_cast<char>(qlo)), bhi = _mm512_set1_epi8(static_cast<char>(qhi));
+    const auto affine64 = [&](__m512i b) {
+      __m512i q[4];
+      for (int g = 0; g < 4; ++g) {
+        const __m128i quarter = g == 0 ? _mm512_castsi512_si128(b) : _mm512_extracti32x4_epi32(b, g);
+        const __m512 f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(quarter)), vs, vt);
+        q[g] = _mm512_add_epi32(_mm512_cvtps_epi32(f), vz);
+      }
+      const __m512i w = _mm512_packus_epi16(_mm512_packs_epi32(q[0], q[1]), _mm512_packs_epi32(q[2], q[3]));
+      return _mm512_min_epu8(_mm512_max_epu8(_mm512_permutexvar_epi32(order, w), blo), bhi);
+    };
+    for (; i + 64 <= n; i += 64) _mm512_storeu_si512(y + i, affine64(_mm512_loadu_si512(x + i)));
+    if (i < n) {
+      const __mmask64 m = n - i >= 64 ? ~__mmask64{0} : (__mmask64{1} << (n - i)) - 1;
+      _mm512_mask_storeu_epi8(y + i, m, affine64(_mm512_maskz_loadu_epi8(m, x + i)));
+      i = n;
+    }
+  }
   for (; i < n; i += 16) {
     const int r = static_cast<int>(std::min<int64_t>(16, n - i));
     f32_to_u8(_mm512_fmadd_ps(u8_to_f32(x + i, r), vs, vt), vlo, vhi, vz, y + i, r);
