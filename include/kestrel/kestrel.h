@@ -40,6 +40,7 @@ typedef struct {
   int optimization_level;   /* 0..2; default 2 (use kestrel_options_default) */
   int reference_kernels;    /* nonzero: plain reference kernels only */
   const char* isa;          /* NULL or "": best available; "scalar", "avx2", "avx512" */
+  const char* float_math;   /* NULL or "": what the model asks; "f32" or "bf16" (SessionOptions::float_math) */
 } KestrelOptions;
 
 void kestrel_options_default(KestrelOptions* options);

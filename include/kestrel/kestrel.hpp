@@ -104,6 +104,10 @@ struct SessionOptions {
   int optimization_level = 2;   // 0: import only, 1: cleanups and folding, 2: all fusions
   bool reference_kernels = false;  // run every op with its plain reference kernel
   std::string isa;              // "" (best available), "scalar", "avx2", "avx512"
+  // Float math of the 1x1 convolutions: "" (what the model asks: "bf16" in the mixed int8 files `kestrel quantize`
+  // writes, else "f32"), "f32", or "bf16" (weights and inputs rounded to bf16, sums in f32, on CPUs with
+  // AVX512_BF16; elsewhere f32). Any other value fails Session::open.
+  std::string float_math;
 };
 
 struct RunStats {

@@ -48,6 +48,7 @@ kestrel::SessionOptions to_options(const KestrelOptions* o) {
   r.optimization_level = o->optimization_level;
   r.reference_kernels = o->reference_kernels != 0;
   if (o->isa) r.isa = o->isa;
+  if (o->float_math) r.float_math = o->float_math;
   return r;
 }
 
@@ -71,6 +72,7 @@ void kestrel_options_default(KestrelOptions* o) {
   o->optimization_level = 2;
   o->reference_kernels = 0;
   o->isa = nullptr;
+  o->float_math = nullptr;
 }
 
 const char* kestrel_last_error(void) { return t_last_error.c_str(); }

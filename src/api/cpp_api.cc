@@ -101,6 +101,7 @@ static runtime::SessionOptions to_runtime(const SessionOptions& o) {
   r.opt_level = o.optimization_level;
   r.reference_only = o.reference_kernels;
   r.isa = o.isa;
+  r.float_math = o.float_math;
   return r;
 }
 

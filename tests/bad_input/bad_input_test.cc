@@ -186,6 +186,16 @@ TEST(BadInputApi, UnknownOp) {
   expect_error([&] { Session::from_memory(m.data(), m.size()); }, {"mystery", "NoSuchOp", "opset 13"});
 }
 
+TEST(BadInputApi, UnknownOptionValues) {
+  std::string m = valid_model();
+  SessionOptions so;
+  so.float_math = "f16";
+  expect_error([&] { Session::from_memory(m.data(), m.size(), so); }, {"float math", "'f16'"});
+  so.float_math = "f32";
+  so.isa = "sse1";
+  expect_error([&] { Session::from_memory(m.data(), m.size(), so); }, {"'sse1'"});
+}
+
 TEST(BadInputApi, WrongInputName) {
   std::string m = valid_model();
   Session s = Session::from_memory(m.data(), m.size());
@@ -281,6 +291,16 @@ TEST_F(BadInputCli, ValidModelRuns) {  // the control
   CliResult inspect = run_cli(dir, "inspect " + q(model));
   EXPECT_EQ(inspect.code, 0) << inspect.err;
   EXPECT_NE(inspect.out.find("parameters: 3 (12 B)"), std::string::npos) << inspect.out;
+}
+
+// --float-math overrides the model's float math (bf16 only where the CPU has AVX512_BF16); other values are refused.
+TEST_F(BadInputCli, FloatMathOption) {
+  for (const char* math : {"f32", "bf16"}) {
+    CliResult m = run_cli(dir, "run " + q(model) + " --input x=" + q(x) + " --float-math " + math);
+    EXPECT_EQ(m.code, 0) << m.err;
+    EXPECT_NE(m.out.find("output y f32[2,3] min=0 max=6 mean=1.83333"), std::string::npos) << m.out;
+  }
+  expect_cli_error(dir, "run " + q(model) + " --float-math f16", {"--float-math", "f16"});
 }
 
 TEST_F(BadInputCli, TruncatedModel) {

@@ -48,6 +48,7 @@ TEST(CApi, VersionAndDefaults) {
   EXPECT_EQ(o.optimization_level, 2);
   EXPECT_EQ(o.reference_kernels, 0);
   EXPECT_EQ(o.isa, nullptr);
+  EXPECT_EQ(o.float_math, nullptr);
   kestrel_options_default(nullptr);  // must not crash
 }
 
@@ -164,6 +165,19 @@ TEST(CApi, OpenFromFileAndErrors) {
   o.isa = "sse1";
   EXPECT_EQ(kestrel_session_open_memory(m.data(), m.size(), &o, &s), KESTREL_INVALID_ARGUMENT);
   EXPECT_NE(std::string(kestrel_last_error()).find("sse1"), std::string::npos) << kestrel_last_error();
+
+  // The float math option reaches the session: a value it does not know is refused by name, the known ones open.
+  kestrel_options_default(&o);
+  o.float_math = "f16";
+  EXPECT_EQ(kestrel_session_open_memory(m.data(), m.size(), &o, &s), KESTREL_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kestrel_last_error()).find("f16"), std::string::npos) << kestrel_last_error();
+  for (const char* math : {"f32", "bf16", ""}) {
+    o.float_math = math;
+    ASSERT_EQ(kestrel_session_open_memory(m.data(), m.size(), &o, &s), KESTREL_OK)
+        << math << ": " << kestrel_last_error();
+    kestrel_session_free(s);
+    s = nullptr;
+  }
 }
 
 TEST(CApi, NullArguments) {

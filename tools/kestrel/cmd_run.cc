@@ -27,12 +27,14 @@ struct RunOptions {
   int threads = 1;
   uint64_t seed = 0;
   bool reference = false;
+  std::string float_math;
 };
 
 void run(const RunOptions& o) {
   SessionOptions so;
   so.num_threads = o.threads;
   so.reference_kernels = o.reference;
+  so.float_math = o.float_math;
   Session session = Session::open(o.model, so);
 
   ModelInputs in = make_inputs(session.inputs(), o.inputs, o.shapes, o.seed);
@@ -98,6 +100,10 @@ void add_run_command(CLI::App& app) {
   sub->add_option("-t,--threads", o->threads, "Number of threads")->check(CLI::Range(1, 256))->capture_default_str();
   sub->add_option("--seed", o->seed, "Seed for random inputs")->capture_default_str();
   sub->add_flag("--reference", o->reference, "Use the plain reference kernels only");
+  sub->add_option("--float-math", o->float_math,
+                  "Float math of the 1x1 convs: f32, or bf16 where the CPU has AVX512_BF16 (default: what the model "
+                  "asks: bf16 in mixed files of `kestrel quantize`, else f32)")
+      ->check(CLI::IsMember({"f32", "bf16"}));
   sub->callback([o] { run(*o); });
 }
 
