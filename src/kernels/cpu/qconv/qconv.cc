@@ -259,7 +259,7 @@ core::Result<std::unique_ptr<QConv>> QConv::create(const QConvSpec& spec) {
 #endif
     conv->dw_fn_ = qconv_detail::qdw_fn(spec.isa, spec.dw_vnni);
     conv->impl_name_ = qconv_detail::qdw_fn_name(spec.isa, spec.dw_vnni);
-    conv->dw_rows_s2_ =
+    conv->dw_int_rows_ =
         !conv->dw_wq_.empty() && spec.isa == core::Isa::kAvx512 && qconv_detail::dw_vnni_usable(spec.isa, spec.dw_vnni);
     if (!conv->dw_fn_) {
       conv->dw_fn_ = qconv_detail::qdw_fn_scalar();

@@ -59,9 +59,10 @@ class QConv {
   }
   bool depthwise() const { return depthwise_; }
   // Whether run() takes this shape through the blocked small-plane depthwise kernel.
-  // On AVX-512 VNNI the per-plane row tiles take stride 2 instead (dw_rows_s2_).
+  // On AVX-512 VNNI the per-plane row tiles take planes of 7 x 7 outputs and more instead (dw_int_rows_).
   bool uses_dw_blocks(const QConvShape& s) const {
-    if (dw_rows_s2_ && s.sh == 2 && s.sw == 2 && s.dh == 1 && s.dw == 1 && s.oh >= 7 && s.ow >= 7) return false;
+    if (dw_int_rows_ && s.sh == s.sw && (s.sh == 1 || s.sh == 2) && s.dh == 1 && s.dw == 1 && s.oh >= 7 && s.ow >= 7)
+      return false;
     return dw_block_fn_ &&
            qconv_detail::qdw_block_fits(s.oh, s.ow, spec_.kh, spec_.kw, s.sh, s.sw, s.dh, s.dw, s.pad_top, s.pad_left);
   }
@@ -84,11 +85,11 @@ class QConv {
   qconv_detail::QDwFn dw_fn_ = nullptr;
   // Small planes, 16 channels at a time (qconv_dw_blocked.h): u8 output on AVX-512 / AVX2, else null.
   qconv_detail::QDwBlockFn dw_block_fn_ = nullptr;
-  // Square 3x3 / 5x5 on AVX-512 VNNI: the integer kernel's row tiles read the plane in place (qconv_dw_int_inl.h,
-  // V512::plane_rows) and take stride 2 down to 7x7 outputs in 0.63-0.69x the blocked kernel's time (BM_QConvDw
-  // 576 x 14 x 14 3x3 and 672 x 14 x 14 5x5 at stride 2, Zen 5); at stride 1 the two are even, and the blocked
-  // kernel keeps 7x7.
-  bool dw_rows_s2_ = false;
+  // Square 3x3 / 5x5 on AVX-512 VNNI: the integer kernel's row tiles read the plane in place and put two 7-8 wide
+  // planes in one vector (qconv_dw_int_inl.h, V512::plane_rows, dw_int_rows_pair), and take the 7x7 outputs in
+  // 0.5-0.8x the blocked kernel's time (BM_QConvDw, Zen 5: 960 x 7 x 7 3x3 19.2-20.6 -> 16.0 us, 1152 x 7 x 7 5x5
+  // 33-35 -> 24, 576 x 14 x 14 3x3 s2 21.3 -> 10.3, 672 x 14 x 14 5x5 s2 30.8 -> 15.1).
+  bool dw_int_rows_ = false;
   std::vector<float> dw_block_w_;       // [M / 16 rounded up][kh * kw][16]
   std::vector<int32_t> dw_block_bias_;  // [M rounded up to 16]
   std::vector<float> dw_block_scale_;   // [M rounded up to 16]

@@ -153,7 +153,8 @@ void dw_int_compute(const QDwPlane& p, const uint8_t* buf, uint8_t* tmp) {
 // plane. On Zen 4 (BM_QConvDw, VNNI) stride 1 takes 0.65-0.80x the flat path's time, 5x5
 // 0.6-0.7x. With the padded copy, 7-wide planes kept the flat path on 16-lane vectors (7 of 16 lanes
 // used here, 49 of 64 there); reading the plane in place (V::kPlaneRows, AVX-512) the row tiles take
-// them too: 960 x 7 x 7 3x3 19 us against 33.5 flat, as fast as the blocked kernel (Zen 5).
+// them too: 960 x 7 x 7 3x3 19 us against 33.5 flat, as fast as the blocked kernel, and 16 with two planes
+// per vector (dw_int_rows_pair; Zen 5).
 template <class V>
 constexpr int kDwRows = V::kLanes == 16 ? 7 : 4;
 template <class V>
@@ -201,6 +202,75 @@ auto dw_int_buf_rows(const uint8_t* buf, int64_t pw) {
   };
 }
 
+// Planes at most 8 columns wide (the 7x7 stages) two at a time on AVX-512: plane a's outputs in lanes 0-7, plane b's
+// in lanes 8-15 (alone, the row tiles leave 9 of 16 lanes idle there). Each input row of a tile is the two planes'
+// rows, one masked 32-byte load each into the two halves, gathered with word indices offset by 8 for the upper half;
+// taps, bias and requantization scale are per half. Otherwise dw_int_rows.
+template <class V, int K, int S>
+void dw_int_rows_pair(const QDwPlane& pa, const QDwPlane& pb) {
+  constexpr int kQuads = (K + 3) / 4, R = kDwRows<V>;
+  const int64_t ow = pa.ow, oh = pa.oh, ih = pa.ih, iw = pa.iw, top = pa.pad_top;
+  const DwSetup<V, K, S> sa(pa), sb(pb);
+  constexpr __mmask16 kUpper = 0xff00;
+  typename V::W w[K][kQuads];
+  for (int ky = 0; ky < K; ++ky)
+    for (int q = 0; q < kQuads; ++q) {
+      w[ky][q].a = _mm512_mask_blend_epi32(kUpper, sa.w[ky][q].a, sb.w[ky][q].a);
+      w[ky][q].b = _mm512_mask_blend_epi32(kUpper, sa.w[ky][q].b, sb.w[ky][q].b);
+    }
+  const __m512i bias = _mm512_mask_blend_epi32(kUpper, sa.vbias, sb.vbias);
+  // The lower half's word indices (outputs 0-7 of a row) again in the upper half, 8 words (32 bytes) on.
+  const __m512i perm =
+      _mm512_add_epi32(_mm512_shuffle_i64x2(sa.perm, sa.perm, 0x44), _mm512_maskz_set1_epi32(kUpper, 8));
+  const DwOut& out = sa.out;  // the clamp, zero point and output kind are the conv's; the scales per plane
+  const __m512 scale = _mm512_mask_blend_ps(kUpper, _mm512_set1_ps(pa.scale), _mm512_set1_ps(pb.scale));
+  const __m256i z = _mm256_set1_epi8(static_cast<char>(pa.x_zp));
+  const int64_t cx = -pa.pad_left;  // the input column of lane 0
+  const __mmask32 m =
+      static_cast<__mmask32>(lanes_between(std::clamp<int64_t>(-cx, 0, 32), std::clamp<int64_t>(iw - cx, 0, 32)));
+  const uintptr_t col_a = reinterpret_cast<uintptr_t>(pa.x) + static_cast<uintptr_t>(cx);
+  const uintptr_t col_b = reinterpret_cast<uintptr_t>(pb.x) + static_cast<uintptr_t>(cx);
+  const __m512i zz = _mm512_set1_epi8(static_cast<char>(pa.x_zp));
+  const __mmask8 n = static_cast<__mmask8>(first_lanes(ow));
+  for (int64_t oy0 = 0; oy0 < oh; oy0 += R) {
+    if (oy0 + R > oh) oy0 = oh - R;
+    __m512i acc[R];
+    for (auto& a : acc) a = bias;
+#pragma GCC unroll 20
+    for (int r = 0; r < (R - 1) * S + K; ++r) {
+      const int64_t iy = oy0 * S + r - top;
+      __m512i g = zz;  // rows outside the plane: every byte x_zp, the same after any permutation
+      if (iy >= 0 && iy < ih) {
+        const uintptr_t at = static_cast<uintptr_t>(iy * iw);
+        const __m256i ra = _mm256_mask_loadu_epi8(z, m, reinterpret_cast<const void*>(col_a + at));
+        const __m256i rb = _mm256_mask_loadu_epi8(z, m, reinterpret_cast<const void*>(col_b + at));
+        g = _mm512_permutexvar_epi32(perm, _mm512_inserti64x4(_mm512_castsi256_si512(ra), rb, 1));
+      }
+#pragma GCC unroll 2
+      for (int q = 0; q < kQuads; ++q) {
+        const __m512i x = V::shuffle(g, sa.shuf[q]);
+#pragma GCC unroll 7
+        for (int i = 0; i < R; ++i)
+          if (r - S * i >= 0 && r - S * i < K) acc[i] = V::dot(acc[i], x, w[r - S * i][q]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) {
+      const int64_t at = (oy0 + i) * ow;
+      if (out.i32) {
+        _mm256_mask_storeu_epi32(static_cast<int32_t*>(pa.y) + at, n, _mm512_castsi512_si256(acc[i]));
+        _mm256_mask_storeu_epi32(static_cast<int32_t*>(pb.y) + at, n, _mm512_extracti64x4_epi64(acc[i], 1));
+        continue;
+      }
+      __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[i]), scale);
+      f = _mm512_min_ps(_mm512_max_ps(f, _mm512_set1_ps(out.lo)), _mm512_set1_ps(out.hi));
+      const __m512i qv = _mm512_add_epi32(_mm512_cvtps_epi32(f), _mm512_set1_epi32(out.zp));  // as V::finish
+      _mm256_mask_cvtusepi32_storeu_epi8(static_cast<uint8_t*>(pa.y) + at, n, _mm512_castsi512_si256(qv));
+      _mm256_mask_cvtusepi32_storeu_epi8(static_cast<uint8_t*>(pb.y) + at, n, _mm512_extracti64x4_epi64(qv, 1));
+    }
+  }
+}
+
 // Stride 1: the flat outputs at row pitch pw -> y at pitch ow.
 template <class V>
 void dw_int_copy_out(const QDwPlane& p, int64_t pw, const uint8_t* tmp) {
@@ -233,7 +303,10 @@ void dw_int_planes(const QDwPlane* ps, int n) {
   const bool rows = p0.oh >= kDwRows<V> && p0.ow >= kDwMinWidth<V>, copy_out = S == 1 && !rows;
   if constexpr (V::kPlaneRows) {
     if (rows) {  // no padded copy: the row tiles load the plane's rows themselves
-      for (int i = 0; i < n; ++i) dw_int_rows<V, K, S>(ps[i], V::template plane_rows<S>(ps[i]));
+      int i = 0;
+      if (p0.ow <= 8)
+        for (; i + 1 < n; i += 2) dw_int_rows_pair<V, K, S>(ps[i], ps[i + 1]);
+      for (; i < n; ++i) dw_int_rows<V, K, S>(ps[i], V::template plane_rows<S>(ps[i]));
       return;
     }
   }
