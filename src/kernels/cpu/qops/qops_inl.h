@@ -53,14 +53,14 @@ inline void affine_row(const uint8_t* x, uint8_t* y, int64_t n, float s, float t
   if (n >= 32 && std::fabs(s) * 255.f + std::fabs(t) < 1073741824.f && 0 <= qlo && qlo <= qhi && qhi <= 255) {
     const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     const __m512i blo = _mm512_set1_epi8(static_cast<char>(qlo)), bhi = _mm512_set1_epi8(static_cast<char>(qhi));
-    const auto affine64 = [&](__m512i b) {
-      __m512i q[4];
-      for (int g = 0; g < 4; ++g) {
-        const __m128i quarter = g == 0 ? _mm512_castsi512_si128(b) : _mm512_extracti32x4_epi32(b, g);
-        const __m512 f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(quarter)), vs, vt);
-        q[g] = _mm512_add_epi32(_mm512_cvtps_epi32(f), vz);
-      }
-      const __m512i w = _mm512_packus_epi16(_mm512_packs_epi32(q[0], q[1]), _mm512_packs_epi32(q[2], q[3]));
+    const auto quarter = [&](__m128i b) {
+      return _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(b)), vs, vt)),
+                              vz);
+    };
+    const auto affine64 = [&](__m512i b) {  // the extract indices are immediates: no loop over them (-O0 / -O1)
+      const __m512i q0 = quarter(_mm512_castsi512_si128(b)), q1 = quarter(_mm512_extracti32x4_epi32(b, 1));
+      const __m512i q2 = quarter(_mm512_extracti32x4_epi32(b, 2)), q3 = quarter(_mm512_extracti32x4_epi32(b, 3));
+      const __m512i w = _mm512_packus_epi16(_mm512_packs_epi32(q0, q1), _mm512_packs_epi32(q2, q3));
       return _mm512_min_epu8(_mm512_max_epu8(_mm512_permutexvar_epi32(order, w), blo), bhi);
     };
     for (; i + 64 <= n; i += 64) _mm512_storeu_si512(y + i, affine64(_mm512_loadu_si512(x + i)));
