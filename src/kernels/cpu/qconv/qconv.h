@@ -61,7 +61,9 @@ class QConv {
   // Whether run() takes this shape through the blocked small-plane depthwise kernel.
   // On AVX-512 VNNI the per-plane row tiles take planes of 7 x 7 outputs and more instead (dw_int_rows_).
   bool uses_dw_blocks(const QConvShape& s) const {
-    if (dw_int_rows_ && s.sh == s.sw && (s.sh == 1 || s.sh == 2) && s.dh == 1 && s.dw == 1 && s.oh >= 7 && s.ow >= 7)
+    constexpr int64_t kMin = qconv_detail::kQDwRowTileMinOutputs;
+    if (dw_int_rows_ && s.sh == s.sw && (s.sh == 1 || s.sh == 2) && s.dh == 1 && s.dw == 1 && s.oh >= kMin &&
+        s.ow >= kMin)
       return false;
     return dw_block_fn_ &&
            qconv_detail::qdw_block_fits(s.oh, s.ow, spec_.kh, spec_.kw, s.sh, s.sw, s.dh, s.dw, s.pad_top, s.pad_left);

@@ -40,6 +40,10 @@ constexpr int64_t kQDwMaxTaps = 256;
 
 // n planes of one geometry (channels, images) sharing p[0].scratch.
 using QDwFn = void (*)(const QDwPlane* p, int n);
+// The AVX-512 row tiles of the integer kernel (qconv_dw_int_inl.h) take planes of at least this many output rows and
+// columns, reading them in place; on AVX-512 VNNI QConv sends such planes there rather than to the blocked kernel.
+constexpr int64_t kQDwRowTileMinOutputs = 7;
+
 // Planes per QDwFn call.
 constexpr int kQDwBatch = 8;
 // The kernel for isa, with the VNNI dot products of that level (avx_vnni / avx512_vnni) when vnni

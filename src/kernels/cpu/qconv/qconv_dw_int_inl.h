@@ -156,40 +156,53 @@ void dw_int_compute(const QDwPlane& p, const uint8_t* buf, uint8_t* tmp) {
 // them too: 960 x 7 x 7 3x3 19 us against 33.5 flat, as fast as the blocked kernel, and 16 with two planes
 // per vector (dw_int_rows_pair; Zen 5).
 template <class V>
-constexpr int kDwRows = V::kLanes == 16 ? 7 : 4;
+constexpr int kDwRows = V::kLanes == 16 ? static_cast<int>(kQDwRowTileMinOutputs) : 4;
 template <class V>
-constexpr int64_t kDwMinWidth = V::kPlaneRows ? 7 : V::kLanes * 3 / 4;
+constexpr int64_t kDwMinWidth = V::kPlaneRows ? kQDwRowTileMinOutputs : V::kLanes * 3 / 4;
+
+// The loop nest of the row tiles (dw_int_rows, dw_int_rows_pair): tiles of R output rows, the last one starting at
+// oh - R; acc[i] = bias + the dot products of taps w with the input rows row(r) (r from the tile's first input row,
+// gathered); then store(oy, acc) for each output row.
+template <class V, int K, int S, class Row, class Store>
+__attribute__((always_inline)) inline void dw_int_row_tiles(int64_t oh, const typename V::W (&w)[K][(K + 3) / 4],
+                                                            typename V::Vec bias, const typename V::Vec* shuf,
+                                                            const Row& row, const Store& store) {
+  constexpr int kQuads = (K + 3) / 4, R = kDwRows<V>;
+  for (int64_t oy0 = 0; oy0 < oh; oy0 += R) {
+    if (oy0 + R > oh) oy0 = oh - R;
+    typename V::Vec acc[R];
+    for (auto& a : acc) a = bias;
+#pragma GCC unroll 20
+    for (int r = 0; r < (R - 1) * S + K; ++r) {
+      const typename V::Vec g = row(oy0 * S + r);
+#pragma GCC unroll 2
+      for (int q = 0; q < kQuads; ++q) {
+        const typename V::Vec x = V::shuffle(g, shuf[q]);
+#pragma GCC unroll 7
+        for (int i = 0; i < R; ++i)  // input row r is window row r - S * i of output row i
+          if (r - S * i >= 0 && r - S * i < K) acc[i] = V::dot(acc[i], x, w[r - S * i][q]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) store(oy0 + i, acc[i]);
+  }
+}
 
 // rows(ox0) gives the tile's row reader for the block of outputs from column ox0: row(r, perm) is row r of the
 // zero-point-padded plane from column ox0 * S, gathered (V::gather_words) with perm. From the padded buffer
 // (dw_int_buf_rows), or on AVX-512 straight from the plane (V512::plane_rows: masked loads, no fill).
 template <class V, int K, int S, class Rows>
 void dw_int_rows(const QDwPlane& p, const Rows& rows) {
-  constexpr int kQuads = (K + 3) / 4, L = V::kLanes, R = kDwRows<V>;
-  const int64_t ow = p.ow, oh = p.oh;
+  constexpr int L = V::kLanes;
+  const int64_t ow = p.ow;
   const DwSetup<V, K, S> su(p);
   const DwOut& out = su.out;
   for (int64_t ox0 = 0; ox0 < ow; ox0 += L) {
     const int n = static_cast<int>(std::min<int64_t>(L, ow - ox0));
     const auto row = rows(ox0);
-    for (int64_t oy0 = 0; oy0 < oh; oy0 += R) {
-      if (oy0 + R > oh) oy0 = oh - R;
-      typename V::Vec acc[R];
-      for (auto& a : acc) a = su.vbias;
-#pragma GCC unroll 20
-      for (int r = 0; r < (R - 1) * S + K; ++r) {
-        const typename V::Vec g = row(oy0 * S + r, su.perm);
-#pragma GCC unroll 2
-        for (int q = 0; q < kQuads; ++q) {
-          const typename V::Vec x = V::shuffle(g, su.shuf[q]);
-#pragma GCC unroll 7
-          for (int i = 0; i < R; ++i)  // input row r is window row r - S * i of output row i
-            if (r - S * i >= 0 && r - S * i < K) acc[i] = V::dot(acc[i], x, su.w[r - S * i][q]);
-        }
-      }
-#pragma GCC unroll 8
-      for (int i = 0; i < R; ++i) V::store_range(V::finish(acc[i], out), out, p.y, (oy0 + i) * ow + ox0, 0, n);
-    }
+    dw_int_row_tiles<V, K, S>(
+        p.oh, su.w, su.vbias, su.shuf, [&](int64_t r) { return row(r, su.perm); },
+        [&](int64_t oy, typename V::Vec acc) { V::store_range(V::finish(acc, out), out, p.y, oy * ow + ox0, 0, n); });
   }
 }
 
@@ -208,8 +221,8 @@ auto dw_int_buf_rows(const uint8_t* buf, int64_t pw) {
 // taps, bias and requantization scale are per half. Otherwise dw_int_rows.
 template <class V, int K, int S>
 void dw_int_rows_pair(const QDwPlane& pa, const QDwPlane& pb) {
-  constexpr int kQuads = (K + 3) / 4, R = kDwRows<V>;
-  const int64_t ow = pa.ow, oh = pa.oh, ih = pa.ih, iw = pa.iw, top = pa.pad_top;
+  constexpr int kQuads = (K + 3) / 4;
+  const int64_t ow = pa.ow, ih = pa.ih, iw = pa.iw, top = pa.pad_top;
   const DwSetup<V, K, S> sa(pa), sb(pb);
   constexpr __mmask16 kUpper = 0xff00;
   typename V::W w[K][kQuads];
@@ -218,7 +231,6 @@ void dw_int_rows_pair(const QDwPlane& pa, const QDwPlane& pb) {
       w[ky][q].a = _mm512_mask_blend_epi32(kUpper, sa.w[ky][q].a, sb.w[ky][q].a);
       w[ky][q].b = _mm512_mask_blend_epi32(kUpper, sa.w[ky][q].b, sb.w[ky][q].b);
     }
-  const __m512i bias = _mm512_mask_blend_epi32(kUpper, sa.vbias, sb.vbias);
   // The lower half's word indices (outputs 0-7 of a row) again in the upper half, 8 words (32 bytes) on.
   const __m512i perm =
       _mm512_add_epi32(_mm512_shuffle_i64x2(sa.perm, sa.perm, 0x44), _mm512_maskz_set1_epi32(kUpper, 8));
@@ -232,43 +244,30 @@ void dw_int_rows_pair(const QDwPlane& pa, const QDwPlane& pb) {
   const uintptr_t col_b = reinterpret_cast<uintptr_t>(pb.x) + static_cast<uintptr_t>(cx);
   const __m512i zz = _mm512_set1_epi8(static_cast<char>(pa.x_zp));
   const __mmask8 n = static_cast<__mmask8>(first_lanes(ow));
-  for (int64_t oy0 = 0; oy0 < oh; oy0 += R) {
-    if (oy0 + R > oh) oy0 = oh - R;
-    __m512i acc[R];
-    for (auto& a : acc) a = bias;
-#pragma GCC unroll 20
-    for (int r = 0; r < (R - 1) * S + K; ++r) {
-      const int64_t iy = oy0 * S + r - top;
-      __m512i g = zz;  // rows outside the plane: every byte x_zp, the same after any permutation
-      if (iy >= 0 && iy < ih) {
-        const uintptr_t at = static_cast<uintptr_t>(iy * iw);
-        const __m256i ra = _mm256_mask_loadu_epi8(z, m, reinterpret_cast<const void*>(col_a + at));
-        const __m256i rb = _mm256_mask_loadu_epi8(z, m, reinterpret_cast<const void*>(col_b + at));
-        g = _mm512_permutexvar_epi32(perm, _mm512_inserti64x4(_mm512_castsi256_si512(ra), rb, 1));
-      }
-#pragma GCC unroll 2
-      for (int q = 0; q < kQuads; ++q) {
-        const __m512i x = V::shuffle(g, sa.shuf[q]);
-#pragma GCC unroll 7
-        for (int i = 0; i < R; ++i)
-          if (r - S * i >= 0 && r - S * i < K) acc[i] = V::dot(acc[i], x, w[r - S * i][q]);
-      }
+  const auto row = [=](int64_t r) {  // by value: captured by reference, the row addresses lived on the stack
+    const int64_t iy = r - top;
+    __m512i g = zz;  // rows outside the plane: every byte x_zp, the same after any permutation
+    if (iy >= 0 && iy < ih) {
+      const uintptr_t at = static_cast<uintptr_t>(iy * iw);
+      const __m256i ra = _mm256_mask_loadu_epi8(z, m, reinterpret_cast<const void*>(col_a + at));
+      const __m256i rb = _mm256_mask_loadu_epi8(z, m, reinterpret_cast<const void*>(col_b + at));
+      g = _mm512_permutexvar_epi32(perm, _mm512_inserti64x4(_mm512_castsi256_si512(ra), rb, 1));
     }
-#pragma GCC unroll 8
-    for (int i = 0; i < R; ++i) {
-      const int64_t at = (oy0 + i) * ow;
-      if (out.i32) {
-        _mm256_mask_storeu_epi32(static_cast<int32_t*>(pa.y) + at, n, _mm512_castsi512_si256(acc[i]));
-        _mm256_mask_storeu_epi32(static_cast<int32_t*>(pb.y) + at, n, _mm512_extracti64x4_epi64(acc[i], 1));
-        continue;
-      }
-      __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[i]), scale);
-      f = _mm512_min_ps(_mm512_max_ps(f, _mm512_set1_ps(out.lo)), _mm512_set1_ps(out.hi));
-      const __m512i qv = _mm512_add_epi32(_mm512_cvtps_epi32(f), _mm512_set1_epi32(out.zp));  // as V::finish
-      _mm256_mask_cvtusepi32_storeu_epi8(static_cast<uint8_t*>(pa.y) + at, n, _mm512_castsi512_si256(qv));
-      _mm256_mask_cvtusepi32_storeu_epi8(static_cast<uint8_t*>(pb.y) + at, n, _mm512_extracti64x4_epi64(qv, 1));
+    return g;
+  };
+  const auto store = [&](int64_t oy, __m512i acc) {
+    const int64_t at = oy * ow;
+    if (out.i32) {
+      _mm256_mask_storeu_epi32(static_cast<int32_t*>(pa.y) + at, n, _mm512_castsi512_si256(acc));
+      _mm256_mask_storeu_epi32(static_cast<int32_t*>(pb.y) + at, n, _mm512_extracti64x4_epi64(acc, 1));
+      return;
     }
-  }
+    const __m512i q = V::finish(acc, out, scale);
+    _mm256_mask_cvtusepi32_storeu_epi8(static_cast<uint8_t*>(pa.y) + at, n, _mm512_castsi512_si256(q));
+    _mm256_mask_cvtusepi32_storeu_epi8(static_cast<uint8_t*>(pb.y) + at, n, _mm512_extracti64x4_epi64(q, 1));
+  };
+  const __m512i bias = _mm512_mask_blend_epi32(kUpper, sa.vbias, sb.vbias);
+  dw_int_row_tiles<V, K, S>(pa.oh, w, bias, sa.shuf, row, store);
 }
 
 // Stride 1: the flat outputs at row pitch pw -> y at pitch ow.
@@ -413,10 +412,13 @@ struct V512 {
     const __m512i odd = _mm512_srli_epi16(x, 8);
     return _mm512_add_epi32(acc, _mm512_add_epi32(_mm512_madd_epi16(even, w.a), _mm512_madd_epi16(odd, w.b)));
   }
-  // Requantized lanes (within [0, 255]) for u8 output, the sums for int32.
+  // Requantized lanes (within [0, 255]) for u8 output, the sums for int32; the second form with a scale per lane
+  // (dw_int_rows_pair: two planes), u8 only.
   static Vec finish(Vec acc, const DwOut& o) {
-    if (o.i32) return acc;
-    __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), _mm512_set1_ps(o.scale));
+    return o.i32 ? acc : finish(acc, o, _mm512_set1_ps(o.scale));
+  }
+  static Vec finish(Vec acc, const DwOut& o, __m512 scale) {
+    __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), scale);
     f = _mm512_min_ps(_mm512_max_ps(f, _mm512_set1_ps(o.lo)), _mm512_set1_ps(o.hi));
     // Round half to even (default MXCSR) like nearbyint.
     return _mm512_add_epi32(_mm512_cvtps_epi32(f), _mm512_set1_epi32(o.zp));
