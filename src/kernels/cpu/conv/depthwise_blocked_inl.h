@@ -541,8 +541,12 @@ inline void stem_tile(const DepthwiseBlockArgs& a, const float* rows, const int6
   using V = typename S::V;
   constexpr int W = S::kWidth;
   V acc[MB][NX];
+  // The loops over the accumulators unroll fully (here and in the store), so they stay in registers: left as
+  // loops, the store's indexed acc[mb][i] kept them on the stack.
+#pragma GCC unroll 8
   for (int mb = 0; mb < MB; ++mb) {
     const V b = S::set1(a.bias ? a.bias[m0 + mb] : 0.f);
+#pragma GCC unroll 8
     for (int i = 0; i < NX; ++i) acc[mb][i] = b;
   }
   if (!st.on) {
@@ -585,9 +589,13 @@ inline void stem_tile(const DepthwiseBlockArgs& a, const float* rows, const int6
     }
   }
   const int64_t ohw = a.oh * a.ow;
+  float* const y0 = a.y;
+  const float* const res0 = a.residual;
+#pragma GCC unroll 8
   for (int mb = 0; mb < MB; ++mb) {
-    float* y = a.y + (m0 + mb) * ohw;
-    const float* res = a.residual ? a.residual + (m0 + mb) * ohw : nullptr;
+    float* y = y0 + (m0 + mb) * ohw;
+    const float* res = res0 ? res0 + (m0 + mb) * ohw : nullptr;
+#pragma GCC unroll 8
     for (int i = 0; i < NX; ++i) {
       V v = acc[mb][i];
       if (lanes[i] == W) {
