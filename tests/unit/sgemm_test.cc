@@ -282,11 +282,12 @@ TEST_P(SgemmIsaTest, EdgeTilesAroundTheRegisterBlock) {
 }
 
 TEST_P(SgemmIsaTest, MEqual15And16) {
-  // AVX-512 runs M = 15..16 with its 8 x 48 tiles, also with A pre-packed (packed for those tiles).
+  // AVX-512 runs M = 15..16, and M = 32 up to K = 64, with its 8 x 48 tiles, also with A pre-packed (packed for
+  // those tiles).
   uint32_t seed = 170;
-  for (int64_t m : {15, 16})
+  for (int64_t m : {15, 16, 32})
     for (int64_t n : {47, 48, 49, 300})
-      for (int64_t k : {1, 32, 600}) {
+      for (int64_t k : {1, 32, 64, 65, 600}) {
         Case cs;
         cs.m = m;
         cs.n = n;
@@ -296,9 +297,14 @@ TEST_P(SgemmIsaTest, MEqual15And16) {
         cs.bias = (seed & 2) ? GemmBias::kPerRow : GemmBias::kPerColumn;
         cs.residual = seed & 4;
         cs.act = (seed & 8) ? GemmActivation::kRelu : GemmActivation::kSigmoid;
-        cs.pack_a = (k == 600 && n == 300) || k == 32;
+        cs.pack_a = (k == 600 && n == 300) || k == 32 || k == 64;
         check_case(cs, GetParam(), nullptr, seed++);
       }
+  if (GetParam() == Isa::kAvx512) {
+    std::vector<float> a(32 * 65, 1.f);
+    EXPECT_EQ(pack_a(32, 64, a.data(), 64, false, GetParam())->mr(), 8);
+    EXPECT_EQ(pack_a(32, 65, a.data(), 65, false, GetParam())->mr(), 14);
+  }
 }
 
 // kSiluBf16 (bf16 math's SiLU on AVX-512: 2^t by vreduceps, a degree-4 polynomial and vscalefps, the reciprocal

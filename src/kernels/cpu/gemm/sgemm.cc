@@ -431,6 +431,10 @@ Status check_matrix(const char* name, const float* data, int64_t rows, int64_t c
 namespace {
 // M = 15..16 fits two 8-row tiles better than 14 + 1..2 rows (AVX-512: the 8 x 48 kernel; on
 // MobileNetV2's 112x112 32 -> 16 1x1 conv 170 against 145 GFLOP/s). Same ISA, another tile.
+// So does M = 32 with K <= kSmallMTableMaxK (four 8-row tiles against 14 + 14 + 4; RegNet-X's 32 -> 32
+// convs at 112 and 56): kestrel_kernel_bench, A pre-packed, 3 interleaved runs, 32 x 32 x 12544
+// 155 -> 142 us at 1 thread, 84 -> 74 at 2. With a deeper K the 14-row tiles win (32 x 144 x 784:
+// 8 x 48 1.07x the time), and M = 24 (14 + 10) keeps them too (1.02-1.04x with 8 x 48 at K = 48..96).
 const UkernelTable* small_m_table(const UkernelTable* t) {
 #if defined(__x86_64__) || defined(_M_X64)
   if (t->isa == Isa::kAvx512) return gemm_detail::ukernel_table_avx512_small_m();
@@ -439,9 +443,11 @@ const UkernelTable* small_m_table(const UkernelTable* t) {
   return nullptr;
 }
 
-const UkernelTable* table_for_m(const UkernelTable* t, int64_t m) {
+constexpr int64_t kSmallMTableMaxK = 64;
+
+const UkernelTable* table_for_m(const UkernelTable* t, int64_t m, int64_t k) {
   const UkernelTable* s = small_m_table(t);
-  return s && (m == 15 || m == 16) ? s : t;
+  return s && (m == 15 || m == 16 || (m == 32 && k <= kSmallMTableMaxK)) ? s : t;
 }
 }  // namespace
 
@@ -453,7 +459,7 @@ Result<SgemmTileShape> sgemm_tile_shape(core::Isa isa) {
 Result<PackedA> pack_a(int64_t m, int64_t k, const float* a, int64_t lda, bool trans_a, std::optional<core::Isa> isa) {
   KESTREL_ASSIGN_OR_RETURN(const UkernelTable* t, resolve(isa));
   if (m < 0 || k < 0) return core::invalid_argument("pack_a: negative size");
-  t = table_for_m(t, m);
+  t = table_for_m(t, m, k);
   KESTREL_RETURN_IF_ERROR(check_matrix("a", a, trans_a ? k : m, trans_a ? m : k, lda, false));
   const int64_t slivers = (m + t->mr - 1) / t->mr;
   int64_t floats;
@@ -649,7 +655,7 @@ Status sgemm_impl(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA& a,
       return core::invalid_argument(core::str_cat("sgemm: packed A has slivers of ", a.packed->mr(),
                                                   " rows, which no kernel with this B takes"));
   } else if (!b.packed) {
-    uk = table_for_m(uk, m);
+    uk = table_for_m(uk, m, k);
   }
 
   if (a.packed) {
