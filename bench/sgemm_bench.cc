@@ -61,6 +61,12 @@ const Shape kShapes[] = {
     {"mbv2_7x7_p_576to160", 160, 49, 576},
     {"mbv2_7x7_e_160to960", 960, 49, 160},
     {"mbv2_7x7_last_320to1280", 1280, 49, 320},
+    // MnasNet's 112x112 / 56x56 pointwise convs whose M leaves the 14-row tiles an edge, and RegNet-X's 32 -> 32.
+    {"mnas_112x112_e_16to48", 48, 12544, 16},
+    {"mnas_56x56_e_24to72", 72, 3136, 24},
+    {"mnas_56x56_p_72to24", 24, 3136, 72},
+    {"mnas_56x56_p_48to24", 24, 3136, 48},
+    {"regnet_112x112_32to32", 32, 12544, 32},
     // ResNet-50 3x3 convs as im2col GEMMs and a few of its 1x1 convs.
     {"r50_56x56_3x3_64", 64, 3136, 576},
     {"r50_28x28_3x3_128", 128, 784, 1152},

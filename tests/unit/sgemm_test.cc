@@ -281,7 +281,7 @@ TEST_P(SgemmIsaTest, EdgeTilesAroundTheRegisterBlock) {
     }
 }
 
-TEST_P(SgemmIsaTest, MEqual15And16) {
+TEST_P(SgemmIsaTest, MOnTheEightRowTiles) {
   // AVX-512 runs M = 15..16, and M = 32 up to K = 64, with its 8 x 48 tiles, also with A pre-packed (packed for
   // those tiles).
   uint32_t seed = 170;
@@ -302,8 +302,11 @@ TEST_P(SgemmIsaTest, MEqual15And16) {
       }
   if (GetParam() == Isa::kAvx512) {
     std::vector<float> a(32 * 65, 1.f);
-    EXPECT_EQ(pack_a(32, 64, a.data(), 64, false, GetParam())->mr(), 8);
-    EXPECT_EQ(pack_a(32, 65, a.data(), 65, false, GetParam())->mr(), 14);
+    auto k64 = pack_a(32, 64, a.data(), 64, false, GetParam());
+    auto k65 = pack_a(32, 65, a.data(), 65, false, GetParam());
+    ASSERT_TRUE(k64.is_ok() && k65.is_ok());
+    EXPECT_EQ(k64->mr(), 8);
+    EXPECT_EQ(k65->mr(), 14);
   }
 }
 
