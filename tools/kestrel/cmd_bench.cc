@@ -531,10 +531,7 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--isa", o->isa, "Cap the instruction set (default: the best this CPU has)")
       ->check(CLI::IsMember({"scalar", "avx2", "avx512"}));
-  sub->add_option("--float-math", o->float_math,
-                  "Float math of the 1x1 convs: f32, or bf16 where the CPU has AVX512_BF16 (default: what the model "
-                  "asks: bf16 in mixed files of `kestrel quantize`, else f32)")
-      ->check(CLI::IsMember({"f32", "bf16"}));
+  add_float_math_option(sub, &o->float_math);
   sub->add_option("--seed", o->seed, "Seed for random inputs")->capture_default_str();
   sub->add_flag("--reference", o->reference, "Use the plain reference kernels only");
   sub->add_option("--against", o->against,

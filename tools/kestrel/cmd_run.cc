@@ -100,10 +100,7 @@ void add_run_command(CLI::App& app) {
   sub->add_option("-t,--threads", o->threads, "Number of threads")->check(CLI::Range(1, 256))->capture_default_str();
   sub->add_option("--seed", o->seed, "Seed for random inputs")->capture_default_str();
   sub->add_flag("--reference", o->reference, "Use the plain reference kernels only");
-  sub->add_option("--float-math", o->float_math,
-                  "Float math of the 1x1 convs: f32, or bf16 where the CPU has AVX512_BF16 (default: what the model "
-                  "asks: bf16 in mixed files of `kestrel quantize`, else f32)")
-      ->check(CLI::IsMember({"f32", "bf16"}));
+  add_float_math_option(sub, &o->float_math);
   sub->callback([o] { run(*o); });
 }
 
