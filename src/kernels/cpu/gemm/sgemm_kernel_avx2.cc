@@ -9,6 +9,32 @@ namespace {
 struct Avx2Ops : VecOps {
   static constexpr bool kHasTranspose = true;
 
+  // Lane i: the sum of a[i]'s 8 lanes (pairs added in three rounds, as in the AVX-512 row_sums).
+  static KESTREL_GEMM_INLINE V row_sums(const V (&a)[8]) {
+    V u[4], w[2];
+    KESTREL_GEMM_UNROLL(4)
+    for (int i = 0; i < 4; ++i)
+      u[i] = _mm256_add_ps(_mm256_unpacklo_ps(a[2 * i], a[2 * i + 1]), _mm256_unpackhi_ps(a[2 * i], a[2 * i + 1]));
+    KESTREL_GEMM_UNROLL(2)
+    for (int j = 0; j < 2; ++j)
+      w[j] = _mm256_add_ps(_mm256_shuffle_ps(u[2 * j], u[2 * j + 1], 0x44),
+                           _mm256_shuffle_ps(u[2 * j], u[2 * j + 1], 0xee));
+    return _mm256_add_ps(_mm256_permute2f128_ps(w[0], w[1], 0x20), _mm256_permute2f128_ps(w[0], w[1], 0x31));
+  }
+
+  // Lanes kOff .. kOff + 7 of the 16 in (lo, hi).
+  template <int kOff>
+  static KESTREL_GEMM_INLINE V window(V lo, V hi) {
+    if constexpr (kOff == 0) {
+      return lo;
+    } else {
+      const __m256i idx = _mm256_setr_epi32(kOff, (kOff + 1) & 7, (kOff + 2) & 7, (kOff + 3) & 7, (kOff + 4) & 7,
+                                            (kOff + 5) & 7, (kOff + 6) & 7, (kOff + 7) & 7);
+      return _mm256_blend_ps(_mm256_permutevar8x32_ps(lo, idx), _mm256_permutevar8x32_ps(hi, idx),
+                             (0xff << (8 - kOff)) & 0xff);
+    }
+  }
+
   // In-register 8x8 transpose: r[i] holds row i (8 k values); afterwards r[k] holds column k.
   static KESTREL_GEMM_INLINE void transpose8(V (&r)[8]) {
     V t[8], u[8];

@@ -9,6 +9,30 @@ namespace {
 struct Avx512Ops : VecOps {
   static constexpr bool kHasTranspose = true;
 
+  // Lane i: the sum of a[i]'s 16 lanes. Pairs are added in four rounds (unpack, shuffle_ps, then
+  // shuffle_f32x4 twice), each halving the vectors, which leaves the sums in order.
+  static KESTREL_GEMM_INLINE V row_sums(const V (&a)[16]) {
+    V u[8], w[4], z[2];
+    KESTREL_GEMM_UNROLL(8)
+    for (int i = 0; i < 8; ++i)  // per 128-bit block: a[2i] lanes 0+2, a[2i+1] 0+2, a[2i] 1+3, a[2i+1] 1+3
+      u[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
+    KESTREL_GEMM_UNROLL(4)
+    for (int j = 0; j < 4; ++j)  // block b, lane c: the sum of block b of a[4j + c]
+      w[j] = _mm512_add_ps(_mm512_shuffle_ps(u[2 * j], u[2 * j + 1], 0x44),
+                           _mm512_shuffle_ps(u[2 * j], u[2 * j + 1], 0xee));
+    KESTREL_GEMM_UNROLL(2)
+    for (int h = 0; h < 2; ++h)  // blocks: a[8h + c] over blocks 0+1, 2+3, then a[8h + 4 + c] likewise
+      z[h] = _mm512_add_ps(_mm512_shuffle_f32x4(w[2 * h], w[2 * h + 1], 0x88),
+                           _mm512_shuffle_f32x4(w[2 * h], w[2 * h + 1], 0xdd));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(z[0], z[1], 0x88), _mm512_shuffle_f32x4(z[0], z[1], 0xdd));
+  }
+
+  // Lanes kOff .. kOff + 15 of the 32 in (lo, hi).
+  template <int kOff>
+  static KESTREL_GEMM_INLINE V window(V lo, V hi) {
+    return _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(hi), _mm512_castps_si512(lo), kOff));
+  }
+
   // In-register 16x16 transpose: r[i] holds row i (16 k values); afterwards r[k] holds column k.
   static KESTREL_GEMM_INLINE void transpose16(V (&r)[16]) {
     V t[16], u[16];

@@ -9,6 +9,15 @@ namespace {
 // The shared one-lane vector ops; no in-register transpose (the packers fall back to loops).
 struct ScalarOps : VecOps {
   static constexpr bool kHasTranspose = false;
+
+  static V row_sums(const V (&a)[1]) { return a[0]; }
+
+  // One lane: the window of one float at offset 0 of (lo, hi).
+  template <int kOff>
+  static V window(V lo, V) {
+    static_assert(kOff == 0);
+    return lo;
+  }
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The SGEMM macro-kernel, MR x NR register-blocked micro-kernel and packers, written once over a
 // vector-ops traits type S (the shared kernels/cpu/vec_ops_*_inl.h VecOps, plus kHasTranspose and,
-// when true, transpose_pack) and instantiated per ISA by sgemm_kernel_*.cc.
+// when true, transpose_pack; window<kOff> and row_sums for the single-column kernels) and
+// instantiated per ISA by sgemm_kernel_*.cc.
 //
 // Include only from a kernel .cc; the unnamed namespace keeps each ISA's copy private to its
 // translation unit (they are compiled with different -m flags and must never be merged).
@@ -8,6 +9,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <numeric>
 #include <utility>
 
 #include "kernels/cpu/gemm/sgemm_ukernel.h"
@@ -424,8 +426,11 @@ struct SgemmKernel {
   // The extra column of MacroTile (col_b) against the A sliver at row ir of the block, while the
   // sliver is in L1.
   static void sliver_column(const MacroTile& t, int64_t ir) {
-    float out[kSliverFloats];
-    gemv_slivers<1, 8, false>(t.kc, t.a + (ir / MR) * t.a_sliver_stride, 0, t.col_b, t.col_ld, out);
+    V sums[1][NA];
+    gemv_slivers<1, 8, false>(t.kc, 0, nullptr, t.a + (ir / MR) * t.a_sliver_stride, 0, t.col_b, t.col_ld, sums);
+    alignas(64) float out[NA * W];
+    KESTREL_GEMM_UNROLL(4)
+    for (int v = 0; v < NA; ++v) S::store(out + v * W, sums[0][v]);
     float* y = t.col_c + ir * t.ldc;
     const int rows = static_cast<int>(gemm_min<int64_t>(MR, t.mc - ir));
     for (int i = 0; i < rows; ++i) y[i * t.ldc] = t.col_accum ? y[i * t.ldc] + out[i] : out[i];
@@ -630,38 +635,121 @@ struct SgemmKernel {
   // Pre-packed A (slivers of MR rows, k rows of MR floats each) against one column of B (a 1x1
   // conv on a 1x1 plane: squeeze-excite): y[i * ldy] = sum_p A[i, p] * b[p * ldb] (+ bias[i],
   // + r[i * ldr] if given) for i in [0, m), each sliver read once, four at a time sharing each
-  // broadcast of b (one sliver with two FMA chains left the latency exposed: 1152 -> 48 took 7.0
+  // read of b (one sliver with two FMA chains left the latency exposed: 1152 -> 48 took 7.0
   // instead of 4.0 us on Zen 2).
+  //
+  // Up to kPeriodMaxK, b is first spread into `spread` the way A's k rows lie in a sliver, so each
+  // period of kPeriodK k rows (kPeriodV whole vectors) is kPeriodV aligned loads and FMAs: with
+  // one load per k row, MR = 14 rows of 16 lanes, 7 in 8 loads crossed a cache line and 30% of
+  // the time went to a scalar store of the sums (48 -> 1152 took 3.1 us against oneDNN's 2.7).
   static void gemv_packed_a(int64_t m, int64_t k, const float* a, const float* b, int64_t ldb, const float* bias,
                             const float* r, int64_t ldr, float* y, int64_t ldy) {
     constexpr int kGroup = 4;
-    float out[kGroup * kSliverFloats];
+    const int64_t kp = k <= kPeriodMaxK ? k / kPeriodK * kPeriodK : 0;
+    alignas(64) float spread[kPeriodMaxK * MR];  // spread[p * MR + i] = b[p * ldb] for p < kp, i < MR
+    for (int64_t p = 0; p < kp; ++p) {
+      const V bv = S::set1(b[p * ldb]);
+      KESTREL_GEMM_UNROLL(4)
+      for (int v = 0; v < NA; ++v) S::store_n(spread + p * MR + v * W, bv, gemm_min(W, MR - v * W));
+    }
     int64_t i0 = 0;
-    auto emit = [&](int64_t rows) {
-      for (int64_t i = 0; i < rows; ++i) {
-        const float v = out[(i / MR) * kSliverFloats + i % MR];
-        y[(i0 + i) * ldy] = v + (bias ? bias[i0 + i] : 0.f) + (r ? r[(i0 + i) * ldr] : 0.f);
+    auto emit = [&](const V* sums, int g, int64_t rows) __attribute__((always_inline)) {
+      KESTREL_GEMM_UNROLL(4)
+      for (int v = 0; v < NA; ++v) {
+        const int nv = static_cast<int>(gemm_min<int64_t>(W, rows - v * W));
+        if (nv <= 0) break;
+        store_sums(sums[v], nv, i0 + g * MR + v * W, bias, r, ldr, y, ldy);
       }
     };
     for (; i0 + kGroup * MR <= m; i0 += kGroup * MR, a += kGroup * k * MR) {
-      gemv_slivers<kGroup, 2, true>(k, a, k * MR, b, ldb, out);
-      emit(kGroup * MR);
+      V sums[kGroup][NA];
+      gemv_slivers<kGroup, 2, true>(k, kp, spread, a, k * MR, b, ldb, sums);
+      KESTREL_GEMM_UNROLL(4)
+      for (int g = 0; g < kGroup; ++g) emit(sums[g], g, MR);
     }
     for (; i0 < m; i0 += MR, a += k * MR) {
-      gemv_slivers<1, 8, true>(k, a, 0, b, ldb, out);
-      emit(gemm_min<int64_t>(MR, m - i0));
+      V sums[1][NA];
+      gemv_slivers<1, 8, true>(k, kp, spread, a, 0, b, ldb, sums);
+      emit(sums[0], 0, gemm_min<int64_t>(MR, m - i0));
     }
   }
 
-  // NA vectors cover a sliver's MR rows; gemv_slivers writes kSliverFloats per sliver.
+  // y[(i + l) * ldy] = lane l of s (+ bias[i + l], + r[(i + l) * ldr] if given) for l < nv.
+  static KESTREL_GEMM_INLINE void store_sums(V s, int nv, int64_t i, const float* bias, const float* r, int64_t ldr,
+                                             float* y, int64_t ldy) {
+    if (bias) s = S::add(s, S::load_n(bias + i, nv));
+    if (r && ldr == 1) s = S::add(s, S::load_n(r + i, nv));
+    if (ldy == 1 && (!r || ldr == 1)) {
+      S::store_n(y + i, s, nv);
+      return;
+    }
+    alignas(64) float lane[W];
+    S::store(lane, s);
+    for (int l = 0; l < nv; ++l) y[(i + l) * ldy] = lane[l] + (r && ldr != 1 ? r[(i + l) * ldr] : 0.f);
+  }
+
+  // NA vectors cover a sliver's MR rows. A period of kPeriodK k rows of a sliver is kPeriodV whole
+  // vectors (14 x 16 lanes: 8 k rows, 7 vectors).
   static constexpr int NA = (MR + W - 1) / W;
-  static constexpr int kSliverFloats = NA * W;
+  static constexpr int kPeriodFloats = std::lcm(MR, W);
+  static constexpr int kPeriodK = kPeriodFloats / MR, kPeriodV = kPeriodFloats / W;
+  static constexpr int64_t kPeriodMaxK = 256;  // the spread column: 256 * MR floats on the stack
+
+  // out[v] += vector v of each k row of the period in pacc (kPeriodV vectors); vector v of k row t
+  // is the window of W floats at t * MR + v * W, within two neighbouring vectors (S::window).
+  template <int... Q>
+  static KESTREL_GEMM_INLINE void add_period_rows(const V (&pacc)[kPeriodV], V (&out)[NA],
+                                                  std::integer_sequence<int, Q...>) {
+    (add_period_row<Q / NA, Q % NA>(pacc, out), ...);
+  }
+  template <int T, int Vi>
+  static KESTREL_GEMM_INLINE void add_period_row(const V (&pacc)[kPeriodV], V (&out)[NA]) {
+    constexpr int f = T * MR + Vi * W, j = f / W;
+    // Past the period's end (the last k row when W does not divide MR) are lanes no one stores.
+    constexpr int hi = j + 1 < kPeriodV ? j + 1 : j;
+    out[Vi] = S::add(out[Vi], S::template window<f % W>(pacc[j], pacc[hi]));
+  }
 
   // G packed slivers (k rows of MR floats; a_stride floats apart) times a column b (k values ldb
-  // apart): sliver g's MR sums go to out[g * kSliverFloats, + MR). H FMA chains per sliver over
-  // interleaved k. kPrefetch: the slivers stream from memory (pre-packed weights).
+  // apart): sliver g's MR sums go to out[g]. The first kp k rows (whole periods) against `spread`
+  // (b spread as A's k rows are), then the rest with H FMA chains per sliver over interleaved k.
+  // kPrefetch: the slivers stream from memory (pre-packed weights).
   template <int G, int H, bool kPrefetch>
-  static void gemv_slivers(int64_t k, const float* a, int64_t a_stride, const float* b, int64_t ldb, float* out) {
+  static KESTREL_GEMM_INLINE void gemv_slivers(int64_t k, int64_t kp, const float* spread, const float* a,
+                                               int64_t a_stride, const float* b, int64_t ldb, V (&out)[G][NA]) {
+    static_assert(G * kPeriodV <= 28, "the period accumulators must fit in registers");
+    KESTREL_GEMM_UNROLL(8)
+    for (int g = 0; g < G; ++g) {
+      KESTREL_GEMM_UNROLL(4)
+      for (int v = 0; v < NA; ++v) out[g][v] = S::zero();
+    }
+    if (kp > 0) {
+      V pacc[G][kPeriodV];
+      KESTREL_GEMM_UNROLL(8)
+      for (int g = 0; g < G; ++g) {
+        KESTREL_GEMM_UNROLL(8)
+        for (int j = 0; j < kPeriodV; ++j) pacc[g][j] = S::zero();
+      }
+      for (int64_t f = 0; f < kp * MR; f += kPeriodFloats) {
+        KESTREL_GEMM_UNROLL(8)
+        for (int j = 0; j < kPeriodV; ++j) {
+          const V x = S::load(spread + f + j * W);
+          KESTREL_GEMM_UNROLL(8)
+          for (int g = 0; g < G; ++g) {
+            const float* ap = a + g * a_stride + f + j * W;
+            if constexpr (kPrefetch) {
+              if (j * W % 16 == 0) __builtin_prefetch(ap + kPrefetchFloats, 0, 0);  // once per 64-byte line
+            }
+            pacc[g][j] = S::fmadd(S::load(ap), x, pacc[g][j]);
+          }
+        }
+      }
+      // Row i of the sliver is float i of each of the period's k rows: add them up in registers
+      // (through a store and unaligned loads, which cannot be forwarded, this took 60% of the time).
+      KESTREL_GEMM_UNROLL(8)
+      for (int g = 0; g < G; ++g) add_period_rows(pacc[g], out[g], std::make_integer_sequence<int, kPeriodK * NA>());
+    }
+    if (kp == k) return;
     V acc[H][G][NA];
     KESTREL_GEMM_UNROLL(8)
     for (int h = 0; h < H; ++h) {
@@ -686,7 +774,7 @@ struct SgemmKernel {
         }
       }
     };
-    int64_t p = 0;
+    int64_t p = kp;
     for (; p + H < k; p += H) {
       KESTREL_GEMM_UNROLL(8)
       for (int h = 0; h < H; ++h) step(h, p + h, false);
@@ -706,16 +794,37 @@ struct SgemmKernel {
     KESTREL_GEMM_UNROLL(8)
     for (int g = 0; g < G; ++g) {
       KESTREL_GEMM_UNROLL(4)
-      for (int v = 0; v < NA; ++v) S::store(out + g * kSliverFloats + v * W, acc[0][g][v]);
+      for (int v = 0; v < NA; ++v) out[g][v] = S::add(out[g][v], acc[0][g][v]);
     }
   }
 
   // Row-major A (not packed) against one contiguous column x: y[i * ldy] = dot(A[i, :], x)
-  // (+ bias[i], + r[i * ldr] if given), A rows lda apart.
+  // (+ bias[i], + r[i * ldr] if given), A rows lda apart. W rows at a time, their W sums added up
+  // in one S::row_sums (a horizontal add per row made 48 -> 1152 take 3.8 us against oneDNN's 2.7).
   static void gemv_rows(int64_t m, int64_t k, const float* a, int64_t lda, const float* x, const float* bias,
                         const float* r, int64_t ldr, float* y, int64_t ldy) {
-    for (int64_t i = 0; i < m; ++i) {
-      const float* ar = a + i * lda;
+    const int tail = static_cast<int>(k % W);
+    int64_t i0 = 0;
+    for (; i0 + W <= m; i0 += W) {
+      const float* ar = a + i0 * lda;
+      V acc[W];
+      KESTREL_GEMM_UNROLL(16)
+      for (int i = 0; i < W; ++i) acc[i] = S::zero();
+      int64_t p = 0;
+      for (; p + W <= k; p += W) {
+        const V xv = S::load(x + p);
+        KESTREL_GEMM_UNROLL(16)
+        for (int i = 0; i < W; ++i) acc[i] = S::fmadd(S::load(ar + i * lda + p), xv, acc[i]);
+      }
+      if (tail) {
+        const V xv = S::load_n(x + p, tail);
+        KESTREL_GEMM_UNROLL(16)
+        for (int i = 0; i < W; ++i) acc[i] = S::fmadd(S::load_n(ar + i * lda + p, tail), xv, acc[i]);
+      }
+      store_sums(S::row_sums(acc), W, i0, bias, r, ldr, y, ldy);
+    }
+    for (; i0 < m; ++i0) {
+      const float* ar = a + i0 * lda;
       V acc0 = S::zero(), acc1 = S::zero();
       int64_t p = 0;
       for (; p + 2 * W <= k; p += 2 * W) {
@@ -723,11 +832,8 @@ struct SgemmKernel {
         acc1 = S::fmadd(S::load(ar + p + W), S::load(x + p + W), acc1);
       }
       for (; p + W <= k; p += W) acc0 = S::fmadd(S::load(ar + p), S::load(x + p), acc0);
-      if (p < k) {
-        const int t = static_cast<int>(k - p);
-        acc1 = S::fmadd(S::load_n(ar + p, t), S::load_n(x + p, t), acc1);
-      }
-      y[i * ldy] = S::reduce_add(S::add(acc0, acc1)) + (bias ? bias[i] : 0.f) + (r ? r[i * ldr] : 0.f);
+      if (tail) acc1 = S::fmadd(S::load_n(ar + p, tail), S::load_n(x + p, tail), acc1);
+      y[i0 * ldy] = S::reduce_add(S::add(acc0, acc1)) + (bias ? bias[i0] : 0.f) + (r ? r[i0 * ldr] : 0.f);
     }
   }
 
