@@ -10,6 +10,7 @@ namespace {
 struct ScalarOps : VecOps {
   static constexpr bool kHasTranspose = false;
 
+  // One lane: a row's sum is the row (the single-column kernels' S::row_sums).
   static V row_sums(const V (&a)[1]) { return a[0]; }
 
   // One lane: the window of one float at offset 0 of (lo, hi).
