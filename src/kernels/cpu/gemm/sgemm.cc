@@ -429,12 +429,7 @@ Status check_matrix(const char* name, const float* data, int64_t rows, int64_t c
 // ---------------------------------------------------------------------------------------------
 
 namespace {
-// M = 15..16 fits two 8-row tiles better than 14 + 1..2 rows (AVX-512: the 8 x 48 kernel; on
-// MobileNetV2's 112x112 32 -> 16 1x1 conv 170 against 145 GFLOP/s). Same ISA, another tile.
-// So does M = 32 with K <= kSmallMTableMaxK (four 8-row tiles against 14 + 14 + 4; RegNet-X's 32 -> 32
-// convs at 112 and 56): kestrel_kernel_bench, A pre-packed, 3 interleaved runs, 32 x 32 x 12544
-// 155 -> 142 us at 1 thread, 84 -> 74 at 2. With a deeper K the 14-row tiles win (32 x 144 x 784:
-// 8 x 48 1.07x the time), and M = 24 (14 + 10) keeps them too (1.02-1.04x with 8 x 48 at K = 48..96).
+// The same ISA's table with other tiles for small M, or null (AVX-512: the 8 x 48 kernel).
 const UkernelTable* small_m_table(const UkernelTable* t) {
 #if defined(__x86_64__) || defined(_M_X64)
   if (t->isa == Isa::kAvx512) return gemm_detail::ukernel_table_avx512_small_m();
@@ -445,6 +440,12 @@ const UkernelTable* small_m_table(const UkernelTable* t) {
 
 constexpr int64_t kSmallMTableMaxK = 64;
 
+// M = 15..16 fits two 8-row tiles better than 14 + 1..2 rows (on MobileNetV2's 112x112 32 -> 16 1x1
+// conv 170 against 145 GFLOP/s). So does M = 32 with K <= kSmallMTableMaxK (four 8-row tiles against
+// 14 + 14 + 4; RegNet-X's 32 -> 32 convs at 112 and 56): kestrel_kernel_bench, A pre-packed, 3
+// interleaved runs, 32 x 32 x 12544 155 -> 142 us at 1 thread, 84 -> 74 at 2. With a deeper K the
+// 14-row tiles win (32 x 144 x 784: 8 x 48 1.07x the time), and M = 24 (14 + 10) keeps them too
+// (1.02-1.04x with 8 x 48 at K = 48..96).
 const UkernelTable* table_for_m(const UkernelTable* t, int64_t m, int64_t k) {
   const UkernelTable* s = small_m_table(t);
   return s && (m == 15 || m == 16 || (m == 32 && k <= kSmallMTableMaxK)) ? s : t;
