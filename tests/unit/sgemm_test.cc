@@ -9,6 +9,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/fast_kernel_util.h"
@@ -282,12 +283,13 @@ TEST_P(SgemmIsaTest, EdgeTilesAroundTheRegisterBlock) {
 }
 
 TEST_P(SgemmIsaTest, MOnTheEightRowTiles) {
-  // AVX-512 runs M = 15..16, and M = 32 up to K = 64, with its 8 x 48 tiles, also with A pre-packed (packed for
-  // those tiles).
+  // AVX-512 runs M = 15..16, M = 32 up to K = 64, and whole 8-row tiles that are not whole 14-row ones up to
+  // K = 24 (M = 48, 96) with its 8 x 48 tiles, also with A pre-packed (packed for those tiles).
   uint32_t seed = 170;
-  for (int64_t m : {15, 16, 32})
+  for (int64_t m : {15, 16, 32, 48, 96})
     for (int64_t n : {47, 48, 49, 300})
-      for (int64_t k : {1, 32, 64, 65, 600}) {
+      for (int64_t k : {1, 16, 24, 25, 32, 64, 65, 600}) {
+        if (m > 32 && k > 32) continue;
         Case cs;
         cs.m = m;
         cs.n = n;
@@ -297,7 +299,7 @@ TEST_P(SgemmIsaTest, MOnTheEightRowTiles) {
         cs.bias = (seed & 2) ? GemmBias::kPerRow : GemmBias::kPerColumn;
         cs.residual = seed & 4;
         cs.act = (seed & 8) ? GemmActivation::kRelu : GemmActivation::kSigmoid;
-        cs.pack_a = (k == 600 && n == 300) || k == 32 || k == 64;
+        cs.pack_a = (k == 600 && n == 300) || k == 24 || k == 25 || k == 32 || k == 64;
         check_case(cs, GetParam(), nullptr, seed++);
       }
   if (GetParam() == Isa::kAvx512) {
@@ -307,6 +309,12 @@ TEST_P(SgemmIsaTest, MOnTheEightRowTiles) {
     ASSERT_TRUE(k64.is_ok() && k65.is_ok());
     EXPECT_EQ(k64->mr(), 8);
     EXPECT_EQ(k65->mr(), 14);
+    // The shallow rule: M = 48 and 96 up to K = 24; not past it, nor M = 56 (whole 14-row tiles) or 44.
+    for (auto [m, k, mr] : {std::tuple{48, 24, 8}, {96, 16, 8}, {48, 25, 14}, {56, 16, 14}, {44, 16, 14}}) {
+      auto p = pack_a(m, k, a.data(), k, false, GetParam());
+      ASSERT_TRUE(p.is_ok());
+      EXPECT_EQ(p->mr(), mr) << m << " x " << k;
+    }
   }
 }
 

@@ -439,6 +439,7 @@ const UkernelTable* small_m_table(const UkernelTable* t) {
 }
 
 constexpr int64_t kSmallMTableMaxK = 64;
+constexpr int64_t kShallowMaxK = 24;
 
 // M = 15..16 fits two 8-row tiles better than 14 + 1..2 rows (on MobileNetV2's 112x112 32 -> 16 1x1
 // conv 170 against 145 GFLOP/s). So does M = 32 with K <= kSmallMTableMaxK (four 8-row tiles against
@@ -446,9 +447,17 @@ constexpr int64_t kSmallMTableMaxK = 64;
 // interleaved runs, 32 x 32 x 12544 155 -> 142 us at 1 thread, 84 -> 74 at 2. With a deeper K the
 // 14-row tiles win (32 x 144 x 784: 8 x 48 1.07x the time), and M = 24 (14 + 10) keeps them too
 // (1.02-1.04x with 8 x 48 at K = 48..96).
+// At K <= kShallowMaxK (the expand convs after a 16- or 24-channel layer) every M of whole 8-row tiles
+// that the 14-row ones would end with a partial sliver takes the 8 x 48 tiles: 20 interleaved rounds
+// on Zen 5, 1 | 2 threads, the ratio of the fastest runs: 16 -> 48 at 112x112 0.94 | 0.98, 16 -> 96
+// 0.96 | 0.95, 24 -> 72 at 56x56 0.95 | 0.95, 24 -> 144 0.90 | 0.95 (per-round medians 0.87-0.99
+// with a neighbour loading the host). At K = 32 (32 -> 192 at 28x28) it was even, at K = 64 (64 -> 384
+// at 14x14) 1.02x the time.
 const UkernelTable* table_for_m(const UkernelTable* t, int64_t m, int64_t k) {
   const UkernelTable* s = small_m_table(t);
-  return s && (m == 15 || m == 16 || (m == 32 && k <= kSmallMTableMaxK)) ? s : t;
+  if (!s) return t;
+  const bool shallow = k <= kShallowMaxK && m % s->mr == 0 && m % t->mr != 0;
+  return m == 15 || m == 16 || (m == 32 && k <= kSmallMTableMaxK) || shallow ? s : t;
 }
 }  // namespace
 
