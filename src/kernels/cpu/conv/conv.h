@@ -45,8 +45,9 @@ class FastConv {
 
   // Conv + epilogue (bias, activation; no residual) + 2-D MaxPool `q` in one pass, on the stem path
   // only (path_for(p) == kStem, else Unsupported): the conv rows each strip of pool rows needs are
-  // computed into per-thread scratch and pooled from there, so the conv output ([N, M, conv_oh,
-  // conv_ow]) is never written to memory. y: [N, M, pooled sizes] (the MaxPool's output).
+  // computed into per-thread scratch (those it shares with the strip before it are kept from that
+  // one) and pooled from there, so the conv output ([N, M, conv_oh, conv_ow]) is never written to
+  // memory. y: [N, M, pooled sizes] (the MaxPool's output).
   Status run_max_pooled(const ref::ConvParams& p, int64_t conv_oh, int64_t conv_ow, const Pool2dParams& q,
                         const Tensor& x, const Tensor* bias, Tensor& y, core::ThreadPool* pool) const;
 
