@@ -821,8 +821,8 @@ Status FastConv::run_max_pooled(const ref::ConvParams& p, int64_t conv_oh, int64
   std::atomic<bool> oom{false};
   // Strips go in runs of consecutive ones, so the conv rows that a strip shares with the one before it (kh - sh
   // rows when the windows overlap: 1 of SqueezeNet's 9) are moved up in `rows` instead of computed again. With
-  // threads, two runs per thread, claimed as they finish, which keeps most of the balance of claiming single strips
-  // (one range per thread was 1.09x the time at 2 threads in a loaded run).
+  // threads, two runs per thread, claimed as they finish, to keep some of the balance of claiming single strips (at
+  // 2 threads one range per thread was 1.09x the time in one loaded run, even with these runs in a second).
   const int threads = pool ? pool->num_threads() : 1;
   const int64_t runs = threads > 1 ? std::min<int64_t>(tasks, 2 * threads) : 1;
   core::run_tasks(pool, runs, [&](int64_t r) {
