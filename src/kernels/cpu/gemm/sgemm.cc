@@ -163,9 +163,10 @@ struct Problem {
   const float* b_scale = nullptr;  // int8 B: per-column scale
   const GemmEpilogue* ep = nullptr;
   bool stream_c = false;  // see kStreamCBytes
-  // Column n of C (one past the n tiled columns) is computed sliver by sliver in the macro-kernel
-  // by the tasks whose tiles end at column n (see sgemm_impl: N = 49 on 7x7 planes).
-  bool extra_column = false;
+  // Columns n .. n + extra_columns - 1 of C (past the n tiled columns) are computed sliver by
+  // sliver in the macro-kernel by the tasks whose tiles end at column n (see sgemm_impl: N = 49 on
+  // 7x7 planes, 196 on 14x14).
+  int extra_columns = 0;
 };
 
 // With threads, a C of at least this many bytes (all batch entries) is written with non-temporal
@@ -206,8 +207,8 @@ bool run_block(const Problem& p, const Operands& o, int64_t m0, int64_t m1, int6
   const size_t b_floats = round16(static_cast<size_t>(direct_b     ? nr * kc_max
                                                       : p.packed_b ? 0
                                                                    : (nc_max + nr - 1) / nr * nr * kc_max));
-  const bool extra_column = p.extra_column && n1 == p.n;
-  const size_t col_floats = extra_column ? round16(static_cast<size_t>(kc_max)) : 0;
+  const int extra_columns = n1 == p.n ? p.extra_columns : 0;
+  const size_t col_floats = round16(static_cast<size_t>(kc_max * extra_columns));
   float* ws = scratch_floats(a_floats + b_floats + col_floats + 16);
   if (!ws) return false;
   float* a_buf = ws;
@@ -302,16 +303,18 @@ bool run_block(const Problem& p, const Operands& o, int64_t m0, int64_t m1, int6
         }
         t.c = o.c + ic * p.ldc + jc;
         t.col_b = nullptr;
-        if (extra_column && jc + nc == n1 && kc > 0) {
-          // Copied once per block: read in place, each of its values would be a line of its own,
+        if (extra_columns && jc + nc == n1 && kc > 0) {
+          // Copied once per block: read in place, each of their values would be a line of its own,
           // fetched again from L2 for every sliver (22 of 185 us on 400 x 49 x 400).
           if (ic == m0) {
-            const float* src = p.trans_b ? o.b + p.n * p.ldb + pc : o.b + pc * p.ldb + p.n;
-            const int64_t ld = p.trans_b ? 1 : p.ldb;
-            for (int64_t q = 0; q < kc; ++q) col_buf[q] = src[q * ld];
+            for (int j = 0; j < extra_columns; ++j) {
+              const float* src = p.trans_b ? o.b + (p.n + j) * p.ldb + pc : o.b + pc * p.ldb + p.n + j;
+              const int64_t ld = p.trans_b ? 1 : p.ldb;
+              for (int64_t q = 0; q < kc; ++q) col_buf[j * kc + q] = src[q * ld];
+            }
           }
           t.col_b = col_buf;
-          t.col_ld = 1;
+          t.col_n = extra_columns;
           t.col_c = o.c + ic * p.ldc + p.n;
           t.col_accum = pc > 0;
         }
@@ -327,16 +330,18 @@ bool run_block(const Problem& p, const Operands& o, int64_t m0, int64_t m1, int6
 #if defined(__x86_64__) || defined(_M_X64)
   if (p.stream_c) _mm_sfence();  // the non-temporal stores before the pool's completion signal
 #endif
-  if (extra_column && p.k > 0) {
-    // The extra column holds the bare products: its epilogue (alpha 1, beta 0, no column bias).
+  if (extra_columns && p.k > 0) {
+    // The extra columns hold the bare products: their epilogue (alpha 1, beta 0, no column bias).
     float* col = o.c + p.n;
     for (int64_t i = m0; i < m1; ++i) {
-      float x = col[i * p.ldc];
-      if (ep.bias_kind == GemmBias::kPerRow) x += ep.bias[i];
-      if (o.residual) x += o.residual[i * ep.ldr + p.n];
-      col[i * p.ldc] = x;
+      for (int j = 0; j < extra_columns; ++j) {
+        float x = col[i * p.ldc + j];
+        if (ep.bias_kind == GemmBias::kPerRow) x += ep.bias[i];
+        if (o.residual) x += o.residual[i * ep.ldr + p.n + j];
+        col[i * p.ldc + j] = x;
+      }
     }
-    uk.activate(col + m0 * p.ldc, p.ldc, m1 - m0, 1, ep.activation, ep.act_alpha, ep.act_beta);
+    uk.activate(col + m0 * p.ldc, p.ldc, m1 - m0, extra_columns, ep.activation, ep.act_alpha, ep.act_beta);
   }
   return true;
 }
@@ -732,13 +737,16 @@ Status sgemm_impl(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA& a,
   // Plain A qualifies when its rows and the column are contiguous.
   if (column_path && n == 1 && (p.packed_a || (!a.trans && (b.trans || b.ld == 1))))
     return single_column(p, a.data, b.data, c, ep, ctx);
-  // One column past a whole number of vectors (7x7 planes: N = 49 = 3 x 16 + 1) would take a
-  // whole vector of every tile row for it (49 of 64 lanes used): the tiles cover N - 1 columns
-  // and the macro-kernel adds the last one with each A sliver while it is in L1 (a second pass
-  // over a pre-packed A after the tiles read it from L3 again: 30 of 187 us on 400 x 49 x 400).
-  if (column_path && uk->width > 1 && n > uk->width && n % uk->width == 1) {
-    p.n = n - 1;
-    p.extra_column = true;
+  // A few columns past a whole number of vectors (7x7 planes: N = 49 = 3 x 16 + 1; 14x14: 196 =
+  // 12 x 16 + 4) would take a whole vector of every tile row (an MR x 1-vector edge tile costs MR
+  // FMAs a k step, half a full tile, for 1-4 of 16 columns): the tiles cover the whole vectors and
+  // the macro-kernel adds the rest with each A sliver while it is in L1, a k step a column (a
+  // second pass over a pre-packed A after the tiles read it from L3 again: 30 of 187 us on 400 x
+  // 49 x 400). Up to a quarter of a vector: 4 columns on AVX-512, 2 on AVX2.
+  const int64_t rest = uk->width > 1 ? n % uk->width : 0;
+  if (column_path && n > uk->width && rest > 0 && rest <= uk->width / 4) {
+    p.n = n - rest;
+    p.extra_columns = static_cast<int>(rest);
   }
 
   const int threads = ctx.pool ? ctx.pool->num_threads() : 1;

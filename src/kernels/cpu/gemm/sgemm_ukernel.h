@@ -41,12 +41,13 @@ struct MacroTile {
   // Whole-vector stores of C non-temporal (the driver sets it only on the last K block, for large
   // C with aligned rows and an activation applied in the store; it fences afterwards).
   bool stream_c = false;
-  // The one column past the tiled ones (N = 49 = 3 x 16 + 1 on a 7x7 plane), or null: after each
-  // A sliver's tiles the macro-kernel stores the sliver's dot products with this column of op(B)
-  // (kc values col_ld apart) at col_c (rows ldc apart; col_accum: added, for the later K blocks),
-  // while the sliver is in L1. The driver applies the epilogue to the column after the last block.
+  // The col_n columns past the tiled ones (N = 49 = 3 x 16 + 1 on a 7x7 plane, 196 = 12 x 16 + 4
+  // on a 14x14 one), or null: after each A sliver's tiles the macro-kernel stores the sliver's dot
+  // products with column j of op(B) (kc contiguous values at col_b + j * kc) at col_c + j (rows
+  // ldc apart; col_accum: added, for the later K blocks), while the sliver is in L1. The driver
+  // applies the epilogue to the columns after the last block.
   const float* col_b = nullptr;
-  int64_t col_ld = 0;
+  int col_n = 0;
   float* col_c = nullptr;
   bool col_accum = false;
 };

@@ -419,21 +419,24 @@ struct SgemmKernel {
     int64_t tile_index = 0;
     for (int64_t ir = 0; ir < t.mc; ir += MR) {
       for (int64_t jr = 0; jr < t.nc; jr += NR) run_tile(t, mode, b_edge, ir, jr, tile_index++);
-      if (t.col_b) sliver_column(t, ir);
+      if (t.col_b) sliver_columns(t, ir);
     }
   }
 
-  // The extra column of MacroTile (col_b) against the A sliver at row ir of the block, while the
+  // The extra columns of MacroTile (col_b) against the A sliver at row ir of the block, while the
   // sliver is in L1.
-  static void sliver_column(const MacroTile& t, int64_t ir) {
-    V sums[1][NA];
-    gemv_slivers<1, 8, false>(t.kc, 0, nullptr, t.a + (ir / MR) * t.a_sliver_stride, 0, t.col_b, t.col_ld, sums);
-    alignas(64) float out[NA * W];
-    KESTREL_GEMM_UNROLL(4)
-    for (int v = 0; v < NA; ++v) S::store(out + v * W, sums[0][v]);
-    float* y = t.col_c + ir * t.ldc;
+  static void sliver_columns(const MacroTile& t, int64_t ir) {
+    const float* a = t.a + (ir / MR) * t.a_sliver_stride;
     const int rows = static_cast<int>(gemm_min<int64_t>(MR, t.mc - ir));
-    for (int i = 0; i < rows; ++i) y[i * t.ldc] = t.col_accum ? y[i * t.ldc] + out[i] : out[i];
+    for (int j = 0; j < t.col_n; ++j) {
+      V sums[1][NA];
+      gemv_slivers<1, 8, false>(t.kc, 0, nullptr, a, 0, t.col_b + j * t.kc, 1, sums);
+      alignas(64) float out[NA * W];
+      KESTREL_GEMM_UNROLL(4)
+      for (int v = 0; v < NA; ++v) S::store(out + v * W, sums[0][v]);
+      float* y = t.col_c + ir * t.ldc + j;
+      for (int i = 0; i < rows; ++i) y[i * t.ldc] = t.col_accum ? y[i * t.ldc] + out[i] : out[i];
+    }
   }
 
   // Copies kc rows of r valid floats (row k at src + k * ld) into rows of R floats, zero padded.
