@@ -613,11 +613,11 @@ TEST_P(SgemmIsaTest, SmallMPrePackedB) {
 }
 
 // N = 1 against pre-packed A (squeeze-excite 1x1 convs), or row-major A with a contiguous column,
-// takes its own path when C = A * b with at most a per-row bias and a residual. When N is one past
-// a whole number of vectors by up to a quarter vector (7x7 planes: 49; 14x14: 196) the macro-kernel
+// takes its own path when C = A * b with at most a per-row bias and a residual. When N is past a
+// whole number of vectors by up to a quarter vector (7x7 planes: 49; 14x14: 196) the macro-kernel
 // computes the last columns sliver by sliver (K = 1100 spans two K blocks on AVX2: the columns are
-// added up across them). The other
-// epilogues and layouts must still be right (they take the tiled path). K up to 256 is read a
+// added up across them). The other epilogues and layouts must still be right (they take the
+// tiled path). K up to 256 is read a
 // period of k rows at a time (8 on AVX-512, 4 on AVX2), the rest a k row at a time; every
 // first case of a shape has N = 1.
 TEST_P(SgemmIsaTest, SingleColumnPrePackedA) {
@@ -627,8 +627,8 @@ TEST_P(SgemmIsaTest, SingleColumnPrePackedA) {
   auto one_in = [&](uint32_t n) { return pick() % n == 0; };
   const int64_t ms[] = {1, 13, 14, 15, 29, 48, 1152};
   const int64_t ks[] = {1, 2, 5, 8, 20, 48, 255, 256, 257, 577, 1100};
-  // 20, 36, 50, 51, 196: 4, 4, 2, 3, 4 extra columns on AVX-512 (on AVX2 only 50 has extra
-  // columns, 2, the rest take the tiles); 21: 5, tiled.
+  // Extra columns on AVX-512: 1 for 17 and 49; 4, 4, 2, 3, 4 for 20, 36, 50, 51, 196; 21 (5) is
+  // tiled. On AVX2: 1 for 9, 17 and 49, 2 for 50; the others are tiled.
   const int64_t ns[] = {1, 1, 9, 17, 49, 20, 36, 50, 51, 196, 21};
   const GemmActivation acts[] = {GemmActivation::kNone, GemmActivation::kRelu, GemmActivation::kSigmoid,
                                  GemmActivation::kSilu, GemmActivation::kHardSigmoid};

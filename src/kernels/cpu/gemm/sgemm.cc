@@ -740,9 +740,9 @@ Status sgemm_impl(int64_t m, int64_t n, int64_t k, float alpha, const SgemmA& a,
   // A few columns past a whole number of vectors (7x7 planes: N = 49 = 3 x 16 + 1; 14x14: 196 =
   // 12 x 16 + 4) would take a whole vector of every tile row (an MR x 1-vector edge tile costs MR
   // FMAs a k step, half a full tile, for 1-4 of 16 columns): the tiles cover the whole vectors and
-  // the macro-kernel adds the rest with each A sliver while it is in L1, a k step a column (a
-  // second pass over a pre-packed A after the tiles read it from L3 again: 30 of 187 us on 400 x
-  // 49 x 400). Up to a quarter of a vector: 4 columns on AVX-512, 2 on AVX2.
+  // the macro-kernel adds the rest with each A sliver while it is in L1, one pass over the sliver
+  // per column (a second pass over a pre-packed A after the tiles read it from L3 again: 30 of
+  // 187 us on 400 x 49 x 400). Up to a quarter of a vector: 4 columns on AVX-512, 2 on AVX2.
   const int64_t rest = uk->width > 1 ? n % uk->width : 0;
   if (column_path && n > uk->width && rest > 0 && rest <= uk->width / 4) {
     p.n = n - rest;
