@@ -617,9 +617,8 @@ TEST_P(SgemmIsaTest, SmallMPrePackedB) {
 // whole number of vectors by up to a quarter vector (7x7 planes: 49; 14x14: 196) the macro-kernel
 // computes the last columns sliver by sliver (K = 1100 spans two K blocks on AVX2: the columns are
 // added up across them). The other epilogues and layouts must still be right (they take the
-// tiled path). K up to 256 is read a
-// period of k rows at a time (8 on AVX-512, 4 on AVX2), the rest a k row at a time; every
-// first case of a shape has N = 1.
+// tiled path). K up to 256 is read a period of k rows at a time (8 on AVX-512, 4 on AVX2), the
+// rest a k row at a time; every first case of a shape has N = 1.
 TEST_P(SgemmIsaTest, SingleColumnPrePackedA) {
   uint32_t seed = 380;
   core::ThreadPool pool(2);
