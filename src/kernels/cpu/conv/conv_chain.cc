@@ -104,13 +104,14 @@ Status FastConvChain::run(const ConvChainParams& p, const Tensor& x, const Tenso
   // projection: with one thread the whole image is one strip (the plane-direct depthwise then walks each channel's
   // rows in one run). On Zen 4, BM_Chain 0 -> 32 -> 16 at 112 cold 384 -> 310 us, warm 302 -> 296; in the models
   // (10-14 interleaved rounds, the first block's node) MnasNet and MobileNet-V2 -10%, MobileNet-V3-Large's 16 -> 16
-  // equal; with 2 threads the bench was unchanged and MnasNet's node slower in its median, so threads keep strips.
-  // Each thread takes an equal share of the n * oh output rows
+  // equal; with 2 threads the bench was unchanged and MnasNet's node slower in its median, so threads keep strips,
+  // of kDepthwiseStripFloats of depthwise output each. Each thread takes an equal share of the n * oh output rows
   // (image-major) and cuts it into near-equal strips of at most `rows`: strips of the full height with a short
   // last one, dealt out whole, gave one of 2 threads 68 of 112 rows (MobileNet-V2's first block, 34-row strips).
   const int threads = pool ? pool->num_threads() : 1;
-  int64_t rows =
-      !expand_ && threads == 1 ? oh : std::max<int64_t>((kStripFloats / std::max<int64_t>(m * w, 1) - k) / s + 1, 1);
+  int64_t rows = expand_        ? std::max<int64_t>((kStripFloats / std::max<int64_t>(m * w, 1) - k) / s + 1, 1)
+                 : threads == 1 ? oh
+                                : std::max<int64_t>(kDepthwiseStripFloats / std::max<int64_t>(m * ow, 1), 1);
   rows = std::min(rows, oh);
   const int64_t total_rows = n * oh;
   const int64_t rows_in = (rows - 1) * s + k;

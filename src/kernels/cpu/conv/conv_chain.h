@@ -62,6 +62,13 @@ class FastConvChain {
   // strips of one output row at 112x112 (96 channels; no projection 1.64x the unfused time), 64 Ki 1.07-1.25x
   // warm at 1 thread; 128 Ki and 192 Ki 1.01-1.06x warm, 0.74-1.01x cold, 0.6-0.9x at 2 threads.
   static constexpr int64_t kStripFloats = int64_t{128} << 10;
+  // Without the expansion, with threads: floats of depthwise output per strip (96 KiB), kept for the projection
+  // while the thread's share of X, written by the op before on this core, stays in its L2. Before, the strips were
+  // sized as expanded rows (kStripFloats): at 112x112, 32 channels, 28-row strips whose 400 KiB of depthwise output
+  // pushed X's rows out of Zen 4's 1 MiB L2. `kestrel bench --trace` at 2 threads, 10-14 interleaved rounds, the
+  // first block's node, median ratio of the rounds: MnasNet 0.87, MobileNet-V2 0.77, MobileNet-V3-Large (16
+  // channels) 0.96. One thread keeps the whole image as one strip.
+  static constexpr int64_t kDepthwiseStripFloats = int64_t{24} << 10;
 
  private:
   // Small planes (create: both pointwise convs transposed): the three convs over pixel-major scratch, no strips.
