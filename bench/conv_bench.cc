@@ -206,6 +206,9 @@ BENCHMARK(BM_ConvNoHint) PW7;
 BENCHMARK(BM_Conv) PWS(1) PWS(2) PWS(3) PWS(4) PWS(5) PWS(6) PWS(8);
 BENCHMARK(BM_ConvNoHint) PWS(1) PWS(2) PWS(3) PWS(4) PWS(5) PWS(6) PWS(8);
 BENCHMARK(BM_Conv2T) PW7;
+// RegNet-X's 14x14 1x1 into its last stage (160 -> 400, the first block's expansion), at 1 and 2 threads.
+BENCHMARK(BM_Conv) PW(160, 400, 14);
+BENCHMARK(BM_Conv2T) PW(160, 400, 14);
 // Grouped 3x3 (RegNet-X 400MF, group width 16; stride 2 in the first block of each stage).
 BENCHMARK(BM_Conv)
     ->Args({64, 64, 56, 3, 1, 4, 1})
