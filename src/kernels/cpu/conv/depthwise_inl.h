@@ -32,6 +32,7 @@ inline void copy_zero_padded(const float* xr, int64_t x0, float* d, int64_t o0, 
 
 template <class S>
 void im2col_rows(const Im2colArgs& a, int64_t r0, int64_t r1) {
+  constexpr int W = S::kWidth;
   const int64_t ihw = a.ih * a.iw, ohw = a.oh * a.ow;
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t c = r / (a.kh * a.kw), ky = r / a.kw % a.kh, kx = r % a.kw;
@@ -53,8 +54,14 @@ void im2col_rows(const Im2colArgs& a, int64_t r0, int64_t r1) {
         copy_zero_padded<S>(xr, x0, d, o0, o1, a.ow);
       } else {
         for (int64_t ox = 0; ox < o0; ++ox) d[ox] = 0.f;
-        if (a.sw == 2) {
-          for (int64_t ox = o0; ox < o1; ++ox) d[ox] = xr[x0 + 2 * ox];
+        if (a.sw == 2) {  // whole vectors while both loads stay in the row, then one column at a time
+          int64_t ox = o0;
+          for (; ox + W <= o1 && x0 + 2 * (ox + W) <= a.iw; ox += W) {
+            typename S::V even, odd;
+            S::deinterleave(S::load(xr + x0 + 2 * ox), S::load(xr + x0 + 2 * ox + W), even, odd);
+            S::store(d + ox, even);
+          }
+          for (; ox < o1; ++ox) d[ox] = xr[x0 + 2 * ox];
         } else {
           for (int64_t ox = o0; ox < o1; ++ox) d[ox] = xr[x0 + ox * a.sw];
         }
