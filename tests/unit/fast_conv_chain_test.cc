@@ -3,7 +3,7 @@
 // around the vector width), depthwise or grouped middle convs, with or without the expansion, planes from 1 to 61 rows
 // (odd, strip heights that do not divide them), 3x3 / 5x5, stride 1 / 2, every begin pad below the kernel with the end
 // pad chosen freely, batches, biases or none, residual with NaNs, every fused activation at each stage, 1 to 3 threads;
-// then the bad-input refusals.
+// the strided 1x1 shortcut folded into the projection; then the bad-input refusals.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -78,6 +78,61 @@ TEST_P(FastConvChainTest, MatchesReference) {
                            bias && project ? &b3 : nullptr, residual ? &z : nullptr, got, pool);
     ASSERT_TRUE(st.is_ok()) << st.to_string();
     EXPECT_TRUE(close_f32(got, want, 2e-4));
+  }
+}
+
+// The shortcut (RegNet's downsampling blocks): Y = act3(W3 x D + B3 + W4 x X[::s, ::s] + B4), with W3 and W4 side by
+// side in one projection of M + C channels and B3 + B4 as its bias; against the reference's strided 1x1 conv of X as
+// the projection's residual. Depthwise or grouped middle convs, with or without the expansion, 3x3 / 5x5 with their
+// symmetric pads (the shortcut needs the same output size), both strides, odd planes, batches, 1 to 3 threads.
+TEST_P(FastConvChainTest, ShortcutMatchesReference) {
+  KESTREL_SKIP_IF_ISA_MISSING(GetParam());
+  const Isa isa = GetParam();
+  std::mt19937 rng(29);
+  core::ThreadPool pool2(2), pool3(3);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int i = 0; i < 24; ++i) {
+    const int64_t k = i % 4 == 3 ? 5 : 3, s = i % 3 == 0 ? 1 : 2, pad = k / 2;
+    const int64_t groups = i % 2 == 0 ? pick(2, 3) : 0, n = pick(1, 2), pr = pick(1, 40);
+    const int64_t m = groups ? groups * 16 : pick(1, 40);
+    const bool expand = i % 5 != 4, bias = i % 6 != 1;
+    const int64_t c = expand ? pick(1, 24) : m;
+    const int64_t h = i % 7 == 6 ? pick(1, 4) : pick(k, 61), w = i % 7 == 6 ? pick(1, 4) : pick(k, 130);
+    const int64_t oh = (h - 1) / s + 1, ow = (w - 1) / s + 1;
+    const FusedActivation a1 = kActs[i % 10], a2 = kActs[(i * 3 + 1) % 10], a3 = kActs[(i * 7 + 2) % 10];
+    SCOPED_TRACE(core::str_cat("case ", i, ": n ", n, " c ", c, " m ", m, " groups ", groups, " p ", pr, " h ", h,
+                               " w ", w, " k ", k, " s ", s, expand ? "" : " no expansion", bias ? "" : " no bias"));
+    Tensor x = random_f32({n, c, h, w}, rng), w1 = random_f32({m, c, 1, 1}, rng), b1 = random_f32({m}, rng);
+    const int64_t group2 = groups ? groups : m;
+    Tensor w2 = random_f32({m, m / group2, k, k}, rng), b2 = random_f32({m}, rng);
+    Tensor w3 = random_f32({pr, m, 1, 1}, rng), b3 = random_f32({pr}, rng);
+    Tensor w4 = random_f32({pr, c, 1, 1}, rng), b4 = random_f32({pr}, rng);
+    const Dims yd{n, pr, oh, ow};
+    Tensor e = expand ? testing::ref_conv_stage(x, w1, bias ? &b1 : nullptr, 1, 1, 0, 0, {n, m, h, w}, a1, nullptr) : x;
+    Tensor d = testing::ref_conv_stage(e, w2, bias ? &b2 : nullptr, group2, s, pad, pad, {n, m, oh, ow}, a2, nullptr);
+    Tensor shortcut = testing::ref_conv_stage(x, w4, bias ? &b4 : nullptr, 1, s, 0, 0, yd, {}, nullptr);
+    Tensor want = testing::ref_conv_stage(d, w3, bias ? &b3 : nullptr, 1, 1, 0, 0, yd, a3, &shortcut);
+
+    Tensor w34 = testing::filled_f32({pr, m + c, 1, 1}, 0.f), b34 = testing::filled_f32({pr}, 0.f);
+    for (int64_t o = 0; o < pr; ++o) {
+      for (int64_t j = 0; j < m; ++j) w34.data<float>()[o * (m + c) + j] = w3.data<float>()[o * m + j];
+      for (int64_t j = 0; j < c; ++j) w34.data<float>()[o * (m + c) + m + j] = w4.data<float>()[o * c + j];
+      b34.data<float>()[o] = b3.data<float>()[o] + b4.data<float>()[o];
+    }
+    auto f1 = FastConv::create(w1, 1, a1, isa, false), f2 = FastConv::create(w2, group2, a2, isa, false),
+         f3 = FastConv::create(w34, 1, a3, isa, false);
+    ASSERT_TRUE(f1.is_ok() && f2.is_ok() && f3.is_ok());
+    auto chain = FastConvChain::create(expand ? std::optional<FastConv>(std::move(*f1)) : std::nullopt, std::move(*f2),
+                                       std::move(*f3), c);
+    ASSERT_TRUE(chain.is_ok()) << chain.status().to_string();
+    Tensor got = testing::filled_f32(yd, NAN);
+    core::ThreadPool* pool = i % 3 == 0 ? nullptr : i % 3 == 1 ? &pool2 : &pool3;
+    Status st = chain->run({s, pad, pad}, x, bias && expand ? &b1 : nullptr, bias ? &b2 : nullptr,
+                           bias ? &b34 : nullptr, nullptr, got, pool);
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+    EXPECT_TRUE(close_f32(got, want, 2e-4));
+    // A residual besides the shortcut is refused.
+    EXPECT_FALSE(chain->run({s, pad, pad}, x, nullptr, nullptr, nullptr, &got, got, pool).is_ok());
   }
 }
 
@@ -186,6 +241,20 @@ TEST_P(FastConvChainTest, RejectsBadInput) {
   EXPECT_TRUE(dw_project->run({1, 1, 1}, y8, nullptr, &b8, nullptr, nullptr, y, nullptr).is_ok());
   EXPECT_FALSE(dw_project->run({1, 1, 1}, x, nullptr, nullptr, nullptr, nullptr, y, nullptr).is_ok());  // 3 channels
   EXPECT_FALSE(dw_project->run({1, 1, 1}, y8, &b8, nullptr, nullptr, nullptr, y, nullptr).is_ok());     // B1
+
+  // The shortcut: the projection must read M + C channels, X's C, and a projection must be there.
+  Tensor w3_short = random_f32({4, 11, 1, 1}, rng);
+  auto shortcut = [&](const Tensor* c, int64_t channels) {
+    std::optional<FastConv> p;
+    if (c) p = FastConv::create(*c, 1, {}, isa, false).value();
+    return FastConvChain::create(FastConv::create(w1, 1, {}, isa, false).value(),
+                                 FastConv::create(w2, 8, {}, isa, false).value(), std::move(p), channels);
+  };
+  EXPECT_TRUE(shortcut(&w3_short, 3).is_ok());
+  EXPECT_EQ(shortcut(&w3, 3).status().code(), core::StatusCode::kInvalidArgument);        // W3 without W4's columns
+  EXPECT_EQ(shortcut(&w3_short, 2).status().code(), core::StatusCode::kInvalidArgument);  // X has 3 channels
+  EXPECT_EQ(shortcut(nullptr, 3).status().code(), core::StatusCode::kInvalidArgument);    // no projection
+  EXPECT_EQ(shortcut(&w3_short, -3).status().code(), core::StatusCode::kInvalidArgument);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, FastConvChainTest, ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512),

@@ -324,10 +324,12 @@ struct PwDwCase {
   int64_t group = 0;                    // the middle conv's; 0: m (depthwise)
 };
 
-// w1 null (cs.c 0): the middle conv reads x.
+// w1 null (cs.c 0): the middle conv reads x. w4 (with b4): the shortcut, a 1x1 conv of x at the middle conv's stride
+// added before act3.
 std::vector<double> naive_pointwise_depthwise(const PwDwCase& cs, const Tensor& x, const Tensor* w1, const Tensor* b1,
                                               const Tensor& w2, const Tensor* b2, const Tensor* w3, const Tensor* b3,
-                                              const Tensor* z, const Act& a1, const Act& a2, const Act& a3) {
+                                              const Tensor* z, const Act& a1, const Act& a2, const Act& a3,
+                                              const Tensor* w4 = nullptr, const Tensor* b4 = nullptr) {
   const int64_t oh = (cs.h + cs.pads[0] + cs.pads[2] - cs.k) / cs.stride + 1;
   const int64_t ow = (cs.w + cs.pads[1] + cs.pads[3] - cs.k) / cs.stride + 1;
   auto f = [](const Tensor* t, int64_t i) { return t ? double(t->data<float>()[i]) : 0.0; };
@@ -363,9 +365,11 @@ std::vector<double> naive_pointwise_depthwise(const PwDwCase& cs, const Tensor& 
     for (int64_t p = 0; p < cs.p; ++p)
       for (int64_t i = 0; i < oh * ow; ++i) {
         const int64_t o = (n * cs.p + p) * oh * ow + i;
-        double acc = f(b3, p) + f(z, o);
+        double acc = f(b3, p) + f(z, o) + f(b4, p);
         for (int64_t m = 0; m < cs.m; ++m)
           acc += d[static_cast<size_t>((n * cs.m + m) * oh * ow + i)] * f(w3, p * cs.m + m);
+        const int64_t xc = cs.c ? cs.c : cs.m, iy = i / ow * cs.stride, ix = i % ow * cs.stride;
+        for (int64_t c = 0; w4 && c < xc; ++c) acc += f(&x, ((n * xc + c) * cs.h + iy) * cs.w + ix) * f(w4, p * xc + c);
         out[static_cast<size_t>(o)] = act_naive(a3, acc);
       }
   return out;
@@ -461,6 +465,68 @@ TEST(FusedPointwiseDepthwise, MatchesNaiveChainWithoutExpansion) {
                        400);
 }
 
+// The strided 1x1 shortcut of X (W4, B4 at inputs 8, 9; RegNet's downsampling blocks) in Z's place, with and without
+// the expansion and biases, depthwise and grouped middle conv, strides 1 and 2, on the reference (weights fed) and
+// with constant weights (the fast chain, [W3 | W4] as one projection), against the naive chain.
+TEST(FusedPointwiseDepthwise, MatchesNaiveChainWithShortcut) {
+  const std::vector<PwDwCase> cases = {{2, 24, 13, 15, 48, 40, 3, 2, {1, 1, 1, 1}, 3},
+                                       {1, 5, 12, 11, 9, 7, 5, 2, {2, 2, 2, 2}},
+                                       {1, 0, 9, 10, 32, 8, 3, 1, {1, 1, 1, 1}, 2},
+                                       {2, 6, 8, 9, 16, 5, 3, 1, {1, 1, 1, 1}}};
+  const std::vector<Act>& acts = all_acts();
+  uint32_t seed = 500;
+  int i = 0;
+  for (const PwDwCase& cs : cases) {
+    const int64_t oh = (cs.h - 1) / cs.stride + 1, ow = (cs.w - 1) / cs.stride + 1, xc = cs.c ? cs.c : cs.m;
+    const bool expand = cs.c > 0;
+    Tensor x = random_tensor({cs.n, xc, cs.h, cs.w}, seed++);
+    Tensor w1 = expand ? random_tensor({cs.m, cs.c, 1, 1}, seed++) : Tensor();
+    Tensor b1 = expand ? random_tensor({cs.m}, seed++) : Tensor();
+    Tensor w2 = random_tensor({cs.m, cs.group ? cs.m / cs.group : 1, cs.k, cs.k}, seed++);
+    Tensor b2 = random_tensor({cs.m}, seed++), w3 = random_tensor({cs.p, cs.m, 1, 1}, seed++);
+    Tensor b3 = random_tensor({cs.p}, seed++), w4 = random_tensor({cs.p, xc, 1, 1}, seed++);
+    Tensor b4 = random_tensor({cs.p}, seed++);
+    for (size_t a = 0; a < acts.size(); a += 3, ++i) {
+      const Act &a1 = acts[a], &a2 = acts[(a + 3) % acts.size()], &a3 = acts[(a + 7) % acts.size()];
+      const bool with_b = i % 2 == 0;
+      Attrs attrs{{"kernel_shape", std::vector<int64_t>{cs.k, cs.k}},
+                  {"strides", std::vector<int64_t>{cs.stride, cs.stride}},
+                  {"pads", cs.pads}};
+      if (cs.group) attrs["group"] = cs.group;
+      auto put = [&](const char* name, const Act& act) {
+        if (*act.name) attrs[name] = std::string(act.name);
+        if (!act.params.empty()) attrs[std::string(name) + "_params"] = act.params;
+      };
+      if (expand) put("activation1", a1);
+      put("activation2", a2);
+      put("activation3", a3);
+      const Tensor none;
+      std::vector<Tensor> ins = {x,
+                                 w1,
+                                 expand && with_b ? b1 : none,
+                                 w2,
+                                 with_b ? b2 : none,
+                                 w3,
+                                 with_b ? b3 : none,
+                                 none,
+                                 w4,
+                                 with_b ? b4 : none};
+      std::vector<double> want = naive_pointwise_depthwise(
+          cs, x, expand ? &w1 : nullptr, expand && with_b ? &b1 : nullptr, w2, with_b ? &b2 : nullptr, &w3,
+          with_b ? &b3 : nullptr, nullptr, expand ? a1 : Act{"", {}}, a2, a3, &w4, with_b ? &b4 : nullptr);
+      for (bool constant_w : {false, true}) {
+        const std::string what = "case " + std::to_string(i) + (constant_w ? " (constant W)" : " (W fed)");
+        std::vector<bool> constant(ins.size(), constant_w);
+        constant[0] = false;
+        auto y = run_one("kestrel", "FusedPointwiseDepthwise", ins, attrs, constant);
+        ASSERT_TRUE(y.is_ok()) << what << ": " << y.status().to_string();
+        ASSERT_EQ(y->dims(), (core::Dims{cs.n, cs.p, oh, ow})) << what;
+        expect_close(*y, want, what);
+      }
+    }
+  }
+}
+
 TEST(FusedPointwiseDepthwise, RefusesBadShapesAndAttributesWithTheNodeName) {
   // C 3, M 6, P 4, k 3: X [1,3,8,8] -> Y [1,4,8,8] with pads 1.
   Tensor x = random_tensor({1, 3, 8, 8}, 300), w1 = random_tensor({6, 3, 1, 1}, 301), b = random_tensor({6}, 302);
@@ -526,6 +592,25 @@ TEST(FusedPointwiseDepthwise, RefusesBadShapesAndAttributesWithTheNodeName) {
   expect_error(run_one("kestrel", op, {x, w1, b, w2}, with({{"activation2", std::string("Swish")}})), "activation2");
   expect_error(run_one("kestrel", op, {x, w1, b, w2}, with({{"activation1", std::string("Clip")}})),
                "activation1_params");
+  // The shortcut W4 [P, C, 1, 1] (B4 [P]): needs W3, excludes Z, and must map X to Y's size (1x1, stride, no pads).
+  const Tensor none, w4 = random_tensor({4, 3, 1, 1}, 321), b4 = random_tensor({4}, 322);
+  auto shortcut = run_one("kestrel", op, {x, w1, b, w2, b, w3, none, none, w4, b4}, attrs);
+  ASSERT_TRUE(shortcut.is_ok()) << shortcut.status().to_string();
+  EXPECT_EQ(shortcut->dims(), (core::Dims{1, 4, 8, 8}));
+  expect_error(run_one("kestrel", op, {x, w1, b, w2, b, none, none, none, w4}, attrs), "without W3");
+  expect_error(run_one("kestrel", op, {x, w1, b, w2, b, w3, none, z, w4}, attrs), "exclude each other");
+  expect_error(run_one("kestrel", op, {x, w1, b, w2, b, w3, none, none, none, b4}, attrs), "B4 (input 9)");
+  expect_error(run_one("kestrel", op, {x, w1, b, w2, b, w3, none, none, random_tensor({4, 5, 1, 1}, 323)}, attrs),
+               "the shortcut's input channels C");
+  expect_error(run_one("kestrel", op, {x, w1, b, w2, b, w3, none, none, random_tensor({3, 3, 1, 1}, 324)}, attrs),
+               "output channels P");
+  expect_error(run_one("kestrel", op, {x, w1, b, w2, b, w3, none, none, w4, random_tensor({5}, 325)}, attrs),
+               "output channels P");
+  expect_error(run_one("kestrel", op, {x, w1, b, w2, b, w3, none, none, random_tensor({4, 3, 3, 3}, 326)}, attrs),
+               "[P, C, 1, 1]");
+  expect_error(
+      run_one("kestrel", op, {x, w1, b, w2, b, w3, none, none, w4}, with({{"pads", std::vector<int64_t>{0, 0, 0, 0}}})),
+      "the shortcut W4 (1x1, stride 1, no pads) maps X's 8 to 8, the middle conv to 6");
   // No depthwise window fits: 8 + 0 < 9.
   expect_error(run_one("kestrel", op, {x, w1, b, random_tensor({6, 1, 9, 9}, 318)},
                        {{"kernel_shape", std::vector<int64_t>{9, 9}}}),

@@ -267,8 +267,10 @@ namespace {
 // kestrel.FusedPointwiseDepthwise: Y = act3(Conv1x1(act2(DW(act1(Conv1x1(X, W1, B1)), W2, B2)), W3, B3) + Z),
 // the expansion (inputs 1-2, activation1) and the projection (inputs 5-7, activation3) each optional, but not
 // both absent. Inputs: 0 X [N, C, H, W] ([N, M, H, W] without W1: the middle conv reads X), 1 W1 [M, C, 1, 1],
-// 2 B1 [M], 3 W2 [M, M / group, k, k], 4 B2 [M], 5 W3 [P, M, 1, 1], 6 B3 [P], 7 Z (Y's shape). `group` (the
-// middle conv's, optional) defaults to M: depthwise, W2 [M, 1, k, k].
+// 2 B1 [M], 3 W2 [M, M / group, k, k], 4 B2 [M], 5 W3 [P, M, 1, 1], 6 B3 [P], 7 Z (Y's shape), 8 W4 [P, C, 1, 1],
+// 9 B4 [P]. `group` (the middle conv's, optional) defaults to M: depthwise, W2 [M, 1, k, k]. W4 / B4: a shortcut
+// 1x1 conv of X with the middle conv's stride and no pads (RegNet's downsampling blocks), added in Z's place:
+// Y = act3(Conv1x1(...) + B3 + Conv1x1_stride(X, W4) + B4); it needs W3 and no Z.
 Status infer_fused_pointwise_depthwise(InferContext& ctx) {
   const Node& n = ctx.node();
   for (const char* a : {"activation1", "activation2", "activation3"})
@@ -297,16 +299,21 @@ Status infer_fused_pointwise_depthwise(InferContext& ctx) {
     if (n.has_attr("activation3") || n.has_attr("activation3_params"))
       return ctx.fail("activation3 is given without W3 (input 5)");
   }
+  const bool shortcut = ctx.has_input(8);
+  if (shortcut && !project) return ctx.fail("the shortcut W4 (input 8) is given without W3 (input 5)");
+  if (shortcut && ctx.has_input(7))
+    return ctx.fail("the shortcut W4 (input 8) and the residual Z (input 7) exclude each other");
+  if (ctx.has_input(9) && !shortcut) return ctx.fail("B4 (input 9) is given without W4 (input 8)");
   KESTREL_RETURN_IF_ERROR(check_same_dtypes(ctx));
-  static const char* const kNames[] = {"X", "W1", "B1", "W2", "B2", "W3", "B3", "Z"};
+  static const char* const kNames[] = {"X", "W1", "B1", "W2", "B2", "W3", "B3", "Z", "W4", "B4"};
   // Shapes: rank checks, then every known dim against what the others say.
-  for (size_t i : {size_t{0}, size_t{1}, size_t{3}, size_t{5}, size_t{7}}) {
+  for (size_t i : {size_t{0}, size_t{1}, size_t{3}, size_t{5}, size_t{7}, size_t{8}}) {
     if (!ctx.has_input(i)) continue;
     const Shape& s = ctx.input_shape(i);
     if (s.rank_known() && s.rank() != 4)
       return ctx.fail(kNames[i], " (input ", i, ") must have rank 4, is ", s.to_string());
   }
-  for (size_t i : {size_t{2}, size_t{4}, size_t{6}}) {
+  for (size_t i : {size_t{2}, size_t{4}, size_t{6}, size_t{9}}) {
     if (!ctx.has_input(i)) continue;
     const Shape& s = ctx.input_shape(i);
     if (s.rank_known() && s.rank() != 1)
@@ -339,7 +346,8 @@ Status infer_fused_pointwise_depthwise(InferContext& ctx) {
     int64_t axis, want;
   };
   // W2's dim 1 is 1 when depthwise; with a `group`, M / group (checked below, once M is known).
-  const Fixed fixed[] = {{1, 2, 1}, {1, 3, 1}, {3, 1, 1}, {3, 2, k}, {3, 3, k}, {5, 2, 1}, {5, 3, 1}};
+  const Fixed fixed[] = {{1, 2, 1}, {1, 3, 1}, {3, 1, 1}, {3, 2, k}, {3, 3, k},
+                         {5, 2, 1}, {5, 3, 1}, {8, 2, 1}, {8, 3, 1}};
   for (const auto& [i, axis, want] : fixed) {
     if (group && i == 3 && axis == 1) continue;
     Dim d = dim(i, axis);
@@ -348,8 +356,10 @@ Status infer_fused_pointwise_depthwise(InferContext& ctx) {
                       i == 1   ? "[M, C, 1, 1] (a 1x1 conv)"
                       : i == 3 ? core::str_cat(group ? "[M, M / group, " : "[M, 1, ", k, ", ", k, "] (",
                                                group ? "grouped" : "depthwise", ", kernel_shape ", k, "x", k, ")")
-                               : "[P, M, 1, 1] (a 1x1 conv)");
+                      : i == 5 ? "[P, M, 1, 1] (a 1x1 conv)"
+                               : "[P, C, 1, 1] (a 1x1 conv)");
   }
+  if (shortcut) KESTREL_RETURN_IF_ERROR(unify("the shortcut's input channels C", {{0, 1}, {8, 1}}).status());
   Dim m = Dim::unknown();
   if (expand) {
     KESTREL_RETURN_IF_ERROR(unify("input channels C", {{0, 1}, {1, 1}}).status());
@@ -366,7 +376,7 @@ Status infer_fused_pointwise_depthwise(InferContext& ctx) {
       return ctx.fail("W2 ", ctx.input_shape(3).to_string(), " must be [", m.value, ", ", m.value / *group, ", ", k,
                       ", ", k, "] (group ", *group, ", kernel_shape ", k, "x", k, ")");
   }
-  KESTREL_ASSIGN_OR_RETURN(Dim p, unify("output channels P", {{5, 0}, {6, 0}}));
+  KESTREL_ASSIGN_OR_RETURN(Dim p, unify("output channels P", {{5, 0}, {6, 0}, {8, 0}, {9, 0}}));
   const Shape& xs = ctx.input_shape(0);
   const Dim unknown = Dim::unknown();
   std::vector<Dim> out{xs.rank_known() ? xs[0] : unknown, project ? p : m, unknown, unknown};
@@ -376,6 +386,10 @@ Status infer_fused_pointwise_depthwise(InferContext& ctx) {
     auto w = forward_window(window, i, d.value);
     if (!w.is_ok()) return ctx.fail("depthwise: ", w.status().message());
     out[i + 2] = Dim(w->out);
+    // The shortcut (1x1, stride s, no pads) samples X at rows / columns 0, s, ..., so it must give Y's size.
+    if (shortcut && (d.value - 1) / window.strides[i] + 1 != w->out)
+      return ctx.fail("the shortcut W4 (1x1, stride ", window.strides[i], ", no pads) maps X's ", d.value, " to ",
+                      (d.value - 1) / window.strides[i] + 1, ", the middle conv to ", w->out);
   }
   Shape ys(std::move(out));
   KESTREL_RETURN_IF_ERROR(expect_residual_shape(ctx, 7, ys));
@@ -401,11 +415,12 @@ void register_conv_ops(OpRegistry& r) {
   pd.name = "FusedPointwiseDepthwise";
   // X; W2 (input 3) is required too (checked by the inference, as inputs 1 and 2 may be empty: no expansion).
   pd.min_inputs = 1;
-  pd.max_inputs = 8;
+  pd.max_inputs = 10;
   pd.infer = infer_fused_pointwise_depthwise;
   pd.doc =
       "act3(Conv1x1(act2(DepthwiseConv(act1(Conv1x1(X, W1, B1)), W2, B2)), W3, B3) + Z), expansion or projection "
-      "optional (not both); the middle conv grouped with `group` (default M: depthwise)";
+      "optional (not both); the middle conv grouped with `group` (default M: depthwise); or Z replaced by a strided "
+      "1x1 shortcut of X (W4, B4)";
   r.add(std::move(pd));
 }
 

@@ -110,7 +110,8 @@ Status fused_conv(const ConvParams& p, const ActivationParams& act, const Tensor
 
 Status fused_pointwise_depthwise(const PointwiseDepthwiseParams& p, const Tensor& x, const Tensor* w1, const Tensor* b1,
                                  const Tensor& w2, const Tensor* b2, const Tensor* w3, const Tensor* b3,
-                                 const Tensor* z, Tensor* expanded, Tensor* dw, Tensor& y) {
+                                 const Tensor* z, Tensor* expanded, Tensor* dw, Tensor& y, const Tensor* w4,
+                                 const Tensor* b4, Tensor* shortcut) {
   // 1x1, stride 1, no padding, group 1 (built once: the call allocates nothing).
   static const ConvParams kPointwise{{1, 1}, {1, 1}, {0, 0}, 1};
   auto type = [](const Tensor* t) { return t ? t->type_string() : std::string("(none)"); };
@@ -128,6 +129,13 @@ Status fused_pointwise_depthwise(const PointwiseDepthwiseParams& p, const Tensor
   if (!w3 && (b3 || z)) return core::invalid_argument("FusedPointwiseDepthwise: B3 / Z without W3");
   if (w1 && !expanded) return core::invalid_argument("FusedPointwiseDepthwise: no buffer for the expanded tensor");
   if (w3 && !dw) return core::invalid_argument("FusedPointwiseDepthwise: no buffer for the depthwise output");
+  if (w4 && (!w3 || z)) return core::invalid_argument("FusedPointwiseDepthwise: W4 needs W3 and no Z");
+  if (!w4 && b4) return core::invalid_argument("FusedPointwiseDepthwise: B4 without W4");
+  if (w4 && !shortcut) return core::invalid_argument("FusedPointwiseDepthwise: no buffer for the shortcut");
+  if (w4) {  // z = the strided 1x1 conv of x (ref::conv checks the shapes)
+    KESTREL_RETURN_IF_ERROR(fused_conv(p.shortcut, ActivationParams{}, x, *w4, b4, nullptr, *shortcut));
+    z = shortcut;
+  }
   // Without W1 the middle conv reads X itself (ref::conv checks X's channels against W2).
   const Tensor* e = &x;
   if (w1) {

@@ -55,13 +55,17 @@ Status fused_conv(const ConvParams& p, const ActivationParams& act, const Tensor
 // depthwise), w3 [P, M, 1, 1] or null; biases [M] (only with w1) / [M] / [P] (only with w3) or null; z (only
 // with w3) y's shape or null. With w1, `expanded`, and with w3, `dw` are the caller's temporaries of those
 // shapes and x's dtype (so that a binding allocates them once per input shape); otherwise they may be null.
+// The shortcut (w4 [P, C, 1, 1] with w3 and without z; b4 [P] or null) takes z's place:
+//   z        = conv1x1(x, w4, stride of the middle conv, no pads) + b4   into `shortcut`, y's shape.
 struct PointwiseDepthwiseParams {
   ConvParams depthwise;  // strides, dilations (1), begin pads and group (M: depthwise) of the middle conv
+  ConvParams shortcut;   // with w4: 1x1, the middle conv's strides, no pads, group 1
   ActivationParams act1, act2, act3;
 };
 Status fused_pointwise_depthwise(const PointwiseDepthwiseParams& p, const Tensor& x, const Tensor* w1, const Tensor* b1,
                                  const Tensor& w2, const Tensor* b2, const Tensor* w3, const Tensor* b3,
-                                 const Tensor* z, Tensor* expanded, Tensor* dw, Tensor& y);
+                                 const Tensor* z, Tensor* expanded, Tensor* dw, Tensor& y, const Tensor* w4 = nullptr,
+                                 const Tensor* b4 = nullptr, Tensor* shortcut = nullptr);
 
 // y = act(alpha * op(a) * op(b) + beta * c).
 Status fused_gemm(const GemmParams& p, const ActivationParams& act, const Tensor& a, const Tensor& b, const Tensor* c,

@@ -393,13 +393,15 @@ struct PointwiseDepthwise {
   ir::WindowAttrs window;  // the depthwise conv's: 2-D, square, NOTSET pads, dilations 1
   bool expand = false;     // W1 (input 1) given; else the middle conv reads X
   bool project = false;    // W3 (input 5) given
+  bool shortcut = false;   // W4 (input 8) given: the strided 1x1 shortcut of X takes Z's place
   int64_t group = 0;       // the middle conv's `group`; 0: M (depthwise)
   std::optional<cpu::FastConvChain> fast;
+  std::optional<Tensor> fast_bias3;      // with the fast chain and the shortcut: B3 + B4 (none: neither given)
   ref::PointwiseDepthwiseParams params;  // activations; depthwise geometry per input shape
   // Per input shape:
   RunKey key;
   cpu::ConvChainParams chain;
-  Tensor expanded, dw;  // the reference's temporaries (not allocated on the fast path, nor without W1 / W3)
+  Tensor expanded, dw, sc;  // the reference's temporaries (not allocated on the fast path, nor without W1 / W3 / W4)
 
   Status prepare(KernelContext& ctx) {
     const Tensor& x = ctx.input(0);
@@ -410,9 +412,11 @@ struct PointwiseDepthwise {
     const Tensor* w3 = ctx.input_or_null(5);
     const Tensor* b3 = ctx.input_or_null(6);
     const Tensor* z = ctx.input_or_null(7);
+    const Tensor* w4 = ctx.input_or_null(8);
+    const Tensor* b4 = ctx.input_or_null(9);
     const Tensor& y = ctx.output(0);
     key.begin();
-    for (const Tensor* t : {&x, w1, b1, &w2, b2, w3, b3, z, &y}) {
+    for (const Tensor* t : {&x, w1, b1, &w2, b2, w3, b3, z, w4, b4, &y}) {
       if (t) {
         key.add(static_cast<int64_t>(t->dtype())).add_dims(t->dims());
       } else {
@@ -423,7 +427,7 @@ struct PointwiseDepthwise {
     auto bad = [](const auto&... args) {
       return core::invalid_argument(str_cat("FusedPointwiseDepthwise: ", args...));
     };
-    for (const Tensor* t : {w1, &w2, b1, b2, w3, b3, z})
+    for (const Tensor* t : {w1, &w2, b1, b2, w3, b3, z, w4, b4})
       if (t && t->dtype() != x.dtype())
         return bad("all inputs must have X's dtype ", core::dtype_name(x.dtype()), ", got ", t->type_string());
     if (y.dtype() != x.dtype()) return bad("output ", y.type_string(), " must have X's dtype");
@@ -452,15 +456,31 @@ struct PointwiseDepthwise {
       p = w3->dim(0);
       if (b3 && (b3->rank() != 1 || b3->dim(0) != p)) return bad("bias B3 ", b3->type_string(), " must be [", p, "]");
     }
+    if (shortcut != (w4 != nullptr)) return bad("W4 is ", w4 ? "given" : "missing", " at run time");
+    if (!w4 && b4) return bad("B4 needs W4");
+    if (w4) {
+      if (!w3 || z) return bad("the shortcut W4 needs W3 and no Z");
+      if (w4->rank() != 4 || w4->dim(0) != p || w4->dim(1) != c || w4->dim(2) != 1 || w4->dim(3) != 1)
+        return bad("W4 ", w4->type_string(), " must be [", p, ", ", c, ", 1, 1]");
+      if (b4 && (b4->rank() != 1 || b4->dim(0) != p)) return bad("bias B4 ", b4->type_string(), " must be [", p, "]");
+    }
     params.depthwise.strides = window.strides;
     params.depthwise.dilations.assign(2, 1);
     params.depthwise.pads_begin.assign(2, 0);
     params.depthwise.group = g;
+    params.shortcut.strides = window.strides;
+    params.shortcut.dilations.assign(2, 1);
+    params.shortcut.pads_begin.assign(2, 0);
+    params.shortcut.group = 1;
     int64_t out[2];
     for (size_t i = 0; i < 2; ++i) {
       KESTREL_ASSIGN_OR_RETURN(ir::AxisWindow aw, ir::forward_window(window, i, x.dim(static_cast<int64_t>(i) + 2)));
       out[i] = aw.out;
       params.depthwise.pads_begin[i] = aw.pad_begin;
+      const int64_t in = x.dim(static_cast<int64_t>(i) + 2);
+      if (w4 && (in - 1) / window.strides[i] + 1 != aw.out)
+        return bad("the shortcut (1x1, stride ", window.strides[i], ") maps X's ", in, " to ",
+                   (in - 1) / window.strides[i] + 1, " pixels, the middle conv to ", aw.out);
     }
     if (y.rank() != 4 || y.dim(0) != n || y.dim(1) != p || y.dim(2) != out[0] || y.dim(3) != out[1])
       return core::internal_error(str_cat("FusedPointwiseDepthwise: output ", y.type_string(), " should be [", n, ", ",
@@ -481,6 +501,11 @@ struct PointwiseDepthwise {
       } else {
         dw = Tensor();
       }
+      if (w4) {
+        KESTREL_ASSIGN_OR_RETURN(sc, Tensor::allocate(x.dtype(), y.dims()));
+      } else {
+        sc = Tensor();
+      }
     }
     key.commit();
     return Status::ok();
@@ -496,20 +521,26 @@ struct PointwiseDepthwise {
     const Tensor* b2 = ctx.input_or_null(4);
     const Tensor* b3 = ctx.input_or_null(6);
     const Tensor* z = ctx.input_or_null(7);
-    if (fast) return fast->run(chain, ctx.input(0), b1, b2, b3, z, y, ctx.pool());
+    if (fast) {
+      if (shortcut) b3 = fast_bias3 ? &*fast_bias3 : nullptr;  // B3 + B4, folded at creation
+      return fast->run(chain, ctx.input(0), b1, b2, b3, z, y, ctx.pool());
+    }
     return ref::fused_pointwise_depthwise(params, ctx.input(0), ctx.input_or_null(1), b1, ctx.input(3), b2,
                                           ctx.input_or_null(5), b3, z, expand ? &expanded : nullptr,
-                                          project ? &dw : nullptr, y);
+                                          project ? &dw : nullptr, y, ctx.input_or_null(8), ctx.input_or_null(9),
+                                          shortcut ? &sc : nullptr);
   }
 };
 
 // The fast chain when it applies (f32, constant W1 (if given) / W2 / W3 (if given) of the chain's shapes, k 3 or
 // 5 when depthwise, 1 < k <= 7 when grouped (`group` < M, group widths whole vectors: FastConv::has_direct_rows),
 // stride 1 or 2, each pad < k, every activation used in the fast epilogue), else nullopt. group 0: M. Without
-// W1, M is W2's dim 0 (X's channels, checked per input shape by PointwiseDepthwise::prepare).
+// W1, M is W2's dim 0 (X's channels, checked per input shape by PointwiseDepthwise::prepare). With the shortcut
+// (constant W4 and B3 / B4 if given) the projection packs [W3 | W4] as one 1x1 conv of M + C channels, and
+// *bias3 is set to B3 + B4 (left empty when neither is given).
 Result<std::optional<cpu::FastConvChain>> make_fast_chain(
     const KernelCreateInfo& info, const ir::WindowAttrs& window, bool expand, bool project, int64_t group,
-    const std::array<std::optional<cpu::FusedActivation>, 3>& acts) {
+    const std::array<std::optional<cpu::FusedActivation>, 3>& acts, bool shortcut, std::optional<Tensor>* bias3) {
   using None = std::optional<cpu::FastConvChain>;
   if (info.options.reference_only) return None();
   for (const ir::ValueType* t : info.input_types)
@@ -530,13 +561,40 @@ Result<std::optional<cpu::FastConvChain>> make_fast_chain(
   if (g == m ? k != 3 && k != 5 : k <= 1 || k > 7) return None();
   if (w3 && (w3->dim(0) < 1 || w3->dim(1) != m || w3->dim(2) != 1 || w3->dim(3) != 1)) return None();
   if (stride != 1 && stride != 2) return None();
+  // The shortcut: [W3 | W4] as one projection of M + C channels, and B3 + B4.
+  const int64_t c = w1 ? w1->dim(1) : m;
+  std::optional<Tensor> w34;
+  if (shortcut) {
+    const Tensor* w4 = weight(8);
+    if (!w3 || !w4 || w4->dim(0) != w3->dim(0) || w4->dim(1) != c || w4->dim(2) != 1 || w4->dim(3) != 1) return None();
+    const int64_t pc = w3->dim(0);
+    KESTREL_ASSIGN_OR_RETURN(Tensor w, Tensor::allocate(core::DType::kF32, {pc, m + c, 1, 1}));
+    for (int64_t o = 0; o < pc; ++o) {
+      std::copy_n(w3->data<float>() + o * m, m, w.data<float>() + o * (m + c));
+      std::copy_n(w4->data<float>() + o * c, c, w.data<float>() + o * (m + c) + m);
+    }
+    w34 = std::move(w);
+    std::optional<Tensor> sum;
+    for (size_t i : {size_t{6}, size_t{9}}) {
+      if (i >= info.input_types.size() || !info.input_types[i]) continue;
+      const Tensor* b = i < info.constant_inputs.size() ? info.constant_inputs[i] : nullptr;
+      if (!b || b->dtype() != core::DType::kF32 || b->num_elements() != pc) return None();  // a bias set at run time
+      if (!sum) {
+        KESTREL_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(core::DType::kF32, {pc}));
+        std::fill_n(t.data<float>(), pc, 0.f);
+        sum = std::move(t);
+      }
+      for (int64_t o = 0; o < pc; ++o) sum->data<float>()[o] += b->data<float>()[o];
+    }
+    *bias3 = std::move(sum);
+  }
   for (int64_t pad : window.pads)
     if (pad >= k) return None();
   const core::Isa isa = info.options.isa;
   // Both pointwise convs around a depthwise one on a small static plane: the chain's pixel-major path.
   const ir::ValueType* xt = info.input_types[0];
   const auto plane = xt ? xt->shape.known_plane() : std::nullopt;
-  const bool small = w1 && w3 && g == m && plane &&
+  const bool small = w1 && w3 && !shortcut && g == m && plane &&
                      cpu::FastConvChain::small_plane(plane->first, plane->second, stride, info.options.threads);
   auto pointwise = [&](const Tensor& w, const cpu::FusedActivation& act) -> Result<cpu::FastConv> {
     KESTREL_ASSIGN_OR_RETURN(cpu::FastConv c, small ? cpu::FastConv::create_transposed_pointwise(w, act, isa)
@@ -552,11 +610,11 @@ Result<std::optional<cpu::FastConvChain>> make_fast_chain(
   KESTREL_ASSIGN_OR_RETURN(cpu::FastConv depthwise, cpu::FastConv::create(*w2, g, *acts[1], isa, false, 0));
   if (info.options.bf16) KESTREL_RETURN_IF_ERROR(depthwise.enable_bf16());
   if (w3) {
-    KESTREL_ASSIGN_OR_RETURN(cpu::FastConv c, pointwise(*w3, *acts[2]));
-    projection = std::move(c);
+    KESTREL_ASSIGN_OR_RETURN(cpu::FastConv p3, pointwise(w34 ? *w34 : *w3, *acts[2]));
+    projection = std::move(p3);
   }
   Result<cpu::FastConvChain> chain =
-      cpu::FastConvChain::create(std::move(expansion), std::move(depthwise), std::move(projection));
+      cpu::FastConvChain::create(std::move(expansion), std::move(depthwise), std::move(projection), shortcut ? c : 0);
   if (!chain.is_ok() && chain.status().code() == core::StatusCode::kUnsupported) return None();
   if (!chain.is_ok()) return chain.status().with_context(info.node.describe());
   return None(std::move(*chain));
@@ -580,10 +638,14 @@ Result<std::unique_ptr<OpKernel>> make_fused_pointwise_depthwise(
   if (!k->expand && present(2)) return info.fail("B1 (input 2) needs W1 (input 1)");
   if (!k->expand && !k->project) return info.fail("needs W1 (input 1), W3 (input 5) or both");
   if (!k->project && (present(6) || present(7))) return info.fail("B3 (input 6) and Z (input 7) need W3 (input 5)");
+  k->shortcut = present(8);
+  if (k->shortcut && (!k->project || present(7))) return info.fail("the shortcut W4 (input 8) needs W3 and no Z");
+  if (!k->shortcut && present(9)) return info.fail("B4 (input 9) needs W4 (input 8)");
   k->params.act1 = ref_acts[0];
   k->params.act2 = ref_acts[1];
   k->params.act3 = ref_acts[2];
-  KESTREL_ASSIGN_OR_RETURN(k->fast, make_fast_chain(info, k->window, k->expand, k->project, k->group, fast_acts));
+  KESTREL_ASSIGN_OR_RETURN(k->fast, make_fast_chain(info, k->window, k->expand, k->project, k->group, fast_acts,
+                                                    k->shortcut, &k->fast_bias3));
   const char* name = k->fast ? k->fast->name() : "reference";
   return make_kernel([k](KernelContext& ctx) -> Status { return k->run(ctx); }, name);
 }

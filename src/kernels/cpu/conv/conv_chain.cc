@@ -26,7 +26,7 @@ int64_t round_up16(int64_t n) {
 }  // namespace
 
 Result<FastConvChain> FastConvChain::create(std::optional<FastConv> expand, FastConv depthwise,
-                                            std::optional<FastConv> project) {
+                                            std::optional<FastConv> project, int64_t shortcut_channels) {
   // Convs of other shapes: Unsupported (a caller then runs them another way); mismatched ones: InvalidArgument.
   if (!expand && !project) return core::invalid_argument("conv chain: needs an expansion, a projection or both");
   // Small planes: both pointwise convs made by create_transposed_pointwise, around a depthwise conv.
@@ -47,9 +47,14 @@ Result<FastConvChain> FastConvChain::create(std::optional<FastConv> expand, Fast
                 expand ? str_cat(", the expansion gives ", expand->out_channels()) : std::string()));
   if (project && !small && !project->is_pointwise())
     return core::unsupported("conv chain: the projection must be a 1x1 conv, group 1");
-  if (project && project->in_channels() != m)
-    return core::invalid_argument(
-        str_cat("conv chain: the projection reads ", project->in_channels(), " channels, the chain has ", m));
+  const int64_t x_channels = expand ? expand->in_channels() : m;
+  if (shortcut_channels < 0 || (shortcut_channels > 0 && (!project || small || shortcut_channels != x_channels)))
+    return core::invalid_argument(str_cat("conv chain: a shortcut of ", shortcut_channels,
+                                          " channels needs a projection", " on the strip path and X's ", x_channels,
+                                          " channels"));
+  if (project && project->in_channels() != m + shortcut_channels)
+    return core::invalid_argument(str_cat("conv chain: the projection reads ", project->in_channels(),
+                                          " channels, the chain has ", m, " + ", shortcut_channels, " (shortcut)"));
   if ((expand && expand->isa() != depthwise.isa()) || (project && project->isa() != depthwise.isa()))
     return core::invalid_argument("conv chain: the convs must be made for one instruction set");
   FastConvChain c;
@@ -57,6 +62,7 @@ Result<FastConvChain> FastConvChain::create(std::optional<FastConv> expand, Fast
   c.depthwise_ = std::move(depthwise);
   c.project_ = std::move(project);
   c.small_ = small;
+  c.shortcut_c_ = shortcut_channels;
   return c;
 }
 
@@ -94,8 +100,9 @@ Status FastConvChain::run(const ConvChainParams& p, const Tensor& x, const Tenso
   if ((b1 && (!expand_ || b1->num_elements() != m)) || (b2 && b2->num_elements() != m) ||
       (b3 && (!project_ || b3->num_elements() != out_c)))
     return core::invalid_argument("conv chain: a bias has the wrong size");
-  if (z && (!project_ || z->dims() != y.dims()))
-    return core::invalid_argument(str_cat("conv chain: residual must be ", y.type_string(), ", with a projection"));
+  if (z && (!project_ || shortcut_c_ || z->dims() != y.dims()))
+    return core::invalid_argument(
+        str_cat("conv chain: residual must be ", y.type_string(), ", with a projection and no shortcut"));
   if (y.num_elements() == 0) return Status::ok();
   if (small_) return run_small(p, x, b1, b2, b3, z, y, pool);
 
@@ -116,7 +123,7 @@ Status FastConvChain::run(const ConvChainParams& p, const Tensor& x, const Tenso
   const int64_t total_rows = n * oh;
   const int64_t rows_in = (rows - 1) * s + k;
   const int64_t e_plane = rows_in * w, e_floats = expand_ ? round_up16(m * e_plane) : 0,
-                d_floats = project_ ? round_up16(m * rows * ow) : 0;
+                d_floats = project_ ? round_up16((m + shortcut_c_) * rows * ow) : 0;
   const int64_t s_floats = round_up16(depthwise_.direct_rows_scratch_floats(rows, ow, static_cast<int>(s)));
 
   const float* xd = x.data<float>();
@@ -125,6 +132,7 @@ Status FastConvChain::run(const ConvChainParams& p, const Tensor& x, const Tenso
   const float* b3d = b3 ? b3->data<float>() : nullptr;
   const float* zd = z ? z->data<float>() : nullptr;
   float* yd = y.data<float>();
+  const conv_detail::Im2colFn gather = shortcut_c_ ? conv_detail::im2col_fn(depthwise_.isa()) : nullptr;
   const int64_t tasks = std::min<int64_t>(threads, total_rows);
   std::atomic<bool> failed{false};
   core::parallel_for(pool, tasks, 1, [&](int64_t t0, int64_t t1) {
@@ -188,6 +196,18 @@ Status FastConvChain::run(const ConvChainParams& p, const Tensor& x, const Tenso
           da.y = dbuf;
           depthwise_.direct_rows(da, 0, r1 - r0, dscratch);
           const int64_t cols = (r1 - r0) * ow, plane = oh * ow;
+          if (gather) {  // the shortcut's input below the depthwise rows: X at rows r0 * s, ..., columns 0, s, ...
+            conv_detail::Im2colArgs ga;
+            ga.x = xn;
+            ga.ih = h;
+            ga.iw = w;
+            ga.sh = ga.sw = s;
+            ga.pt = -r0 * s;
+            ga.oh = r1 - r0;
+            ga.ow = ow;
+            ga.col = dbuf + m * cols;
+            gather(ga, 0, c);
+          }
           Status st =
               project_->pointwise_columns(dbuf, cols, cols, b3d, zd ? zd + img * out_c * plane + r0 * ow : nullptr,
                                           plane, yd + img * out_c * plane + r0 * ow, plane);

@@ -33,8 +33,13 @@ class FastConvChain {
   // On small planes (small_plane) the op makes expand and project with FastConv::create_transposed_pointwise around a
   // depthwise conv: the chain then runs the three convs whole over pixel-major scratch (channels in the vector lanes:
   // no transposes between them, one at the end) instead of strips of NCHW rows.
+  // shortcut_channels > 0: a strided 1x1 shortcut of X (RegNet's downsampling blocks) folded into the projection,
+  // which then maps M + shortcut_channels channels (W3 and the shortcut's W4 side by side, [P, M + C]; its bias
+  // B3 + B4): per strip, X's pixels at the middle conv's stride (rows and columns 0, s, ...) are gathered below the
+  // depthwise output, so one GEMM of depth M + C adds both, and X is read once, while its rows are in cache. Needs
+  // the projection, X's channel count C (= M without the expansion) and the strip path (no small planes).
   static Result<FastConvChain> create(std::optional<FastConv> expand, FastConv depthwise,
-                                      std::optional<FastConv> project);
+                                      std::optional<FastConv> project, int64_t shortcut_channels = 0);
 
   // Whether a depthwise middle conv with this input plane and stride runs a chain of both pointwise convs on the
   // small-plane path: output about ceil(h / s) x ceil(w / s) pixels, at most kSmallPlaneMaxPixels (the 7x7 stages),
@@ -51,7 +56,8 @@ class FastConvChain {
   }
 
   // x [N, C, H, W] (C = M without expansion); b1 [M] (only with the expansion), b2 [M], b3 [P] or null; z (the
-  // projection's residual): y's shape or null, only with a projection; y [N, P (or M without projection), OH, OW].
+  // projection's residual): y's shape or null, only with a projection and no shortcut; y [N, P (or M without
+  // projection), OH, OW]. With the shortcut, b3 is B3 + B4.
   Status run(const ConvChainParams& p, const Tensor& x, const Tensor* b1, const Tensor* b2, const Tensor* b3,
              const Tensor* z, Tensor& y, core::ThreadPool* pool) const;
 
@@ -79,6 +85,7 @@ class FastConvChain {
   FastConv depthwise_;
   std::optional<FastConv> project_;
   bool small_ = false;
+  int64_t shortcut_c_ = 0;  // create's shortcut_channels
 };
 
 }  // namespace kestrel::kernels::cpu
