@@ -12,6 +12,9 @@
 // are what the fusion saves), or, for expand -> depthwise -> project, a small one (FastConvChain::small_plane:
 // there the chain keeps the tensors between its convs pixel-major, which saves their transposes). The
 // intermediate values must have no other consumer and must not be graph outputs.
+// Last, a strided 1x1 conv of the chain's X that adds the chain's output as its residual (RegNet's downsampling
+// blocks, proj(x) + f(x), whose Add fuse-residual-add gave to proj) joins the chain as its shortcut (W4, B4, its
+// activation as activation3): the kernel folds it into the projection's GEMM, so X is read once.
 #include <optional>
 
 #include "ir/op_schema.h"
@@ -186,6 +189,37 @@ core::Status fuse(ir::Graph& g, ir::Node* last, const std::optional<ConvNode>& p
   return core::Status::ok();
 }
 
+bool is_chain(const ir::Node* n) {
+  return n && n->domain() == ir::kKestrelDomain && n->op_type() == "FusedPointwiseDepthwise";
+}
+
+// Whether sc, a conv of the chain f's X, can be f's shortcut: 1x1, group 1, no pads, f's strides, f's output
+// channels; f has a projection (constant W3) and no shortcut yet.
+bool folds_shortcut(const ir::Node* f, const ConvNode& sc) {
+  if (!is_chain(f) || f->num_inputs() < 6 || f->num_inputs() > 8 || !f->input(5) || f->input(0) != sc.x ||
+      sc.group != 1 || sc.wd[2] != 1 || sc.wd[3] != 1 || !all_are(sc.window.pads, 0) || sc.x == sc.z)
+    return false;
+  auto strides = f->attr_ints("strides");
+  return strides.is_ok() && *strides == sc.window.strides && f->input(5)->is_constant() &&
+         f->input(5)->constant().rank() == 4 && f->input(5)->constant().dim(0) == sc.wd[0];
+}
+
+// Replaces the chain f and its shortcut conv sc (ending in `last`, one of them) by f with W4 / B4 = sc's W / B, no
+// residual, and act3 as its activation3.
+core::Status fold_shortcut(ir::Graph& g, ir::Node* f, const ConvNode& sc, ir::Node* last,
+                           const ir::FusedActivationSpec& act3) {
+  std::vector<ir::Value*> inputs = f->inputs();
+  inputs.resize(10, nullptr);
+  inputs[7] = nullptr;
+  inputs[8] = sc.w;
+  inputs[9] = sc.b;
+  while (!inputs.back()) inputs.pop_back();
+  KESTREL_ASSIGN_OR_RETURN(ir::Node * fused, replace_chain(g, last, {f, sc.node}, "FusedPointwiseDepthwise",
+                                                           ir::kKestrelDomain, inputs, f->attributes(), f->name()));
+  ir::set_fused_activation(*fused, act3, "activation3");
+  return core::Status::ok();
+}
+
 class FusePointwiseDepthwise final : public Pass {
  public:
   const char* name() const override { return "fuse-pointwise-depthwise"; }
@@ -229,6 +263,29 @@ class FusePointwiseDepthwise final : public Pass {
         continue;
       KESTREL_RETURN_IF_ERROR(fuse(g, n, std::nullopt, *d, p3));
       ++stats.fused;
+    }
+    // Shortcuts, from either side of the block's Add (fuse-residual-add gave it to the operand it met first):
+    // n = act(Conv1x1_stride_s(X, W4, B4) + f) with f a chain whose projection has no residual and no activation, or
+    // n = a chain whose residual is Conv1x1_stride_s(X, W4, B4) (no activation) read by it alone.
+    for (ir::Node* n : g.nodes()) {
+      if (std::optional<ConvNode> sc = read_conv(n); sc && sc->z) {
+        ir::Node* f = sc->z->producer();
+        if (!is_chain(f)) continue;
+        auto act3 = ir::read_fused_activation(*f, "activation3");
+        if (!act3.is_ok() || act3->kind != ir::FusedActivation::kNone || f->num_inputs() > 7 ||
+            !only_consumer(sc->z, n) || !folds_shortcut(f, *sc))
+          continue;
+        KESTREL_RETURN_IF_ERROR(fold_shortcut(g, f, *sc, n, sc->act));
+        ++stats.fused;
+      } else if (is_chain(n) && n->num_inputs() == 8 && n->input(7)) {
+        std::optional<ConvNode> z = read_conv(n->input(7)->producer());
+        auto act3 = ir::read_fused_activation(*n, "activation3");
+        if (!z || z->z || z->act.kind != ir::FusedActivation::kNone || !act3.is_ok() ||
+            !only_consumer(n->input(7), n) || !folds_shortcut(n, *z))
+          continue;
+        KESTREL_RETURN_IF_ERROR(fold_shortcut(g, n, *z, n, *act3));
+        ++stats.fused;
+      }
     }
     return stats;
   }

@@ -1191,6 +1191,79 @@ TEST(FusePointwiseDepthwise, GroupedMiddleConvFusesOnlyWithWholeVectorGroups) {
   }
 }
 
+// RegNet's downsampling block, act(proj(x) + f(x)) with proj a 1x1 stride-2 conv of x: the chain takes proj as its
+// shortcut (W4, B4), from either operand order of the Add, with or without the expansion; what stops it.
+TEST(FusePointwiseDepthwise, StridedShortcutJoinsTheChain) {
+  InvertedResidual regnet;
+  regnet.c = 24;
+  regnet.m = 48;
+  regnet.p = 40;
+  regnet.group = 3;  // groups of 16
+  regnet.stride = 2;
+  regnet.act1 = regnet.act2 = "Relu";
+  regnet.act3 = "";
+  struct Case {
+    const char* name;
+    InvertedResidual b;
+    bool proj_first = true, proj_stride1 = false, proj_reads_other = false, f_is_output = false;
+    bool proj_relu = false;  // proj's own activation before the Add (then it is no shortcut)
+    Ops want;
+  };
+  const Ops one = {"kestrel.FusedPointwiseDepthwise"};
+  std::vector<Case> cases;
+  cases.push_back({"proj(x) + f(x)", regnet, true, false, false, false, false, one});
+  cases.push_back({"f(x) + proj(x)", regnet, false, false, false, false, false, one});
+  InvertedResidual dw = regnet;  // no expansion: the depthwise reads x's 48 channels
+  dw.expand = false;
+  dw.c = dw.m = 48;
+  dw.group = 0;
+  cases.push_back({"no expansion, depthwise", dw, true, false, false, false, false, one});
+  InvertedResidual s1 = regnet;  // stride 1 with a 1x1 shortcut (channel change only)
+  s1.stride = 1;
+  cases.push_back({"stride 1", s1, false, true, false, false, false, one});
+  cases.push_back({"proj reads Relu(x)",
+                   regnet,
+                   true,
+                   false,
+                   true,
+                   false,
+                   false,
+                   {"Relu", "kestrel.FusedPointwiseDepthwise", "kestrel.FusedConv"}});
+  cases.push_back({"f(x) is a graph output",
+                   regnet,
+                   true,
+                   false,
+                   false,
+                   true,
+                   false,
+                   {"kestrel.FusedPointwiseDepthwise", "kestrel.FusedConv"}});
+  cases.push_back({"proj has its own Relu",
+                   regnet,
+                   false,
+                   false,
+                   false,
+                   false,
+                   true,
+                   {"kestrel.FusedConv", "kestrel.FusedPointwiseDepthwise"}});
+  for (const Case& cs : cases) {
+    SCOPED_TRACE(cs.name);
+    check(
+        [&](ir::Graph& g) {
+          ir::Value* x = g.add_input("x", f32({1, cs.b.c, 29, 30}));
+          const int64_t ps = cs.b.stride;
+          ir::Value* px = cs.proj_reads_other ? op(g, "Relu", {x}) : x;
+          ir::Value* f = inverted_residual(g, x, cs.b, 90).y;
+          ir::Value* proj = out(conv_k(g, px, cs.b.c, cs.b.p, 1, 96, 1, {ps, ps}));
+          if (cs.proj_relu) proj = activate(g, proj, "Relu");
+          g.add_output(activate(
+              g, op(g, "Add", cs.proj_first ? std::vector<ir::Value*>{proj, f} : std::vector<ir::Value*>{f, proj}),
+              "Relu"));
+          if (cs.f_is_output) g.add_output(f);
+        },
+        pwdw_passes(), cs.want, 1e-4);
+  }
+}
+
 // The whole -O2 pipeline on blocks above the plane threshold, then the fused graph on the fast chain and on the
 // reference, with 1 and 2 threads, against the unfused graph on reference kernels.
 TEST(FusePointwiseDepthwise, O2FusedChainMatchesUnfusedReference) {
