@@ -163,7 +163,50 @@ BENCHMARK(BM_Chain)
     CHAIN7(96, 576, 96, 14, 3, 1) CHAIN7(80, 480, 80, 14, 5, 1) CHAIN7(64, 384, 64, 14, 3, 1)->UseRealTime();
 // clang-format on
 
-// Depthwise (EfficientNet / MobileNet): {C, M, H, K, stride, group, act}; act 7 = SiLU, 2 = Clip.
+    // RegNet's downsampling block, relu(proj(x) + f(x)), f = 1x1 -> grouped 3x3 (stride, groups of 16) -> 1x1 and proj
+    // a 1x1 conv of x at the stride: the chain and then proj with f's output as its residual (fused 0), or the chain
+    // with proj as its shortcut, [W3 | W4] in one projection (fused 1). Args: {C, M, P, H, stride, threads, fused}.
+    void BM_ChainShortcut(benchmark::State& st) {
+      const int64_t c = st.range(0), m = st.range(1), pc = st.range(2), h = st.range(3), s = st.range(4);
+      const bool fused = st.range(6) != 0;
+      static core::ThreadPool pool2(2);
+      core::ThreadPool* pool = st.range(5) > 1 ? &pool2 : nullptr;
+      const int64_t oh = (h - 1) / s + 1, groups = m / 16;
+      const cpu::FusedActivation relu{cpu::GemmActivation::kRelu, 0.f, 0.f};
+      const core::Isa isa = core::active_isa();
+      core::Tensor x = rnd({1, c, h, h}), w1 = rnd({m, c, 1, 1}), w2 = rnd({m, 16, 3, 3}), w3 = rnd({pc, m, 1, 1});
+      core::Tensor w4 = rnd({pc, c, 1, 1}), w34 = rnd({pc, m + c, 1, 1});
+      core::Tensor b1 = rnd({m}), b2 = rnd({m}), b3 = rnd({pc}), f = rnd({1, pc, oh, oh}), y = rnd({1, pc, oh, oh});
+      auto chain = cpu::FastConvChain::create(
+          *cpu::FastConv::create(w1, 1, relu, isa, false), *cpu::FastConv::create(w2, groups, relu, isa, false),
+          *cpu::FastConv::create(fused ? w34 : w3, 1, fused ? relu : cpu::FusedActivation{}, isa, false),
+          fused ? c : 0);
+      auto proj = cpu::FastConv::create(w4, 1, relu, isa, false, h * h);
+      if (!chain.is_ok() || !proj.is_ok()) {
+        st.SkipWithError("create failed");
+        return;
+      }
+      const ref::ConvParams pp{{s, s}, {1, 1}, {0, 0}, 1};
+      for (auto _ : st) {
+        if (fused) {
+          benchmark::DoNotOptimize(chain->run({s, 1, 1}, x, &b1, &b2, &b3, nullptr, y, pool));
+        } else {
+          benchmark::DoNotOptimize(chain->run({s, 1, 1}, x, &b1, &b2, &b3, nullptr, f, pool));
+          benchmark::DoNotOptimize(proj->run(pp, x, &b3, &f, y, pool));
+        }
+        benchmark::ClobberMemory();
+      }
+      const double flops = 2.0 * (h * h * m * c + oh * oh * (9 * 16 * m + pc * (m + c)));
+      st.counters["GFLOP/s"] =
+          benchmark::Counter(flops * 1e-9 * static_cast<double>(st.iterations()), benchmark::Counter::kIsRate);
+    }
+    // RegNet-X 400MF's block1-0, block2-0 and block3-0, 1 and 2 threads, unfused and fused.
+#define SHORTCUT(C, M, P, H) \
+  ->Args({C, M, P, H, 2, 1, 0})->Args({C, M, P, H, 2, 1, 1})->Args({C, M, P, H, 2, 2, 0})->Args({C, M, P, H, 2, 2, 1})
+    BENCHMARK(BM_ChainShortcut)
+    SHORTCUT(32, 32, 32, 112) SHORTCUT(32, 64, 64, 56) SHORTCUT(64, 160, 160, 28)->UseRealTime();
+
+    // Depthwise (EfficientNet / MobileNet): {C, M, H, K, stride, group, act}; act 7 = SiLU, 2 = Clip.
 #define DW(C, H, K, S) ->Args({C, C, H, K, S, C, 7})
     BENCHMARK(BM_Conv)
         ->Args({672, 672, 14, 3, 1, 672, 6})
