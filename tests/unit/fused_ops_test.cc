@@ -375,6 +375,22 @@ std::vector<double> naive_pointwise_depthwise(const PwDwCase& cs, const Tensor& 
   return out;
 }
 
+// The node's attributes for a case: its window, `group` when given, and the activations (null: none given).
+Attrs pwdw_attrs(const PwDwCase& cs, const Act* a1, const Act& a2, const Act* a3) {
+  Attrs attrs{{"kernel_shape", std::vector<int64_t>{cs.k, cs.k}},
+              {"strides", std::vector<int64_t>{cs.stride, cs.stride}},
+              {"pads", cs.pads}};
+  if (cs.group) attrs["group"] = cs.group;
+  auto put = [&](const char* name, const Act& act) {
+    if (*act.name) attrs[name] = std::string(act.name);
+    if (!act.params.empty()) attrs[std::string(name) + "_params"] = act.params;
+  };
+  if (a1) put("activation1", *a1);
+  put("activation2", a2);
+  if (a3) put("activation3", *a3);
+  return attrs;
+}
+
 // Every activation in each place the cases have, with and without biases / residual, on the reference (weights
 // fed at run time) and with constant weights (the fast chain where it applies), against the naive chain. Cases
 // with c = 0 have no expansion: W1 / B1 absent, no activation1.
@@ -397,17 +413,7 @@ void expect_matches_naive(const std::vector<PwDwCase>& cases, uint32_t seed) {
     for (size_t a = 0; a < acts.size(); ++a, ++i) {
       const Act &a1 = acts[a], &a2 = acts[(a + 3) % acts.size()], &a3 = acts[(a + 7) % acts.size()];
       const bool with_b = i % 3 != 0, with_z = project && i % 2 == 0;
-      Attrs attrs{{"kernel_shape", std::vector<int64_t>{cs.k, cs.k}},
-                  {"strides", std::vector<int64_t>{cs.stride, cs.stride}},
-                  {"pads", cs.pads}};
-      if (cs.group) attrs["group"] = cs.group;
-      auto put = [&](const char* name, const Act& act) {
-        if (*act.name) attrs[name] = std::string(act.name);
-        if (!act.params.empty()) attrs[std::string(name) + "_params"] = act.params;
-      };
-      if (expand) put("activation1", a1);
-      put("activation2", a2);
-      if (project) put("activation3", a3);
+      const Attrs attrs = pwdw_attrs(cs, expand ? &a1 : nullptr, a2, project ? &a3 : nullptr);
       std::vector<Tensor> ins = {x, w1, expand && with_b ? b1 : Tensor(), w2, with_b ? b2 : Tensor()};
       if (project) {
         ins.push_back(w3);
@@ -489,17 +495,7 @@ TEST(FusedPointwiseDepthwise, MatchesNaiveChainWithShortcut) {
     for (size_t a = 0; a < acts.size(); a += 3, ++i) {
       const Act &a1 = acts[a], &a2 = acts[(a + 3) % acts.size()], &a3 = acts[(a + 7) % acts.size()];
       const bool with_b = i % 2 == 0;
-      Attrs attrs{{"kernel_shape", std::vector<int64_t>{cs.k, cs.k}},
-                  {"strides", std::vector<int64_t>{cs.stride, cs.stride}},
-                  {"pads", cs.pads}};
-      if (cs.group) attrs["group"] = cs.group;
-      auto put = [&](const char* name, const Act& act) {
-        if (*act.name) attrs[name] = std::string(act.name);
-        if (!act.params.empty()) attrs[std::string(name) + "_params"] = act.params;
-      };
-      if (expand) put("activation1", a1);
-      put("activation2", a2);
-      put("activation3", a3);
+      const Attrs attrs = pwdw_attrs(cs, expand ? &a1 : nullptr, a2, &a3);
       const Tensor none;
       std::vector<Tensor> ins = {x,
                                  w1,
