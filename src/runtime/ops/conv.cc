@@ -561,6 +561,8 @@ Result<std::optional<cpu::FastConvChain>> make_fast_chain(
   if (g == m ? k != 3 && k != 5 : k <= 1 || k > 7) return None();
   if (w3 && (w3->dim(0) < 1 || w3->dim(1) != m || w3->dim(2) != 1 || w3->dim(3) != 1)) return None();
   if (stride != 1 && stride != 2) return None();
+  for (int64_t pad : window.pads)
+    if (pad >= k) return None();
   // The shortcut: [W3 | W4] as one projection of M + C channels, and B3 + B4.
   const int64_t c = w1 ? w1->dim(1) : m;
   std::optional<Tensor> w34;
@@ -588,8 +590,6 @@ Result<std::optional<cpu::FastConvChain>> make_fast_chain(
     }
     *bias3 = std::move(sum);
   }
-  for (int64_t pad : window.pads)
-    if (pad >= k) return None();
   const core::Isa isa = info.options.isa;
   // Both pointwise convs around a depthwise one on a small static plane: the chain's pixel-major path.
   const ir::ValueType* xt = info.input_types[0];
