@@ -54,14 +54,20 @@ void im2col_rows(const Im2colArgs& a, int64_t r0, int64_t r1) {
         copy_zero_padded<S>(xr, x0, d, o0, o1, a.ow);
       } else {
         for (int64_t ox = 0; ox < o0; ++ox) d[ox] = 0.f;
-        if (a.sw == 2) {  // whole vectors while both loads stay in the row, then one column at a time
+        if (a.sw == 2) {  // whole vectors while both loads stay in the row, then masked loads up to its end
           int64_t ox = o0;
+          typename S::V even, odd;
           for (; ox + W <= o1 && x0 + 2 * (ox + W) <= a.iw; ox += W) {
-            typename S::V even, odd;
             S::deinterleave(S::load(xr + x0 + 2 * ox), S::load(xr + x0 + 2 * ox + W), even, odd);
             S::store(d + ox, even);
           }
-          for (; ox < o1; ++ox) d[ox] = xr[x0 + 2 * ox];
+          if (ox < o1) {  // at most W columns left: the loop stops only when 2 W floats do not fit
+            const int64_t avail = a.iw - (x0 + 2 * ox);
+            const int lo = static_cast<int>(std::min<int64_t>(avail, W));
+            const int hi = static_cast<int>(std::clamp<int64_t>(avail - W, 0, W));
+            S::deinterleave(S::load_n(xr + x0 + 2 * ox, lo), S::load_n(xr + x0 + 2 * ox + W, hi), even, odd);
+            S::store_n(d + ox, even, static_cast<int>(o1 - ox));
+          }
         } else {
           for (int64_t ox = o0; ox < o1; ++ox) d[ox] = xr[x0 + ox * a.sw];
         }
