@@ -197,7 +197,7 @@ bool is_chain(const ir::Node* n) {
 // channels; f has a projection (constant W3) and no shortcut yet.
 bool folds_shortcut(const ir::Node* f, const ConvNode& sc) {
   if (!is_chain(f) || f->num_inputs() < 6 || f->num_inputs() > 8 || !f->input(5) || f->input(0) != sc.x ||
-      sc.group != 1 || sc.wd[2] != 1 || sc.wd[3] != 1 || !all_are(sc.window.pads, 0) || sc.x == sc.z)
+      sc.group != 1 || sc.wd[2] != 1 || sc.wd[3] != 1 || !all_are(sc.window.pads, 0))
     return false;
   auto strides = f->attr_ints("strides");
   return strides.is_ok() && *strides == sc.window.strides && f->input(5)->is_constant() &&
