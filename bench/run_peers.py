@@ -203,9 +203,9 @@ def main():
         return ok, None
 
     lines = []
-    lines.append("| model | threads | Kestrel median ms | ORT median ms | Kestrel / ORT | Kestrel peak RSS | "
-                 "ORT peak RSS | Kestrel arena (no reuse) | allocs/run |")
-    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    lines.append("| model | threads | Kestrel median ms | ORT median ms | Kestrel / ORT | paired (range) | "
+                 "Kestrel peak RSS | ORT peak RSS | Kestrel arena (no reuse) | allocs/run |")
+    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     errors = {}
     for m in models:
         for t in args.threads:
@@ -214,6 +214,10 @@ def main():
             k_ms = statistics.median(r["median_ms"] for r in k) if k else None
             o_ms = statistics.median(r["median_ms"] for r in o) if o else None
             ratio = f"{k_ms / o_ms:.2f}" if k_ms and o_ms else "-"
+            # The same repetition's two runs, adjacent in time: their ratio cancels what the host does to both.
+            o_by_rep = {r["rep"]: r["median_ms"] for r in o or []}
+            pairs = [r["median_ms"] / o_by_rep[r["rep"]] for r in k or [] if o_by_rep.get(r["rep"])]
+            paired = (f"{statistics.median(pairs):.2f} ({min(pairs):.2f}-{max(pairs):.2f})" if pairs else "-")
             rss = max(r["peak_rss_bytes"] for r in k) if k else None
             o_rss = max(r["process_peak_rss_bytes"] for r in o) if o else None
             arena = f"{fmt_bytes(k[0]['arena_bytes'])} ({fmt_bytes(k[0]['sum_activation_bytes'])})" if k else "-"
@@ -224,13 +228,15 @@ def main():
                 errors.setdefault(("Kestrel", m["name"]), k_err)
             if o_err:
                 errors.setdefault(("ORT", m["name"]), o_err)
-            lines.append(f"| {m['name']} | {t} | {k_cell} | {o_cell} | {ratio} | {fmt_bytes(rss)} | {fmt_bytes(o_rss)} | {arena} | {allocs} |")
+            lines.append(f"| {m['name']} | {t} | {k_cell} | {o_cell} | {ratio} | {paired} | {fmt_bytes(rss)} | "
+                         f"{fmt_bytes(o_rss)} | {arena} | {allocs} |")
     print("\n".join(lines))
     print()
     print(f"Command: {' '.join(shlex.quote(a) for a in [sys.executable] + sys.argv)}")
     print(f"Medians of {args.reps} repetitions, each the median of up to {args.iters} timed runs after {args.warmup} "
           f"warm-up runs (Kestrel stops a measurement after {args.max_time:g} s of timed runs), on the reference "
-          f"inputs; engines interleaved per model. {cpu}, {os.cpu_count()} cpus; "
+          f"inputs; engines interleaved per model. Paired: the median (and range) over repetitions of Kestrel's "
+          f"median over ORT's in the same repetition, run back to back. {cpu}, {os.cpu_count()} cpus; "
           f"{(time.time() - start) / 60:.1f} min; raw: {out}")
     print("Peak RSS: the process's high-water mark (Kestrel: VmHWM reported by kestrel bench; ORT: ru_maxrss of the "
           "node process, which includes the Node.js runtime, about 40 MiB).")
