@@ -6,8 +6,9 @@ For each model in $KESTREL_DATA/models/manifest.json, at each thread count, for 
 repetitions, runs `kestrel bench --json` and ONNX Runtime (../shared/tools/peers/ort_bench.js,
 npm onnxruntime-node) back to back on the model's reference inputs, alternating which engine goes
 first, so that both see the same machine noise. Each engine's figure is the median of its
-per-repetition medians. Prints a markdown table (model, threads, medians, ratio Kestrel/ORT,
-Kestrel peak RSS, arena bytes and allocations per run) and writes the raw JSON lines.
+per-repetition medians. Prints a markdown table (model, threads, medians, ratio Kestrel/ORT, the
+paired ratio (median and range over repetitions of the two back-to-back runs' ratio), peak RSS,
+arena bytes and allocations per run) and writes the raw JSON lines.
 
   /usr/bin/python3 bench/run_peers.py [--threads 1 2] [--reps 3] [--warmup 5] [--iters 30]
                                        [--models a,b] [--kestrel PATH] [--out results.jsonl]
